@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file rudp.h
+ * @brief librudp: reliable messaging over UDP, wire-compatible with RakNet.
+ *
+ * A *host* owns one UDP socket, a table of *peers* (connections) and the
+ * timers that drive them. The application calls rudp_service() in its loop:
+ * it reads datagrams, runs retransmission and keepalive timers, sends what
+ * is due, and returns events (a peer connected, a message arrived, a peer
+ * disconnected).
+ *
+ * Threading: a host and every peer on it belong to one thread at a time. No
+ * function locks; call nothing on a host from two threads at once. A
+ * multi-core server runs one host per thread.
+ *
+ * Errors: functions that can fail return a negative RUDP_E_* code (see
+ * rudp_strerror()); none of them aborts on bad arguments.
+ *
+ * Lifetimes: data in a RUDP_EVENT_RECEIVE event points into the host's
+ * buffers and stays valid until the next call of rudp_service() (or
+ * rudp_host_destroy()) on that host; copy what you keep. A peer handle stays
+ * valid until the rudp_service() call after the one that returned its
+ * RUDP_EVENT_DISCONNECT event.
+ */
+#ifndef RUDP_H
+#define RUDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rudp_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RUDP_API __attribute__((visibility("default")))
+#else
+#define RUDP_API
+#endif
+
+/** Opaque host: a socket, its peers and timers. */
+typedef struct rudp_host rudp_host;
+/** Opaque peer: one connection on a host. */
+typedef struct rudp_peer rudp_peer;
+
+/** Error codes. Every failing call returns one of these (all negative). */
+enum rudp_error {
+	RUDP_OK = 0,
+	RUDP_E_INVALID = -1,      /**< a bad argument (NULL, out of range, malformed address) */
+	RUDP_E_NOMEM = -2,        /**< memory allocation failed */
+	RUDP_E_SYSTEM = -3,       /**< a system call failed; errno holds the reason */
+	RUDP_E_ADDRESS = -4,      /**< an address string could not be parsed or resolved */
+	RUDP_E_PEERS_FULL = -5,   /**< max_peers reached */
+	RUDP_E_NOT_CONNECTED = -6, /**< the peer is not (or no longer) connected */
+	RUDP_E_TOO_LARGE = -7,    /**< message larger than max_message_size */
+	RUDP_E_QUEUE_FULL = -8,   /**< the peer's send queue is at max_queue_bytes; retry after service */
+	RUDP_E_UNSUPPORTED = -9,  /**< not built into this library or not available here */
+	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
+};
+
+/** Returns a static English description of an error code. Never NULL. */
+RUDP_API const char *rudp_strerror(int error);
+
+/** RakNet reliabilities, as on the wire. */
+enum rudp_reliability {
+	RUDP_UNRELIABLE = 0,           /**< may be lost, duplicated never */
+	RUDP_UNRELIABLE_SEQUENCED = 1, /**< may be lost; older ones than the newest seen are dropped */
+	RUDP_RELIABLE = 2,             /**< delivered exactly once, in any order */
+	RUDP_RELIABLE_ORDERED = 3,     /**< delivered exactly once, in send order per channel */
+	RUDP_RELIABLE_SEQUENCED = 4,   /**< arrives unless superseded; never goes backwards */
+};
+
+/** Number of order channels (0..31) for ordered and sequenced messages. */
+#define RUDP_CHANNELS 32
+
+/** Host configuration. Always start with rudp_config_init(), then change fields. */
+typedef struct rudp_config {
+	/** Address to bind, "IPv4:port" or "[IPv6]:port"; NULL or "" for an
+	 * ephemeral client socket (dual-stack IPv6 when available). Default NULL. */
+	const char *bind_address;
+	/** Peers (incoming plus outgoing) the host will hold. Default 1024. */
+	uint32_t max_peers;
+	/** Largest RakNet MTU offered or accepted (counts 28 B of IPv4/UDP
+	 * header, as RakNet does). 576..1500, default 1492. */
+	uint16_t mtu;
+	/** RakNet protocol version sent by connecting clients. Servers accept
+	 * protocol_min..protocol_max. Default 11, range 6..11. */
+	uint8_t protocol_version;
+	uint8_t protocol_min; /**< oldest protocol a server accepts, default 6 */
+	uint8_t protocol_max; /**< newest protocol a server accepts, default 11 */
+	/** This host's RakNet GUID; 0 picks a random one. Default 0. */
+	uint64_t guid;
+	/** Reliable frames in flight per peer. 1..4096, default 64. */
+	uint32_t window_frames;
+	/** Messages coalesced into one datagram. 1..64, default 8. */
+	uint32_t max_frames_per_datagram;
+	/** Largest message accepted for sending or receiving. Default 4 MiB. */
+	uint32_t max_message_size;
+	/** Bytes a peer may hold queued and unacknowledged. Default 32 MiB. */
+	uint32_t max_queue_bytes;
+	/** Fragments one incoming message may declare. Default 8192. */
+	uint32_t max_split_count;
+	/** Incomplete incoming split messages per peer. Default 32. */
+	uint32_t max_split_ids;
+	/** Bytes reserved for incomplete incoming split messages per peer. Default 8 MiB. */
+	uint32_t max_reassembly_bytes;
+	/** Out-of-order messages held per channel while waiting for a gap. Default 4096. */
+	uint32_t max_order_hold;
+	/** ACK/NACK records processed from one datagram. Default 256. */
+	uint32_t max_ack_ranges;
+	uint32_t rto_min_ms;      /**< retransmission timeout floor, default 30 */
+	uint32_t rto_max_ms;      /**< retransmission timeout ceiling, default 2000 */
+	uint32_t rto_initial_ms;  /**< before any RTT sample, default 200 */
+	uint32_t keepalive_ms;    /**< connected ping after this long idle, default 2000 */
+	uint32_t timeout_ms;      /**< peer declared dead after this long silent, default 10000 */
+	uint32_t connect_timeout_ms; /**< whole handshake must finish in this, default 5000 */
+	uint32_t disconnect_linger_ms; /**< local disconnect waits this long for acks, default 2000 */
+	/** Socket buffer sizes to request (SO_RCVBUF / SO_SNDBUF); 0 keeps the
+	 * system default. Default 4 MiB each. */
+	uint32_t socket_rcvbuf, socket_sndbuf;
+	/** Datagrams read or written per system call. 1..1024, default 64. */
+	uint32_t io_batch;
+	/** Events queued inside the host before the oldest messages must be
+	 * collected; receiving pauses beyond. Default 65536. */
+	uint32_t max_pending_events;
+	/** Optional log sink (level: 0 error, 1 warning, 2 info, 3 debug). */
+	void (*log)(void *userdata, int level, const char *message);
+	void *log_userdata;
+	/** Smallest level not logged; default 3 (debug is dropped). */
+	int log_level_max;
+} rudp_config;
+
+/** Fills cfg with the defaults documented on each field. */
+RUDP_API void rudp_config_init(rudp_config *cfg);
+
+/** Creates a host and its socket. On success stores it in *out and returns
+ * 0; on failure returns RUDP_E_INVALID (a field out of range),
+ * RUDP_E_ADDRESS, RUDP_E_SYSTEM or RUDP_E_NOMEM and leaves *out NULL. */
+RUDP_API int rudp_host_create(const rudp_config *cfg, rudp_host **out);
+
+/** Closes the socket and frees the host and every peer (without telling
+ * them: call rudp_disconnect() and service first for a graceful close).
+ * NULL is a no-op. */
+RUDP_API void rudp_host_destroy(rudp_host *host);
+
+/** The host's socket descriptor, for the application's own poll/epoll
+ * loop: when it is readable, call rudp_service() with timeout 0. Timers
+ * still need a service call by rudp_host_next_timeout_ms(). */
+RUDP_API int rudp_host_fd(const rudp_host *host);
+
+/** Milliseconds until the host's earliest timer (0 when work is due now,
+ * -1 when there is none). */
+RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
+
+/** Writes the bound local address as text ("127.0.0.1:19132",
+ * "[::1]:19132") into buf. Returns 0 or RUDP_E_INVALID (buffer too small). */
+RUDP_API int rudp_host_local_address(const rudp_host *host, char *buf, size_t len);
+
+/** Sets the opaque bytes returned in unconnected pongs (RakNet "offline
+ * ping response"; Bedrock servers put their MOTD string there). Copied.
+ * At most 1400 bytes; default empty. */
+RUDP_API int rudp_host_set_pong_data(rudp_host *host, const void *data, size_t len);
+
+/** Starts connecting to address ("host:port", "[v6]:port"; names are
+ * resolved). The peer handle is stored in *out at once; RUDP_EVENT_CONNECT
+ * or RUDP_EVENT_DISCONNECT (reason RUDP_REASON_CONNECT_FAILED and others)
+ * follows from rudp_service(). */
+RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out);
+
+/** Queues one message to a connected peer. reliability is an
+ * rudp_reliability; channel (0..31) orders ordered and sequenced messages
+ * independently and is ignored for the others. Messages longer than one
+ * datagram are split and reassembled. The data is copied; nothing is sent
+ * until rudp_service() or rudp_flush(). The first byte must not be a RakNet
+ * control id (0x00, 0x03, 0x09, 0x10, 0x13, 0x15): RUDP_E_RESERVED_ID.
+ * Returns 0, RUDP_E_INVALID, RUDP_E_NOT_CONNECTED, RUDP_E_TOO_LARGE,
+ * RUDP_E_QUEUE_FULL (nothing queued), RUDP_E_RESERVED_ID or RUDP_E_NOMEM. */
+RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
+
+/** Sends now what is queued on every peer of the host, without reading or
+ * waiting. Returns datagrams handed to the kernel, or a negative error. */
+RUDP_API int rudp_flush(rudp_host *host);
+
+/** Event kinds returned by rudp_service(). */
+enum rudp_event_type {
+	RUDP_EVENT_CONNECT = 1,    /**< handshake finished (either role) */
+	RUDP_EVENT_RECEIVE = 2,    /**< a message arrived: data, len, reliability, channel */
+	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
+};
+
+/** Why a peer disconnected. */
+enum rudp_disconnect_reason {
+	RUDP_REASON_LOCAL = 1,          /**< rudp_disconnect() completed */
+	RUDP_REASON_REMOTE = 2,         /**< the other side disconnected */
+	RUDP_REASON_TIMEOUT = 3,        /**< nothing heard for timeout_ms, or data never acknowledged */
+	RUDP_REASON_CONNECT_FAILED = 4, /**< no answer to the handshake within connect_timeout_ms */
+	RUDP_REASON_PROTOCOL = 5,       /**< the other side broke the protocol */
+	RUDP_REASON_INCOMPATIBLE = 6,   /**< the server refused our protocol version */
+	RUDP_REASON_SERVER_FULL = 7,    /**< the server has no free connection slots */
+	RUDP_REASON_REJECTED = 8,       /**< already connected, banned or too soon */
+};
+
+/** Returns a static English name for a disconnect reason. Never NULL. */
+RUDP_API const char *rudp_reason_string(int reason);
+
+/** One event. For RECEIVE, data/len hold the message (see lifetimes above). */
+typedef struct rudp_event {
+	int type;             /**< an rudp_event_type */
+	rudp_peer *peer;
+	const uint8_t *data;  /**< RECEIVE only */
+	size_t len;           /**< RECEIVE only */
+	uint8_t reliability;  /**< RECEIVE only */
+	uint8_t channel;      /**< RECEIVE only */
+	int reason;           /**< DISCONNECT only: an rudp_disconnect_reason */
+} rudp_event;
+
+/** Does all due work (receive, timers, send) and returns up to max events
+ * in events. Waits up to timeout_ms (0: do not wait; -1: wait until an
+ * event) when no event is ready. Returns the number of events, or a
+ * negative error (RUDP_E_INVALID, RUDP_E_SYSTEM). Messages of data events
+ * stay valid until the next call; events not returned stay queued. */
+RUDP_API int rudp_service(rudp_host *host, rudp_event *events, int max, int timeout_ms);
+
+/** Starts a graceful disconnect: queued messages are delivered first,
+ * then RUDP_EVENT_DISCONNECT (reason RUDP_REASON_LOCAL) is returned. Safe
+ * to call twice. Returns 0 or RUDP_E_INVALID. */
+RUDP_API int rudp_disconnect(rudp_peer *peer);
+
+/** Drops the connection at once without telling the other side; no event
+ * follows and the handle is invalid after the call. */
+RUDP_API void rudp_peer_reset(rudp_peer *peer);
+
+/** Per-peer statistics. */
+typedef struct rudp_peer_stats {
+	uint64_t bytes_sent, bytes_received;       /**< UDP payload bytes */
+	uint64_t datagrams_sent, datagrams_received;
+	uint64_t messages_sent, messages_received;
+	uint64_t frames_retransmitted;
+	uint64_t acks_received, nacks_received;    /**< records */
+	uint64_t datagrams_dropped;                /**< malformed or unwanted input */
+	uint64_t duplicates_dropped;
+	uint32_t rtt_us, rtt_var_us, rto_us;       /**< smoothed RTT, its variance, current RTO */
+	uint32_t window_in_use, window_frames;     /**< reliable frames in flight / allowed */
+	uint32_t send_queue_bytes;                 /**< queued and unacknowledged payload bytes */
+	uint32_t reassembly_bytes;                 /**< reserved by incomplete split messages */
+	uint16_t mtu;                              /**< negotiated RakNet MTU */
+	uint8_t protocol_version;
+	int state;                                 /**< 0 connecting, 1 connected, 2 disconnecting, 3 closed */
+} rudp_peer_stats;
+
+/** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */
+RUDP_API int rudp_peer_stats_get(const rudp_peer *peer, rudp_peer_stats *out);
+
+/** Host-wide counters. */
+typedef struct rudp_host_stats {
+	uint64_t datagrams_received, datagrams_sent;
+	uint64_t bytes_received, bytes_sent;
+	uint64_t datagrams_dropped;    /**< malformed, unknown source, or over a limit */
+	uint64_t handshakes_refused;   /**< full, bad protocol, or bad request */
+	uint64_t syscalls_recv, syscalls_send;
+	uint32_t peers;                /**< peers in the table now */
+	const char *io_backend;        /**< "mmsg" or "uring" */
+} rudp_host_stats;
+
+/** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */
+RUDP_API int rudp_host_stats_get(const rudp_host *host, rudp_host_stats *out);
+
+/** Writes the peer's address as text into buf. Returns 0 or RUDP_E_INVALID. */
+RUDP_API int rudp_peer_address(const rudp_peer *peer, char *buf, size_t len);
+
+/** The peer's RakNet GUID (0 until known). */
+RUDP_API uint64_t rudp_peer_guid(const rudp_peer *peer);
+
+/** Application pointer attached to a peer (NULL by default). */
+RUDP_API void rudp_peer_set_userdata(rudp_peer *peer, void *userdata);
+/** Returns what rudp_peer_set_userdata() stored. */
+RUDP_API void *rudp_peer_get_userdata(const rudp_peer *peer);
+
+/** Result of rudp_ping(). */
+typedef struct rudp_pong {
+	uint64_t server_guid;
+	uint32_t rtt_us;
+	size_t data_len;
+	const uint8_t *data; /**< valid until the next call on the host */
+} rudp_pong;
+
+/** Sends an unconnected ping (0x01) to address and waits up to timeout_ms
+ * for the pong, servicing the host meanwhile (other events stay queued).
+ * Returns 0 and fills *out, RUDP_E_ADDRESS, or RUDP_E_NOT_CONNECTED when no
+ * pong came in time. */
+RUDP_API int rudp_ping(rudp_host *host, const char *address, int timeout_ms, rudp_pong *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

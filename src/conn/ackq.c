@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ACKs and NACKs, both directions.
+ *
+ * Out: every frame-set datagram we accept is queued for an ACK as a range of
+ * datagram sequence numbers; gaps in the sequence are queued once for a NACK.
+ * Ranges coalesce as they come (consecutive datagrams extend the last range)
+ * and are sorted and merged again before they are sent, so reordering on the
+ * path does not blow up the record count.
+ *
+ * In: ACK records name datagrams, not frames. Walking a record's seqs could be
+ * 2^23 steps for one hostile record, so instead each in-flight frame (at most
+ * a window's worth) looks its last datagram seq up in the sorted records.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn_internal.h"
+
+/* Longest span we let a single queued range grow to; half the seq space
+ * minus a margin keeps every range unambiguous for the encoder and the peer. */
+#define ACKQ_MAX_SPAN 0x3fffffu
+
+int ackq_init(struct ackq *q, uint32_t cap)
+{
+	q->ranges = calloc(cap, sizeof(*q->ranges));
+	q->count = 0;
+	q->cap = q->ranges ? cap : 0;
+	return q->ranges ? 0 : RUDP_CONN_E_NOMEM;
+}
+
+void ackq_free(struct ackq *q)
+{
+	free(q->ranges);
+	memset(q, 0, sizeof(*q));
+}
+
+static bool range_contains(const struct rudp_wire_range *r, uint32_t seq)
+{
+	return rudp_u24_diff(seq, r->start) >= 0 && rudp_u24_diff(r->end, seq) >= 0;
+}
+
+static uint32_t range_span(const struct rudp_wire_range *r)
+{
+	return (r->end - r->start) & RUDP_WIRE_U24_MASK;
+}
+
+bool ackq_push_range(struct ackq *q, uint32_t start, uint32_t end)
+{
+	uint32_t added;
+
+	start &= RUDP_WIRE_U24_MASK;
+	end &= RUDP_WIRE_U24_MASK;
+	added = (end - start) & RUDP_WIRE_U24_MASK;
+	if (q->count > 0) {
+		struct rudp_wire_range *last = &q->ranges[q->count - 1];
+
+		if (range_contains(last, start) && range_contains(last, end))
+			return true;
+		if (start == rudp_u24_add(last->end, 1) && range_span(last) + added + 1 < ACKQ_MAX_SPAN) {
+			last->end = end;
+			return true;
+		}
+		if (rudp_u24_add(end, 1) == last->start && range_span(last) + added + 1 < ACKQ_MAX_SPAN) {
+			last->start = start;
+			return true;
+		}
+	}
+	if (q->count == q->cap)
+		return false;
+	q->ranges[q->count].start = start;
+	q->ranges[q->count].end = end;
+	q->count++;
+	return true;
+}
+
+bool ackq_push_seq(struct ackq *q, uint32_t seq)
+{
+	return ackq_push_range(q, seq, seq);
+}
+
+void ackq_remove_seq(struct ackq *q, uint32_t seq)
+{
+	for (uint32_t i = 0; i < q->count; i++) {
+		struct rudp_wire_range *r = &q->ranges[i];
+
+		if (!range_contains(r, seq))
+			continue;
+		if (r->start == r->end) {
+			memmove(r, r + 1, (q->count - i - 1) * sizeof(*r));
+			q->count--;
+		} else if (seq == r->start) {
+			r->start = rudp_u24_add(seq, 1);
+		} else if (seq == r->end) {
+			r->end = (seq - 1) & RUDP_WIRE_U24_MASK;
+		} else if (q->count < q->cap) {
+			memmove(r + 2, r + 1, (q->count - i - 1) * sizeof(*r));
+			r[1].start = rudp_u24_add(seq, 1);
+			r[1].end = r->end;
+			r->end = (seq - 1) & RUDP_WIRE_U24_MASK;
+			q->count++;
+		}
+		/* else: no room to split; one spurious NACK only costs a resend */
+		return;
+	}
+}
+
+void ackq_normalize(struct ackq *q, uint32_t ref)
+{
+	uint32_t out = 0;
+
+	/* Insertion sort: the ranges are nearly sorted already and few. */
+	for (uint32_t i = 1; i < q->count; i++) {
+		struct rudp_wire_range r = q->ranges[i];
+		int32_t key = rudp_u24_diff(r.start, ref);
+		uint32_t j = i;
+
+		while (j > 0 && rudp_u24_diff(q->ranges[j - 1].start, ref) > key) {
+			q->ranges[j] = q->ranges[j - 1];
+			j--;
+		}
+		q->ranges[j] = r;
+	}
+	for (uint32_t i = 0; i < q->count; i++) {
+		struct rudp_wire_range r = q->ranges[i];
+
+		if (out > 0) {
+			struct rudp_wire_range *prev = &q->ranges[out - 1];
+			int64_t prev_end = rudp_u24_diff(prev->end, ref);
+			int64_t r_start = rudp_u24_diff(r.start, ref);
+			int64_t r_end = rudp_u24_diff(r.end, ref);
+
+			if (r_start <= prev_end + 1 && r_end - rudp_u24_diff(prev->start, ref) < ACKQ_MAX_SPAN) {
+				if (r_end > prev_end)
+					prev->end = r.end;
+				continue;
+			}
+		}
+		q->ranges[out++] = r;
+	}
+	q->count = out;
+}
+
+int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, bool *blocked)
+{
+	int sent = 0;
+
+	if (q->count == 0)
+		return 0;
+	ackq_normalize(q, c->have_highest_dgram ? c->highest_dgram_seq : 0);
+	while (q->count > 0) {
+		size_t encoded = 0;
+		int n = rudp_wire_encode_ack(c->dgram_buf, c->payload_max, nack, q->ranges, q->count, &encoded);
+
+		if (n < 0 || encoded == 0) {
+			/* Cannot happen with sane ranges; never loop on it. */
+			q->count = 0;
+			break;
+		}
+		if (c->cb.send_datagram(c->cb.ud, c->dgram_buf, (size_t)n) < 0) {
+			*blocked = true;
+			return sent;
+		}
+		c->stats.datagrams_sent++;
+		c->stats.bytes_sent += (uint64_t)n;
+		c->last_send_us = now_us;
+		memmove(q->ranges, q->ranges + encoded, (q->count - encoded) * sizeof(*q->ranges));
+		q->count -= (uint32_t)encoded;
+		sent++;
+	}
+	return sent;
+}
+
+/* ---- incoming ---- */
+
+static int compare_key_range(const void *a, const void *b)
+{
+	const struct ack_key_range *x = a, *y = b;
+
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Turns records into disjoint, sorted ranges of distances from next_dgram_seq
+ * (sent seqs are at -1, -2, ...). Records that run backwards or span half the
+ * seq space or more are meaningless and skipped; parts naming seqs not sent
+ * yet are cut off. */
+static uint32_t normalize_records(struct rudp_conn *c, const struct rudp_wire_range *recs, size_t count)
+{
+	struct ack_key_range *keys = c->ack_keys;
+	uint32_t n = 0, out = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		uint32_t span = (recs[i].end - recs[i].start) & RUDP_WIRE_U24_MASK;
+		int64_t lo = rudp_u24_diff(recs[i].start, c->next_dgram_seq);
+		int64_t hi = lo + span;
+
+		if (span >= 0x800000u || lo >= 0)
+			continue;
+		if (hi > -1)
+			hi = -1;
+		keys[n].lo = (int32_t)lo;
+		keys[n].hi = (int32_t)hi;
+		n++;
+	}
+	if (n > 1)
+		qsort(keys, n, sizeof(*keys), compare_key_range);
+	for (uint32_t i = 0; i < n; i++) {
+		if (out > 0 && keys[i].lo <= keys[out - 1].hi + 1) {
+			if (keys[i].hi > keys[out - 1].hi)
+				keys[out - 1].hi = keys[i].hi;
+			continue;
+		}
+		keys[out++] = keys[i];
+	}
+	return out;
+}
+
+static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t key)
+{
+	uint32_t lo = 0, hi = n;
+
+	/* last range with lo <= key */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (keys[mid].lo <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && key <= keys[lo - 1].hi;
+}
+
+struct ack_sample {
+	bool have;
+	uint64_t sent_us;
+};
+
+static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
+{
+	f->state = FRAME_ACKED;
+	c->rel_unacked--;
+	/* Karn: a frame sent more than once cannot say which copy was acked. */
+	if (f->transmissions == 1 && (!sample->have || f->last_send_us > sample->sent_us)) {
+		sample->sent_us = f->last_send_us;
+		sample->have = true;
+	}
+}
+
+/* Acks every frame any acked datagram carried, through the sent history.
+ * Only seqs inside the history are visited, so this is bounded by its size
+ * however wide the records are. */
+static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sample *sample)
+{
+	int32_t floor = -(int32_t)c->sent.size;
+	uint32_t oldest;
+
+	if (c->rel_sent == 0)
+		return;
+	oldest = sendq_at(&c->rel, 0)->reliable_index;
+	for (uint32_t r = 0; r < nkeys; r++) {
+		int32_t lo = c->ack_keys[r].lo < floor ? floor : c->ack_keys[r].lo;
+
+		for (int32_t k = lo; k <= c->ack_keys[r].hi; k++) {
+			uint32_t seq = (c->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
+			uint32_t slot = seq & (c->sent.size - 1);
+			const uint32_t *ris = c->sent.reliable_index + (size_t)slot * c->sent.per_dgram;
+
+			if (c->sent.tag[slot] != (seq | SENT_HISTORY_VALID))
+				continue;
+			c->sent.tag[slot] = 0;
+			for (uint32_t j = 0; j < c->sent.count[slot]; j++) {
+				int32_t i = rudp_u24_diff(ris[j], oldest);
+				struct sendq_frame *f;
+
+				if (i < 0 || (uint32_t)i >= c->rel_sent)
+					continue;
+				f = sendq_at(&c->rel, (uint32_t)i);
+				if (f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED)
+					ack_frame(c, f, sample);
+			}
+		}
+	}
+}
+
+int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
+{
+	size_t count = 0, dropped = 0;
+	bool nack = false;
+	uint32_t nkeys;
+	struct ack_sample sample = { 0 };
+	int rc;
+
+	rc = rudp_wire_decode_ack(p, n, c->ack_scratch, c->cfg.max_ack_ranges, &count, &dropped, &nack);
+	if (rc < 0) {
+		c->stats.datagrams_dropped++;
+		return rc;
+	}
+	c->last_recv_us = now_us;
+	if (nack)
+		c->stats.nacks_received += count;
+	else
+		c->stats.acks_received += count;
+
+	nkeys = normalize_records(c, c->ack_scratch, count);
+	if (nkeys == 0)
+		return 0;
+	if (!nack)
+		ack_from_history(c, nkeys, &sample);
+	/* Frames whose latest copy is older than the history, and NACKs. */
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state != FRAME_IN_FLIGHT && f->state != FRAME_NACKED)
+			continue;
+		if (!key_in_ranges(c->ack_keys, nkeys, rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq)))
+			continue;
+		if (nack) {
+			/* Only the copy in that datagram was lost; a NACK for an older copy
+			 * does not match because last_dgram_seq moved on when it was resent. */
+			f->state = FRAME_NACKED;
+			continue;
+		}
+		ack_frame(c, f, &sample);
+	}
+	if (nack)
+		return 0;
+	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
+		sendq_pop_front(&c->rel);
+		c->rel_sent--;
+	}
+	/* One sample per ACK datagram, from the freshest frame it covers: many
+	 * samples from one ACK would shrink rttvar without new information. */
+	if (sample.have && now_us >= sample.sent_us)
+		rtt_on_sample(&c->rtt, now_us - sample.sent_us);
+	conn_check_disconnect_done(c);
+	return 0;
+}

@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connection: creation and limits, the state machine, the connected
+ * control messages (0x09 request, 0x10 accepted, 0x13 new incoming, 0x00/0x03
+ * ping/pong, 0x15 disconnect), timers, deadlines and stats. Datagrams in are
+ * dispatched from here to ackq.c (ACK/NACK) and recv.c (frame sets).
+ *
+ * Callbacks run synchronously inside on_datagram / flush / send / disconnect.
+ * The owner may call rudp_conn_send, rudp_conn_disconnect or rudp_conn_abort
+ * from deliver / connected / closed, but must not destroy the conn inside a
+ * callback (defer it until the call returns).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn_internal.h"
+
+#define CONN_ACK_RANGES 512u
+#define CONN_NACK_RANGES 256u
+/* A jump in datagram seqs NACKs at most this many of the missing ones: a
+ * hostile seq cannot make us queue millions of NACK records. */
+#define CONN_MAX_NACK_GAP 512u
+/* Largest frame body the bit-length field can describe. */
+#define CONN_MAX_FRAME_BODY 8191u
+
+void rudp_conn_config_init(struct rudp_conn_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mtu = 1492;
+	cfg->ip_udp_overhead = RUDP_WIRE_UDP_IP_OVERHEAD;
+	cfg->window_frames = 64;
+	cfg->max_frames_per_datagram = 8;
+	/* 16 MiB: a 4 MiB message plus plenty of ordinary traffic behind it. */
+	cfg->max_queue_bytes = 16u << 20;
+	/* 8192 fragments carry 4 MiB even at MTU 576 (521-byte fragments). */
+	cfg->max_split_count = 8192;
+	/* At least half the window: near-MTU messages split in two could otherwise
+	 * fill every slot with one window of traffic. */
+	cfg->max_split_ids = 64;
+	/* One 4 MiB message reserves about 4.2 MiB (count * largest fragment). */
+	cfg->max_reassembly_bytes = 8u << 20;
+	cfg->max_message_size = 4u << 20;
+	cfg->max_order_hold = 4096;
+	cfg->recv_window = 8192;
+	cfg->max_ack_ranges = 256;
+	cfg->rto_initial_us = 500000;
+	cfg->rto_min_us = 50000;
+	cfg->rto_max_us = 2000000;
+	cfg->keepalive_us = 2000000;
+	cfg->timeout_us = 10000000;
+	cfg->connect_timeout_us = 10000000;
+	cfg->disconnect_linger_us = 5000000;
+	cfg->protocol_version = 11;
+}
+
+static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Whatever the owner passed, the engine runs on limits it can honour. */
+static void sanitize_config(struct rudp_conn_config *cfg)
+{
+	if (cfg->ip_udp_overhead == 0 || cfg->ip_udp_overhead > 128)
+		cfg->ip_udp_overhead = RUDP_WIRE_UDP_IP_OVERHEAD;
+	if (cfg->mtu < cfg->ip_udp_overhead + 128u)
+		cfg->mtu = (uint16_t)(cfg->ip_udp_overhead + 128u);
+	cfg->window_frames = clamp_u32(cfg->window_frames, 1, 1u << 16);
+	cfg->max_frames_per_datagram = clamp_u32(cfg->max_frames_per_datagram, 1, 255);
+	cfg->max_split_count = clamp_u32(cfg->max_split_count, 1, 1u << 22);
+	cfg->max_split_ids = clamp_u32(cfg->max_split_ids, 1, 4096);
+	cfg->max_order_hold = clamp_u32(cfg->max_order_hold, 1, 1u << 20);
+	/* Our own window must fit in it, or we would refuse our own kind. */
+	cfg->recv_window = clamp_u32(cfg->recv_window, 64, 1u << 20);
+	cfg->max_ack_ranges = clamp_u32(cfg->max_ack_ranges, 1, UINT16_MAX);
+	if (cfg->max_message_size == 0)
+		cfg->max_message_size = 1;
+	if (cfg->rto_min_us == 0)
+		cfg->rto_min_us = 1000;
+	if (cfg->rto_max_us < cfg->rto_min_us)
+		cfg->rto_max_us = cfg->rto_min_us;
+	if (cfg->keepalive_us == 0)
+		cfg->keepalive_us = 1000000;
+	if (cfg->timeout_us == 0)
+		cfg->timeout_us = 10000000;
+}
+
+static int64_t time_ms(uint64_t now_us)
+{
+	return (int64_t)(now_us / 1000u);
+}
+
+static void make_unassigned_addr(struct rudp_wire_addr *a)
+{
+	/* "No address here": 255.255.255.255 port 0, as RakNet-style peers fill
+	 * the unused entries of their internal address lists. */
+	memset(a, 0, sizeof(*a));
+	a->version = 4;
+	memset(a->ip, 0xff, 4);
+}
+
+static uint8_t internal_addr_count(const struct rudp_conn *c)
+{
+	return c->cfg.protocol_version >= 11 ? 20 : 10;
+}
+
+static void queue_control(struct rudp_conn *c, const uint8_t *body, int len, uint8_t reliability)
+{
+	/* Control messages bypass the app's queue budget: the handshake and pongs
+	 * must not fail because the app filled the queue. */
+	if (len > 0)
+		conn_queue_message(c, body, (size_t)len, reliability, 0, false);
+}
+
+static void queue_connection_request(struct rudp_conn *c, uint64_t now_us)
+{
+	struct rudp_wire_connection_request req = {
+		.client_guid = c->id.local_guid,
+		.time = time_ms(now_us),
+		.security = false,
+	};
+	uint8_t buf[64];
+
+	queue_control(c, buf, rudp_wire_encode_connection_request(buf, sizeof(buf), &req), RUDP_WIRE_RELIABLE);
+}
+
+struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const struct rudp_conn_callbacks *cb,
+                                   enum rudp_conn_role role, const struct rudp_conn_identity *id,
+                                   uint64_t now_us)
+{
+	struct rudp_conn *c = calloc(1, sizeof(*c));
+	uint32_t body_max;
+
+	if (!c)
+		return NULL;
+	c->cfg = *cfg;
+	sanitize_config(&c->cfg);
+	c->cb = *cb;
+	if (id)
+		c->id = *id;
+	c->role = role;
+	c->state = RUDP_CONN_STATE_CONNECTING;
+	c->now_us = now_us;
+	c->created_us = now_us;
+	c->last_recv_us = now_us;
+	c->last_send_us = now_us;
+
+	c->payload_max = (uint32_t)c->cfg.mtu - c->cfg.ip_udp_overhead;
+	body_max = c->payload_max - RUDP_WIRE_DGRAM_HEADER_LEN - RUDP_WIRE_FRAME_HEADER_MAX;
+	c->frag_body_max = body_max > CONN_MAX_FRAME_BODY ? CONN_MAX_FRAME_BODY : body_max;
+
+	sendq_init(&c->rel);
+	sendq_init(&c->unrel);
+	rtt_init(&c->rtt, c->cfg.rto_initial_us, c->cfg.rto_min_us, c->cfg.rto_max_us);
+	c->dgram_buf = malloc(c->payload_max);
+	/* Four windows of datagrams: ACKs come back within about one. */
+	c->sent.size = 64;
+	while (c->sent.size < 4 * c->cfg.window_frames)
+		c->sent.size <<= 1;
+	c->sent.per_dgram = c->cfg.max_frames_per_datagram;
+	c->sent.tag = calloc(c->sent.size, sizeof(*c->sent.tag));
+	c->sent.count = calloc(c->sent.size, sizeof(*c->sent.count));
+	c->sent.reliable_index = calloc((size_t)c->sent.size * c->sent.per_dgram, sizeof(uint32_t));
+	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
+	c->ack_scratch = calloc(c->cfg.max_ack_ranges, sizeof(*c->ack_scratch));
+	c->ack_keys = calloc(c->cfg.max_ack_ranges, sizeof(*c->ack_keys));
+	if (!c->dgram_buf || !c->sent.tag || !c->sent.count || !c->sent.reliable_index ||
+	    !c->flush_refs || !c->ack_scratch || !c->ack_keys ||
+	    ackq_init(&c->acks, CONN_ACK_RANGES) < 0 || ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 ||
+	    recv_init(c) < 0 || reasm_init(c) < 0) {
+		rudp_conn_destroy(c);
+		return NULL;
+	}
+	if (role == RUDP_CONN_CLIENT) {
+		queue_connection_request(c, now_us);
+		if (c->rel.frames_count == 0) {
+			rudp_conn_destroy(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+void rudp_conn_destroy(struct rudp_conn *c)
+{
+	if (!c)
+		return;
+	sendq_free(&c->rel);
+	sendq_free(&c->unrel);
+	ackq_free(&c->acks);
+	ackq_free(&c->nacks);
+	recv_free(c);
+	reasm_free(c);
+	free(c->dgram_buf);
+	free(c->sent.tag);
+	free(c->sent.count);
+	free(c->sent.reliable_index);
+	free(c->flush_refs);
+	free(c->ack_scratch);
+	free(c->ack_keys);
+	free(c);
+}
+
+/* ---- state ---- */
+
+void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason)
+{
+	if (c->closed_reported)
+		return;
+	c->state = RUDP_CONN_STATE_CLOSED;
+	c->closed_reported = true;
+	if (c->cb.closed)
+		c->cb.closed(c->cb.ud, reason);
+}
+
+static void become_connected(struct rudp_conn *c)
+{
+	c->state = RUDP_CONN_STATE_CONNECTED;
+	if (c->cb.connected)
+		c->cb.connected(c->cb.ud);
+}
+
+void conn_count_bad_frame(struct rudp_conn *c)
+{
+	c->frames_dropped++;
+}
+
+void conn_check_disconnect_done(struct rudp_conn *c)
+{
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING && c->rel.frames_count == 0)
+		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
+}
+
+void rudp_conn_disconnect(struct rudp_conn *c, uint64_t now_us)
+{
+	uint8_t body[1];
+	int len;
+
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	now_us = c->now_us;
+	if (c->state == RUDP_CONN_STATE_CLOSED || c->state == RUDP_CONN_STATE_DISCONNECTING)
+		return;
+	if (c->state == RUDP_CONN_STATE_CONNECTING) {
+		/* Nothing to drain and nobody to tell yet. */
+		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
+		return;
+	}
+	/* Reliable ordered on channel 0, behind everything queued: it is the last
+	 * reliable frame, so once everything is acked the peer has it all. */
+	len = rudp_wire_encode_disconnect(body, sizeof(body));
+	if (len <= 0 || conn_queue_message(c, body, (size_t)len, RUDP_WIRE_RELIABLE_ORDERED, 0, false) < 0) {
+		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
+		return;
+	}
+	c->state = RUDP_CONN_STATE_DISCONNECTING;
+	c->disconnect_start_us = now_us;
+}
+
+void rudp_conn_abort(struct rudp_conn *c, enum rudp_conn_close_reason reason)
+{
+	conn_close(c, reason);
+}
+
+enum rudp_conn_state rudp_conn_state(const struct rudp_conn *c)
+{
+	return c->state;
+}
+
+/* ---- control messages ---- */
+
+static void on_connection_request(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
+{
+	struct rudp_wire_connection_request req;
+	struct rudp_wire_connection_accepted acc;
+	uint8_t buf[RUDP_WIRE_ADDR6_LEN * (RUDP_WIRE_MAX_INTERNAL_ADDRS + 1) + 64];
+
+	if (c->role != RUDP_CONN_SERVER || rudp_wire_decode_connection_request(data, len, &req) < 0) {
+		conn_count_bad_frame(c);
+		return;
+	}
+	if (c->answered_request)
+		return; /* a duplicate request; our 0x10 is reliable already */
+	c->answered_request = true;
+	c->id.remote_guid = req.client_guid;
+	c->peer_request_time = req.time;
+
+	memset(&acc, 0, sizeof(acc));
+	acc.client_addr = c->id.remote_addr;
+	acc.system_index = 0;
+	acc.n_internal = internal_addr_count(c);
+	for (uint32_t i = 0; i < acc.n_internal; i++)
+		make_unassigned_addr(&acc.internal[i]);
+	acc.request_time = req.time;
+	acc.accepted_time = time_ms(now_us);
+	queue_control(c, buf, rudp_wire_encode_connection_accepted(buf, sizeof(buf), &acc), RUDP_WIRE_RELIABLE);
+}
+
+static void on_connection_accepted(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
+{
+	struct rudp_wire_connection_accepted acc;
+	struct rudp_wire_new_incoming_connection nic;
+	uint8_t buf[RUDP_WIRE_ADDR6_LEN * (RUDP_WIRE_MAX_INTERNAL_ADDRS + 1) + 64];
+
+	if (c->role != RUDP_CONN_CLIENT || rudp_wire_decode_connection_accepted(data, len, &acc) < 0) {
+		conn_count_bad_frame(c);
+		return;
+	}
+	if (c->state != RUDP_CONN_STATE_CONNECTING)
+		return; /* duplicate */
+
+	memset(&nic, 0, sizeof(nic));
+	nic.server_addr = c->id.remote_addr;
+	nic.n_internal = internal_addr_count(c);
+	for (uint32_t i = 0; i < nic.n_internal; i++)
+		make_unassigned_addr(&nic.internal[i]);
+	nic.request_time = time_ms(now_us);
+	nic.accepted_time = acc.accepted_time;
+	queue_control(c, buf, rudp_wire_encode_new_incoming_connection(buf, sizeof(buf), &nic),
+	              RUDP_WIRE_RELIABLE_ORDERED);
+	become_connected(c);
+}
+
+static void on_new_incoming_connection(struct rudp_conn *c, const uint8_t *data, size_t len)
+{
+	struct rudp_wire_new_incoming_connection nic;
+
+	if (c->role != RUDP_CONN_SERVER || rudp_wire_decode_new_incoming_connection(data, len, &nic) < 0) {
+		conn_count_bad_frame(c);
+		return;
+	}
+	if (c->state == RUDP_CONN_STATE_CONNECTING && c->answered_request)
+		become_connected(c);
+}
+
+static void on_ping(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
+{
+	struct rudp_wire_connected_ping ping;
+	struct rudp_wire_connected_pong pong;
+	uint8_t buf[32];
+
+	if (rudp_wire_decode_connected_ping(data, len, &ping) < 0) {
+		conn_count_bad_frame(c);
+		return;
+	}
+	pong.ping_time = ping.time;
+	pong.pong_time = time_ms(now_us);
+	queue_control(c, buf, rudp_wire_encode_connected_pong(buf, sizeof(buf), &pong), RUDP_WIRE_UNRELIABLE);
+}
+
+static void on_pong(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
+{
+	struct rudp_wire_connected_pong pong;
+	int64_t now_ms = time_ms(now_us);
+
+	if (rudp_wire_decode_connected_pong(data, len, &pong) < 0) {
+		conn_count_bad_frame(c);
+		return;
+	}
+	/* ping_time is our own clock echoed back; ignore echoes that cannot be
+	 * ours (from the future, or older than a dead-peer timeout). */
+	if (pong.ping_time <= now_ms && (uint64_t)(now_ms - pong.ping_time) * 1000u < c->cfg.timeout_us)
+		rtt_on_sample(&c->rtt, (uint64_t)(now_ms - pong.ping_time) * 1000u);
+}
+
+void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
+{
+	switch (data[0]) {
+	case RUDP_ID_CONNECTION_REQUEST:
+		on_connection_request(c, data, len, now_us);
+		break;
+	case RUDP_ID_CONNECTION_REQUEST_ACCEPTED:
+		on_connection_accepted(c, data, len, now_us);
+		break;
+	case RUDP_ID_NEW_INCOMING_CONNECTION:
+		on_new_incoming_connection(c, data, len);
+		break;
+	case RUDP_ID_CONNECTED_PING:
+		if (c->state != RUDP_CONN_STATE_CLOSED)
+			on_ping(c, data, len, now_us);
+		break;
+	case RUDP_ID_CONNECTED_PONG:
+		on_pong(c, data, len, now_us);
+		break;
+	case RUDP_ID_DISCONNECTION_NOTIFICATION:
+		/* Acted on at the end of the datagram, once no earlier reliable data
+		 * is missing: see rudp_conn_on_datagram. */
+		c->remote_closing = true;
+		break;
+	default:
+		break;
+	}
+}
+
+void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                      uint8_t channel)
+{
+	if (c->state == RUDP_CONN_STATE_CONNECTING) {
+		/* A client only sends data once it has our 0x10, so data after we
+		 * answered means its 0x13 is late or lost: it is connected. */
+		if (c->role == RUDP_CONN_SERVER && c->answered_request) {
+			become_connected(c);
+		} else {
+			conn_count_bad_frame(c);
+			return;
+		}
+	}
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return;
+	c->stats.messages_received++;
+	if (c->cb.deliver)
+		c->cb.deliver(c->cb.ud, data, len, reliability, channel);
+}
+
+/* ---- datagrams in ---- */
+
+static bool dgram_seen_bit(const struct rudp_conn *c, uint32_t seq)
+{
+	uint32_t i = seq % CONN_DGRAM_HISTORY;
+
+	return (c->dgram_seen[i / 64] >> (i % 64)) & 1u;
+}
+
+static void dgram_set_bit(struct rudp_conn *c, uint32_t seq, bool on)
+{
+	uint32_t i = seq % CONN_DGRAM_HISTORY;
+
+	if (on)
+		c->dgram_seen[i / 64] |= (uint64_t)1 << (i % 64);
+	else
+		c->dgram_seen[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* Notes a frame-set datagram's seq: NACKs for the gap it reveals, and whether
+ * it was seen already. Returns true for a (possible) duplicate: seen, or too
+ * old to tell. */
+static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
+{
+	int32_t ahead;
+
+	if (!c->have_highest_dgram) {
+		c->have_highest_dgram = true;
+		c->highest_dgram_seq = seq;
+		dgram_set_bit(c, seq, true);
+		return false;
+	}
+	ahead = rudp_u24_diff(seq, c->highest_dgram_seq);
+	if (ahead > 1) {
+		uint32_t missing = (uint32_t)ahead - 1;
+		uint32_t first = missing > CONN_MAX_NACK_GAP ? (seq - CONN_MAX_NACK_GAP) & RUDP_WIRE_U24_MASK
+		                                              : rudp_u24_add(c->highest_dgram_seq, 1);
+
+		/* When the NACK queue is full the gap goes unreported: RTO covers it. */
+		ackq_push_range(&c->nacks, first, (seq - 1) & RUDP_WIRE_U24_MASK);
+	}
+	if (ahead > 0) {
+		uint32_t clear = (uint32_t)ahead < CONN_DGRAM_HISTORY ? (uint32_t)ahead : CONN_DGRAM_HISTORY;
+
+		for (uint32_t k = 1; k <= clear; k++)
+			dgram_set_bit(c, rudp_u24_add(c->highest_dgram_seq, k), false);
+		c->highest_dgram_seq = seq;
+		dgram_set_bit(c, seq, true);
+		return false;
+	}
+	if ((uint32_t)-ahead >= CONN_DGRAM_HISTORY)
+		return true;
+	if (dgram_seen_bit(c, seq))
+		return true;
+	ackq_remove_seq(&c->nacks, seq);
+	dgram_set_bit(c, seq, true);
+	return false;
+}
+
+static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
+{
+	bool blocked = false;
+
+	if (ackq_push_seq(&c->acks, seq))
+		return;
+	/* Too many separate ranges to hold: send what we have now. */
+	ackq_emit(c, &c->acks, false, now_us, &blocked);
+	if (!ackq_push_seq(&c->acks, seq)) {
+		/* The owner refused the ACK datagram: forget the oldest range; the
+		 * peer resends those frames and we ACK the copies. */
+		memmove(c->acks.ranges, c->acks.ranges + 1, (c->acks.count - 1) * sizeof(*c->acks.ranges));
+		c->acks.count--;
+		ackq_push_seq(&c->acks, seq);
+	}
+}
+
+static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
+{
+	struct rudp_wire_dgram_header h;
+	struct rudp_wire_frame f;
+	bool ackable = true, dup;
+	size_t off;
+	int rc;
+
+	rc = rudp_wire_decode_dgram_header(p, n, &h);
+	if (rc < 0) {
+		c->stats.datagrams_dropped++;
+		return rc;
+	}
+	/* Check every frame before acting on any: a datagram is taken (and
+	 * acknowledged) whole or not at all. */
+	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n; off += (size_t)rc) {
+		rc = rudp_wire_decode_frame(p + off, n - off, &f);
+		if (rc < 0) {
+			c->stats.datagrams_dropped++;
+			return rc;
+		}
+	}
+	c->last_recv_us = now_us;
+	dup = record_dgram_seq(c, h.seq);
+	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n && c->state != RUDP_CONN_STATE_CLOSED; off += (size_t)rc) {
+		rc = rudp_wire_decode_frame(p + off, n - off, &f);
+		if (!recv_on_frame(c, &f, dup, now_us))
+			ackable = false;
+	}
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return 0;
+	/* Duplicates are acknowledged too: the first ACK may have been lost. */
+	if (ackable)
+		queue_ack(c, h.seq, now_us);
+	if (c->remote_closing && recv_no_reliable_gaps(c)) {
+		bool blocked = false;
+
+		/* The peer waits for the ACK of its 0x15 before it closes: send it
+		 * now, there is no later flush on a closed conn. */
+		ackq_emit(c, &c->acks, false, now_us, &blocked);
+		conn_close(c, RUDP_CONN_CLOSE_REMOTE);
+	}
+	return 0;
+}
+
+int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
+{
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return 0;
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	now_us = c->now_us;
+	if (n == 0) {
+		c->stats.datagrams_dropped++;
+		return RUDP_WIRE_TRUNCATED;
+	}
+	c->stats.datagrams_received++;
+	c->stats.bytes_received += n;
+	if (!(p[0] & RUDP_DGRAM_VALID)) {
+		c->stats.datagrams_dropped++;
+		return RUDP_WIRE_BAD_ID;
+	}
+	if (p[0] & (RUDP_DGRAM_ACK | RUDP_DGRAM_NACK))
+		return ackq_on_ack_datagram(c, p, n, now_us);
+	return on_frame_set(c, p, n, now_us);
+}
+
+/* ---- timers ---- */
+
+bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
+{
+	if (c->state == RUDP_CONN_STATE_CONNECTING && now_us - c->created_us >= c->cfg.connect_timeout_us) {
+		conn_close(c, RUDP_CONN_CLOSE_CONNECT_FAILED);
+		return true;
+	}
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING &&
+	    now_us - c->disconnect_start_us >= c->cfg.disconnect_linger_us) {
+		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
+		return true;
+	}
+	if (now_us - c->last_recv_us >= c->cfg.timeout_us) {
+		conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
+		                                                     : RUDP_CONN_CLOSE_TIMEOUT);
+		return true;
+	}
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if ((f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED) &&
+		    now_us - f->first_send_us >= c->cfg.timeout_us) {
+			conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
+			                                                     : RUDP_CONN_CLOSE_TIMEOUT);
+			return true;
+		}
+	}
+	return false;
+}
+
+void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us)
+{
+	struct rudp_wire_connected_ping ping = { .time = time_ms(now_us) };
+	uint8_t buf[16];
+
+	if (c->state != RUDP_CONN_STATE_CONNECTED && c->state != RUDP_CONN_STATE_DISCONNECTING)
+		return;
+	if (now_us - c->last_send_us < c->cfg.keepalive_us || c->unrel.frames_count > 0)
+		return;
+	queue_control(c, buf, rudp_wire_encode_connected_ping(buf, sizeof(buf), &ping), RUDP_WIRE_UNRELIABLE);
+}
+
+static bool has_sendable_frames(const struct rudp_conn *c)
+{
+	if (c->unrel.frames_count > 0)
+		return true;
+	return c->rel_sent < c->rel.frames_count && c->rel_sent < c->cfg.window_frames;
+}
+
+bool rudp_conn_wants_flush(const struct rudp_conn *c)
+{
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return false;
+	if (c->acks.count > 0 || c->nacks.count > 0 || has_sendable_frames(c))
+		return true;
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		if (sendq_at(&c->rel, i)->state == FRAME_NACKED)
+			return true;
+	}
+	return false;
+}
+
+static void min_into(uint64_t *d, uint64_t t)
+{
+	if (t < *d)
+		*d = t;
+}
+
+uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return UINT64_MAX;
+	if (rudp_conn_wants_flush(c))
+		return c->now_us;
+	if (c->state == RUDP_CONN_STATE_CONNECTING)
+		min_into(&d, c->created_us + c->cfg.connect_timeout_us);
+	else
+		min_into(&d, c->last_send_us + c->cfg.keepalive_us);
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING)
+		min_into(&d, c->disconnect_start_us + c->cfg.disconnect_linger_us);
+	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT) {
+			min_into(&d, f->deadline_us);
+			min_into(&d, f->first_send_us + c->cfg.timeout_us);
+		}
+	}
+	return d;
+}
+
+/* ---- stats and test hooks ---- */
+
+static uint32_t sat_u32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
+{
+	*out = c->stats;
+	out->rtt_us = sat_u32(c->rtt.srtt_us);
+	out->rtt_var_us = sat_u32(c->rtt.rttvar_us);
+	out->rto_us = sat_u32(c->rtt.rto_us);
+	out->window_in_use = c->rel_unacked;
+	out->window_frames = c->cfg.window_frames;
+	out->send_queue_bytes = sat_u32(c->rel.body_bytes + c->unrel.body_bytes);
+	out->reassembly_bytes = sat_u32(c->reasm.reserved_bytes);
+	out->frames_dropped = c->frames_dropped;
+}
+
+void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32_t reliable_index,
+                                 uint32_t order_index, uint16_t split_id)
+{
+	c->next_dgram_seq = dgram_seq & RUDP_WIRE_U24_MASK;
+	c->next_reliable_index = reliable_index & RUDP_WIRE_U24_MASK;
+	for (uint32_t i = 0; i < c->rel.frames_count; i++) {
+		sendq_at(&c->rel, i)->reliable_index = c->next_reliable_index;
+		c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
+	}
+	for (uint32_t ch = 0; ch < CONN_CHANNELS; ch++) {
+		c->order_write[ch] = order_index & RUDP_WIRE_U24_MASK;
+		c->sequenced_write[ch] = order_index & RUDP_WIRE_U24_MASK;
+		c->chans[ch].expected_order = order_index & RUDP_WIRE_U24_MASK;
+	}
+	c->dedup.base = reliable_index & RUDP_WIRE_U24_MASK;
+	c->dedup.highest_plus_one = c->dedup.base;
+	memset(c->dedup.bits, 0, c->dedup.nbits / 8);
+	c->next_split_id = split_id;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn: one RakNet connection's reliability engine, sans-I/O.
+ *
+ * No syscalls and no clock reads: the owner passes the current time (in
+ * microseconds, any monotonic origin) into every call, feeds received
+ * datagrams in with rudp_conn_on_datagram(), queues messages with
+ * rudp_conn_send(), and calls rudp_conn_flush() to get datagrams out through
+ * the send_datagram callback. rudp_conn_next_deadline() says when flush must
+ * next be called even if nothing arrives (retransmission, ACK, keepalive,
+ * timeout). Messages and state changes come back through callbacks, called
+ * synchronously from inside on_datagram / flush / send / disconnect / abort.
+ * A callback may call rudp_conn_send, _disconnect or _abort on its conn, but
+ * must not destroy it: destroy after the outer call has returned.
+ *
+ * The connected part of the RakNet handshake (0x09 connection request, 0x10
+ * accepted, 0x13 new incoming connection), connected ping/pong (0x00/0x03)
+ * and the disconnection notification (0x15) are handled here; the offline
+ * handshake (0x05..0x08) belongs to the host.
+ */
+#ifndef RUDP_CONN_H
+#define RUDP_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/wire.h"
+
+enum rudp_conn_role {
+	RUDP_CONN_CLIENT, /* sends 0x09 at init, waits for 0x10, answers 0x13 */
+	RUDP_CONN_SERVER, /* waits for 0x09, answers 0x10, connected on 0x13 */
+};
+
+enum rudp_conn_state {
+	RUDP_CONN_STATE_CONNECTING,    /* online handshake under way */
+	RUDP_CONN_STATE_CONNECTED,
+	RUDP_CONN_STATE_DISCONNECTING, /* local disconnect: draining reliable data, then 0x15 acked */
+	RUDP_CONN_STATE_CLOSED,        /* final; the owner may destroy it */
+};
+
+/* Why a connection closed; mirrors the public rudp_disconnect_reason. */
+enum rudp_conn_close_reason {
+	RUDP_CONN_CLOSE_LOCAL = 1,        /* rudp_conn_disconnect() finished */
+	RUDP_CONN_CLOSE_REMOTE = 2,       /* peer sent 0x15 */
+	RUDP_CONN_CLOSE_TIMEOUT = 3,      /* nothing heard for timeout_us, or data never acked */
+	RUDP_CONN_CLOSE_CONNECT_FAILED = 4, /* online handshake did not complete in time */
+	RUDP_CONN_CLOSE_PROTOCOL = 5,     /* peer broke the protocol beyond repair */
+};
+
+struct rudp_conn_config {
+	uint16_t mtu;                    /* negotiated RakNet MTU (counts 28 B of IP/UDP) */
+	uint16_t ip_udp_overhead;        /* 28 for IPv4, 48 for IPv6: payload max = mtu - overhead */
+	uint32_t window_frames;          /* reliable frames in flight, default 64 */
+	uint32_t max_frames_per_datagram; /* coalescing limit, default 8 */
+	uint32_t max_queue_bytes;        /* bytes queued not yet acked, per conn; send refuses beyond */
+	uint32_t max_split_count;        /* fragments one incoming message may declare */
+	uint32_t max_split_ids;          /* incomplete split messages held at once */
+	uint32_t max_reassembly_bytes;   /* bytes reserved for incomplete split messages */
+	uint32_t max_message_size;       /* largest message sent or accepted, bytes */
+	uint32_t max_order_hold;         /* out-of-order messages held per channel */
+	uint32_t recv_window;            /* reliable-index dedup window; ahead of it is dropped */
+	uint32_t max_ack_ranges;         /* ACK/NACK records processed per datagram */
+	uint64_t rto_initial_us;         /* before any RTT sample */
+	uint64_t rto_min_us;
+	uint64_t rto_max_us;
+	uint64_t keepalive_us;           /* connected ping when idle this long */
+	uint64_t timeout_us;             /* dead peer: nothing received this long */
+	uint64_t connect_timeout_us;     /* online handshake must finish within this */
+	uint64_t disconnect_linger_us;   /* local disconnect gives up draining after this */
+	uint8_t protocol_version;        /* selects 10 vs 20 internal addresses (>= 11: 20) */
+};
+/* Fills defaults: MTU 1492 (IPv4 overhead 28), window 64 frames, 8 frames per
+ * datagram, max_queue_bytes 16 MiB, max_split_count 8192, max_split_ids 64,
+ * max_reassembly_bytes 8 MiB, max_message_size 4 MiB, max_order_hold 4096,
+ * recv_window 8192, max_ack_ranges 256, RTO 500 ms initial / 50 ms min / 2 s
+ * max, keepalive 2 s, timeout 10 s, connect timeout 10 s, linger 5 s,
+ * protocol 11. With these a 4 MiB message goes through at MTU 576 too. */
+void rudp_conn_config_init(struct rudp_conn_config *cfg);
+
+struct rudp_conn_callbacks {
+	void *ud;
+	/* A finished datagram; the buffer is only valid during the call. Returns
+	 * 0, or < 0 when the owner cannot take it now (then flush stops early and
+	 * tries again next time; nothing is lost). */
+	int (*send_datagram)(void *ud, const uint8_t *data, size_t len);
+	/* An application message, in delivery order; data valid during the call. */
+	void (*deliver)(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel);
+	/* The online handshake finished. */
+	void (*connected)(void *ud);
+	/* The connection is closed (state CLOSED); called once. */
+	void (*closed)(void *ud, enum rudp_conn_close_reason reason);
+};
+
+struct rudp_conn_stats {
+	uint64_t bytes_sent, bytes_received;         /* UDP payload bytes */
+	uint64_t datagrams_sent, datagrams_received;
+	uint64_t messages_sent, messages_received;   /* application messages */
+	uint64_t frames_retransmitted;
+	uint64_t nacks_received, acks_received;      /* records */
+	uint64_t datagrams_dropped;                  /* bad / unwanted input, counted and dropped */
+	uint64_t duplicates_dropped;                 /* frames already received */
+	uint32_t rtt_us, rtt_var_us, rto_us;         /* smoothed RTT, variance, current RTO */
+	uint32_t window_in_use;                      /* reliable frames in flight now */
+	uint32_t window_frames;
+	uint32_t send_queue_bytes;                   /* queued + unacked payload bytes */
+	uint32_t reassembly_bytes;                   /* reserved for incomplete splits */
+	uint64_t frames_dropped;                     /* bad / unwanted frames inside accepted datagrams
+	                                                (window or split violations, refused splits) */
+};
+
+struct rudp_conn; /* opaque; defined in conn_internal.h */
+
+struct rudp_conn_identity {
+	int64_t local_guid;
+	int64_t remote_guid; /* 0 when unknown */
+	struct rudp_wire_addr local_addr;  /* written into 0x10 / 0x13 */
+	struct rudp_wire_addr remote_addr;
+};
+
+/* Creates a connection in state CONNECTING. A client queues its 0x09 at once
+ * (it goes out on the first flush). cfg is copied; cb is copied. Returns NULL
+ * on allocation failure only. */
+struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const struct rudp_conn_callbacks *cb,
+                                   enum rudp_conn_role role, const struct rudp_conn_identity *id,
+                                   uint64_t now_us);
+void rudp_conn_destroy(struct rudp_conn *c);
+
+/* Feeds one received online datagram (frame set, ACK or NACK). Bad input is
+ * counted in datagrams_dropped and ignored; returns 0 or a negative
+ * RUDP_WIRE_* status describing why it was dropped (informational). */
+int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
+
+/* Queues one application message. reliability is 0..4 (5..7 accepted as
+ * 0/2/3), channel < 32 (ignored for unreliable / reliable). Messages larger
+ * than one datagram are split. Returns 0 or a negative error:
+ *   RUDP_CONN_E_STATE    not connected (or disconnecting/closed)
+ *   RUDP_CONN_E_ARG      bad reliability/channel, empty, or a control first byte
+ *   RUDP_CONN_E_TOO_LARGE larger than max_message_size or would need > max_split_count fragments
+ *   RUDP_CONN_E_QUEUE_FULL would exceed max_queue_bytes (nothing queued)
+ *   RUDP_CONN_E_NOMEM
+ * Nothing is sent until rudp_conn_flush(). */
+int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
+                   uint64_t now_us);
+enum {
+	RUDP_CONN_E_STATE = -101,
+	RUDP_CONN_E_ARG = -102,
+	RUDP_CONN_E_TOO_LARGE = -103,
+	RUDP_CONN_E_QUEUE_FULL = -104,
+	RUDP_CONN_E_NOMEM = -105,
+};
+
+/* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
+ * retransmissions (NACKed, or RTO expired, with backoff), new frames within
+ * the window (up to max_frames_per_datagram small messages per datagram,
+ * without waiting to fill one), keepalive pings; detects timeouts. Returns
+ * the number of datagrams emitted. */
+int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us);
+
+/* Absolute time at which rudp_conn_flush() has work even if nothing arrives;
+ * UINT64_MAX when none. Valid after any call above. */
+uint64_t rudp_conn_next_deadline(const struct rudp_conn *c);
+
+/* True when a flush now would emit something (pending ACKs/NACKs or sendable
+ * frames). Lets the owner keep a list of conns to flush after a batch. */
+bool rudp_conn_wants_flush(const struct rudp_conn *c);
+
+/* Starts a graceful disconnect: queues 0x15 reliable-ordered behind all
+ * queued data; the conn closes (reason LOCAL) when it is acknowledged, or
+ * after disconnect_linger_us. Calling it again, or on a closed conn, is a no-op. */
+void rudp_conn_disconnect(struct rudp_conn *c, uint64_t now_us);
+
+/* Closes at once without telling the peer; closed() is called with reason. */
+void rudp_conn_abort(struct rudp_conn *c, enum rudp_conn_close_reason reason);
+
+enum rudp_conn_state rudp_conn_state(const struct rudp_conn *c);
+void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out);
+
+#endif

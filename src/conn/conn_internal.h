@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn internals: struct rudp_conn and the helpers the files of src/conn/ share.
+ * Not installed; the host sees only conn.h.
+ *
+ * Layout of the engine, one idea per file:
+ *   conn.c        create/destroy, state machine, control messages, stats, deadlines
+ *   sendq.c       queued frames (reliable and unreliable rings), splitting, rudp_conn_send
+ *   flush.c       building datagrams: retransmissions, new frames, coalescing
+ *   ackq.c        pending ACK/NACK ranges out; incoming ACK/NACK records in
+ *   rtt.c         RFC 6298 estimator and per-frame backoff
+ *   recv.c        incoming frame sets: dedup, ordering, sequencing, delivery
+ *   reassembly.c  split messages
+ */
+#ifndef RUDP_CONN_INTERNAL_H
+#define RUDP_CONN_INTERNAL_H
+
+#include "conn/conn.h"
+
+#define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
+#define CONN_DGRAM_HISTORY 1024u
+
+/* ---- rtt.c ---- */
+
+struct rtt_estimator {
+	uint64_t srtt_us;
+	uint64_t rttvar_us;
+	uint64_t rto_us;
+	uint64_t rto_min_us;
+	uint64_t rto_max_us;
+	bool has_sample;
+};
+
+void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uint64_t max_us);
+void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us);
+/* The RTO doubled `backoff` times, never above rto_max_us. */
+uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
+
+/* ---- sendq.c: frame records and their bodies ---- */
+
+enum sendq_frame_state {
+	FRAME_QUEUED,    /* never sent */
+	FRAME_IN_FLIGHT, /* sent, waiting for an ACK */
+	FRAME_NACKED,    /* sent, peer reported its datagram missing: resend at next flush */
+	FRAME_ACKED,     /* done; stays in the ring until everything older is done too */
+};
+
+struct sendq_frame {
+	uint64_t body_pos;      /* position of the body in the queue's byte ring */
+	uint64_t first_send_us; /* for "reliable data never acked" timeouts */
+	uint64_t last_send_us;
+	uint64_t deadline_us;   /* retransmit when still unacked at this time */
+	uint32_t reliable_index;
+	uint32_t sequenced_index;
+	uint32_t order_index;
+	uint32_t split_count;
+	uint32_t split_index;
+	uint32_t last_dgram_seq; /* the datagram it was last sent in: ACKs name datagrams */
+	uint16_t split_id;
+	uint16_t body_len;
+	uint8_t reliability;
+	uint8_t channel;
+	uint8_t state;           /* enum sendq_frame_state */
+	uint8_t transmissions;   /* saturates at 255 */
+	uint8_t backoff;         /* RTO doublings so far */
+	bool split;
+};
+
+/*
+ * A FIFO of frame records plus a byte ring holding their bodies in the same
+ * order. Positions in the byte ring grow forever (uint64); the physical
+ * offset is pos & (cap - 1). A body never wraps: when it would, the ring skips
+ * to the start, and the skipped bytes are freed with the frame before them.
+ * Releasing the oldest frame moves the tail to the next frame's body, so the
+ * memory only ever comes back in FIFO order, as the reliable window needs.
+ */
+struct sendq {
+	struct sendq_frame *frames;
+	uint32_t frames_cap; /* power of two */
+	uint32_t frames_head;
+	uint32_t frames_count;
+	uint8_t *bytes;
+	uint64_t bytes_cap; /* power of two */
+	uint64_t bytes_head;
+	uint64_t bytes_tail;
+	uint64_t body_bytes; /* sum of body_len of the frames held */
+};
+
+void sendq_init(struct sendq *q);
+void sendq_free(struct sendq *q);
+/* Makes room for nframes more records and nbytes more body bytes split in
+ * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). */
+int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body);
+/* Appends a record (copied from tmpl) with a copy of body; room must be reserved. */
+struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
+                               uint16_t len);
+static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
+{
+	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
+}
+static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
+{
+	return q->bytes + (f->body_pos & (q->bytes_cap - 1));
+}
+void sendq_pop_front(struct sendq *q);
+
+/* ---- ackq.c: outgoing ACK/NACK ranges ---- */
+
+struct ackq {
+	struct rudp_wire_range *ranges;
+	uint32_t count;
+	uint32_t cap;
+};
+
+int ackq_init(struct ackq *q, uint32_t cap);
+void ackq_free(struct ackq *q);
+/* Records one datagram seq; false when the queue is full (caller emits early). */
+bool ackq_push_seq(struct ackq *q, uint32_t seq);
+/* Records start..end (span < 2^23); false when full. */
+bool ackq_push_range(struct ackq *q, uint32_t start, uint32_t end);
+/* Forgets seq if it is queued and not yet sent (a late datagram filled a NACKed gap). */
+void ackq_remove_seq(struct ackq *q, uint32_t seq);
+/* Sorts the ranges by distance from ref and merges touching ones. */
+void ackq_normalize(struct ackq *q, uint32_t ref);
+
+struct rudp_conn;
+/* Sends every pending range of q as ACK (or NACK) datagrams. Returns the
+ * number of datagrams sent; sets *blocked when the owner refused one (the
+ * rest stays queued). */
+int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, bool *blocked);
+/* An incoming ACK or NACK datagram. */
+int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
+
+/*
+ * Which reliable frames each recent datagram carried (RakNet keeps the same):
+ * an ACK for any copy of a frame finishes it, not only for its latest copy.
+ * Without this, a frame resent after a spurious NACK (reordering) stays
+ * unacked when only the first copy's ACK comes back, and is sent a third time.
+ * Datagrams older than the history fall back to matching the frame's
+ * last_dgram_seq.
+ */
+struct sent_history {
+	uint32_t *tag;  /* seq | SENT_HISTORY_VALID per slot */
+	uint8_t *count; /* reliable frames recorded per slot */
+	uint32_t *reliable_index; /* size * per_dgram */
+	uint32_t size;  /* power of two */
+	uint32_t per_dgram;
+};
+#define SENT_HISTORY_VALID 0x80000000u
+
+/* ---- recv.c ---- */
+
+/* Which reliable indexes arrived: bit i of the ring is index (base + k) for the
+ * k with (base + k) & (nbits - 1) == i, for k < window. */
+struct recv_dedup {
+	uint64_t *bits;
+	uint32_t nbits;  /* power of two >= recv_window */
+	uint32_t window; /* cfg.recv_window */
+	uint32_t base;   /* lowest reliable index not received yet */
+	uint32_t highest_plus_one; /* one past the highest received; == base when no gaps */
+};
+
+enum hold_kind {
+	HOLD_EMPTY = 0,
+	HOLD_MESSAGE,
+	HOLD_SKIP, /* an order index whose message was refused: deliver nothing, move on */
+};
+
+struct order_hold_entry {
+	uint8_t *data;
+	uint32_t len;
+	uint32_t order_index;
+	uint8_t kind;        /* enum hold_kind */
+	uint8_t reliability;
+};
+
+struct recv_channel {
+	uint32_t expected_order; /* next order index to deliver */
+	struct order_hold_entry *hold; /* indexed by order_index & (hold_cap - 1) */
+	uint32_t hold_cap;
+	uint32_t held;
+	/* last delivered sequenced message: (order index, sequenced index) */
+	bool have_sequenced;
+	uint32_t last_seq_order;
+	uint32_t last_seq_index;
+};
+
+int recv_init(struct rudp_conn *c);
+void recv_free(struct rudp_conn *c);
+/* A decoded, valid frame-set datagram's frames; dup_dgram: the datagram was
+ * seen before (its unreliable frames are dropped). Returns true when the
+ * datagram may be acknowledged (false: a frame was deferred for lack of
+ * room and must be sent again by the peer). */
+bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us);
+/* All reliable frames the peer sent so far are in (no holes). */
+bool recv_no_reliable_gaps(const struct rudp_conn *c);
+/* Marks an order index as "nothing to deliver" (refused split message). */
+void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index);
+/* Routes a complete message by reliability: ordering, sequencing, delivery. */
+void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                        uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us);
+
+/* ---- reassembly.c ---- */
+
+struct reasm_slot {
+	bool used;
+	uint16_t split_id;
+	uint8_t reliability;
+	uint8_t channel;
+	uint32_t count;
+	uint32_t received;
+	uint32_t order_index;
+	uint32_t sequenced_index;
+	uint64_t reserved;  /* bytes counted against max_reassembly_bytes */
+	uint64_t started_us;
+	uint8_t *buf;       /* count * stride bytes, then count uint16 fragment lengths */
+	size_t buf_cap;
+};
+
+struct reasm_refused {
+	uint16_t split_id;
+	uint32_t count;
+	uint64_t last_us;
+};
+
+#define REASM_REFUSED_MEMORY 16
+
+struct reassembly {
+	struct reasm_slot *slots;
+	uint32_t nslots;
+	uint32_t stride; /* largest fragment body a peer can send at this MTU */
+	uint64_t reserved_bytes;
+	struct reasm_refused refused[REASM_REFUSED_MEMORY];
+	uint32_t refused_next;
+	uint8_t *cached_buf; /* one freed buffer kept for the next split message */
+	size_t cached_cap;
+};
+
+enum reasm_result {
+	REASM_INCOMPLETE, /* stored, or dropped as bad (counted) */
+	REASM_COMPLETE,   /* *slot_out holds the whole message */
+	REASM_DEFER,      /* no room right now: do not mark the frame received */
+};
+
+int reasm_init(struct rudp_conn *c);
+void reasm_free(struct rudp_conn *c);
+/* Admission check before the frame is marked received: REASM_DEFER when the
+ * split set is acceptable but does not fit now. */
+enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f);
+enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
+                                    struct reasm_slot **slot_out, size_t *len_out);
+void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
+
+/* ---- the connection ---- */
+
+struct rudp_conn {
+	struct rudp_conn_config cfg;
+	struct rudp_conn_callbacks cb;
+	struct rudp_conn_identity id;
+	enum rudp_conn_role role;
+	enum rudp_conn_state state;
+
+	uint64_t now_us; /* latest time passed in; next_deadline() is const and needs it */
+	uint64_t created_us;
+	uint64_t last_recv_us;
+	uint64_t last_send_us;
+	uint64_t disconnect_start_us;
+
+	uint32_t payload_max;   /* UDP payload bytes per datagram */
+	uint32_t frag_body_max; /* largest body we put in one frame */
+
+	/* send side */
+	struct sendq rel;      /* reliable frames, oldest unacked first */
+	struct sendq unrel;    /* unreliable frames, released when sent */
+	uint32_t rel_sent;     /* frames [0, rel_sent) of rel were sent at least once */
+	uint32_t rel_unacked;  /* sent frames not acked yet */
+	uint32_t next_reliable_index;
+	uint32_t next_dgram_seq;
+	uint16_t next_split_id;
+	uint32_t order_write[CONN_CHANNELS];
+	uint32_t sequenced_write[CONN_CHANNELS];
+	uint8_t *dgram_buf;    /* payload_max bytes */
+	struct sent_history sent;
+	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
+	struct rtt_estimator rtt;
+
+	/* acknowledgements */
+	struct ackq acks;
+	struct ackq nacks;
+	bool have_highest_dgram;
+	uint32_t highest_dgram_seq;
+	/* datagram seqs seen among the last CONN_DGRAM_HISTORY below the highest:
+	 * a datagram the network duplicated must not deliver its unreliable
+	 * frames twice (reliable ones have their own dedup) */
+	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
+	struct rudp_wire_range *ack_scratch; /* max_ack_ranges decoded records */
+	struct ack_key_range *ack_keys;      /* the same, normalized */
+
+	/* receive side */
+	struct recv_dedup dedup;
+	struct recv_channel chans[CONN_CHANNELS];
+	struct reassembly reasm;
+	uint8_t **hold_block_cache; /* freed payload_max-sized hold buffers */
+	uint32_t hold_block_cached;
+
+	/* handshake and close */
+	bool answered_request;   /* server: 0x10 queued */
+	bool remote_closing;     /* 0x15 delivered; close once no reliable data is missing */
+	bool closed_reported;
+	int64_t peer_request_time;
+
+	struct rudp_conn_stats stats;
+	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
+};
+
+struct flush_ref {
+	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL */
+	uint32_t index;
+};
+
+struct ack_key_range {
+	int32_t lo; /* distances from next_dgram_seq, negative for sent seqs */
+	int32_t hi;
+};
+
+/* conn.c */
+void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason);
+/* Queues a message without the checks rudp_conn_send does for the app
+ * (state, control first byte, queue budget). */
+int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                       uint8_t channel, bool enforce_budget);
+void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
+void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                      uint8_t channel);
+void conn_count_bad_frame(struct rudp_conn *c);
+/* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
+void conn_check_disconnect_done(struct rudp_conn *c);
+/* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */
+bool conn_check_timers(struct rudp_conn *c, uint64_t now_us);
+/* Queues a connected ping when nothing was sent for keepalive_us. */
+void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us);
+
+/* flush.c: builds and sends data datagrams; sets *blocked when the owner
+ * refused one. Returns the number sent. */
+int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked);
+
+/* Test hook: start the counters somewhere (e.g. near 2^24 to cross the wrap).
+ * Sets both what this side sends next and what it expects from the peer, so
+ * call it on both ends with the same values right after create. */
+void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32_t reliable_index,
+                                 uint32_t order_index, uint16_t split_id);
+
+#endif

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Building datagrams at flush time.
+ *
+ * Order of what goes out: ACKs and NACKs first (they unblock the peer), then
+ * reliable frames due again (NACKed, or past their retransmit deadline), then
+ * new reliable frames while the window allows, then unreliable frames, which
+ * never wait behind the reliable window. Frames are packed into the current
+ * datagram while they fit and fewer than max_frames_per_datagram are in it;
+ * a datagram that is not full is still sent: waiting to fill one would add
+ * latency, which is what a game cannot afford.
+ *
+ * A datagram's frames are only marked sent once the owner has taken the
+ * datagram, so a refusal from send_datagram loses nothing: the same frames
+ * are picked again at the next flush.
+ */
+#include <string.h>
+
+#include "conn/conn_internal.h"
+
+enum flush_kind {
+	FLUSH_NEW,
+	FLUSH_RETX_NACK,
+	FLUSH_RETX_RTO,
+	FLUSH_UNREL,
+};
+
+/* RakNet marks data datagrams "needs B and AS" (0x84); peers expect it. */
+#define FLUSH_DGRAM_FLAGS (RUDP_DGRAM_VALID | RUDP_DGRAM_NEEDS_B_AND_AS)
+#define FLUSH_MAX_BACKOFF 30
+
+struct dgram_builder {
+	size_t len;            /* bytes used in c->dgram_buf, header included */
+	uint32_t nframes;
+	uint32_t new_frames;   /* FLUSH_NEW refs: rel[rel_sent .. rel_sent + new_frames) */
+	uint32_t unrel_frames; /* FLUSH_UNREL refs: unrel[0 .. unrel_frames) */
+	int emitted;
+	bool blocked;
+};
+
+static void builder_reset(struct dgram_builder *b)
+{
+	b->len = RUDP_WIRE_DGRAM_HEADER_LEN;
+	b->nframes = 0;
+	b->new_frames = 0;
+	b->unrel_frames = 0;
+}
+
+static void frame_to_wire(const struct sendq *q, const struct sendq_frame *f, struct rudp_wire_frame *wf)
+{
+	memset(wf, 0, sizeof(*wf));
+	wf->reliability = f->reliability;
+	wf->split = f->split;
+	wf->reliable_index = f->reliable_index;
+	wf->sequenced_index = f->sequenced_index;
+	wf->order_index = f->order_index;
+	wf->order_channel = f->channel;
+	wf->split_count = f->split_count;
+	wf->split_id = f->split_id;
+	wf->split_index = f->split_index;
+	wf->body = sendq_body(q, f);
+	wf->body_len = f->body_len;
+}
+
+static void commit_reliable(struct rudp_conn *c, struct sendq_frame *f, uint64_t now_us)
+{
+	f->state = FRAME_IN_FLIGHT;
+	f->last_dgram_seq = c->next_dgram_seq;
+	f->last_send_us = now_us;
+	f->deadline_us = now_us + rtt_backed_off_rto(&c->rtt, f->backoff);
+}
+
+/* The owner took the datagram: its frames are now in flight (or gone). */
+static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
+{
+	uint32_t slot = c->next_dgram_seq & (c->sent.size - 1);
+	uint32_t *slot_ri = c->sent.reliable_index + (size_t)slot * c->sent.per_dgram;
+
+	c->sent.tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
+	c->sent.count[slot] = 0;
+	for (uint32_t i = 0; i < b->nframes; i++) {
+		const struct flush_ref *ref = &c->flush_refs[i];
+		struct sendq_frame *f;
+
+		if (ref->kind != FLUSH_UNREL)
+			slot_ri[c->sent.count[slot]++] = sendq_at(&c->rel, ref->index)->reliable_index;
+		switch (ref->kind) {
+		case FLUSH_NEW:
+			f = sendq_at(&c->rel, ref->index);
+			f->first_send_us = now_us;
+			f->transmissions = 1;
+			f->backoff = 0;
+			commit_reliable(c, f, now_us);
+			c->rel_unacked++;
+			break;
+		case FLUSH_RETX_RTO:
+		case FLUSH_RETX_NACK:
+			f = sendq_at(&c->rel, ref->index);
+			/* Back off only on timeouts: a NACK proves the path still works. */
+			if (ref->kind == FLUSH_RETX_RTO && f->backoff < FLUSH_MAX_BACKOFF)
+				f->backoff++;
+			if (f->transmissions < UINT8_MAX)
+				f->transmissions++;
+			c->stats.frames_retransmitted++;
+			commit_reliable(c, f, now_us);
+			break;
+		default:
+			break;
+		}
+	}
+	c->rel_sent += b->new_frames;
+	for (uint32_t i = 0; i < b->unrel_frames; i++)
+		sendq_pop_front(&c->unrel);
+	c->next_dgram_seq = rudp_u24_add(c->next_dgram_seq, 1);
+	c->stats.datagrams_sent++;
+	c->stats.bytes_sent += b->len;
+	c->last_send_us = now_us;
+}
+
+/* Hands the datagram being built to the owner. False when it was refused. */
+static bool builder_emit(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
+{
+	struct rudp_wire_dgram_header h = { .flags = FLUSH_DGRAM_FLAGS, .seq = c->next_dgram_seq };
+
+	if (b->nframes == 0)
+		return true;
+	rudp_wire_encode_dgram_header(c->dgram_buf, RUDP_WIRE_DGRAM_HEADER_LEN, &h);
+	if (c->cb.send_datagram(c->cb.ud, c->dgram_buf, b->len) < 0) {
+		b->blocked = true;
+		return false;
+	}
+	builder_commit(c, b, now_us);
+	b->emitted++;
+	builder_reset(b);
+	return true;
+}
+
+/* Adds one frame, sending the current datagram first when the frame does not
+ * fit in it. index is only used for retransmissions; new and unreliable frames
+ * are taken in queue order. */
+static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush_kind kind, uint32_t index,
+                        uint64_t now_us)
+{
+	struct rudp_wire_frame wf;
+	struct sendq_frame *f;
+	const struct sendq *q;
+	size_t need;
+	int n;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (kind == FLUSH_NEW)
+			index = c->rel_sent + b->new_frames;
+		else if (kind == FLUSH_UNREL)
+			index = b->unrel_frames;
+		q = kind == FLUSH_UNREL ? &c->unrel : &c->rel;
+		f = sendq_at(q, index);
+		frame_to_wire(q, f, &wf);
+		need = rudp_wire_frame_header_len(&wf) + wf.body_len;
+		if (b->nframes < c->cfg.max_frames_per_datagram && b->len + need <= c->payload_max)
+			break;
+		if (!builder_emit(c, b, now_us))
+			return false;
+	}
+	n = rudp_wire_encode_frame(c->dgram_buf + b->len, c->payload_max - b->len, &wf);
+	if (n < 0) {
+		/* Frames are sized to fit an empty datagram; this would be our bug.
+		 * Stop instead of spinning. */
+		b->blocked = true;
+		return false;
+	}
+	b->len += (size_t)n;
+	c->flush_refs[b->nframes].kind = (uint8_t)kind;
+	c->flush_refs[b->nframes].index = index;
+	b->nframes++;
+	if (kind == FLUSH_NEW)
+		b->new_frames++;
+	else if (kind == FLUSH_UNREL)
+		b->unrel_frames++;
+	return true;
+}
+
+int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
+{
+	struct dgram_builder b = { 0 };
+
+	builder_reset(&b);
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+		enum flush_kind kind;
+
+		if (f->state == FRAME_NACKED)
+			kind = FLUSH_RETX_NACK;
+		else if (f->state == FRAME_IN_FLIGHT && f->deadline_us <= now_us)
+			kind = FLUSH_RETX_RTO;
+		else
+			continue;
+		if (!builder_add(c, &b, kind, i, now_us))
+			goto out;
+	}
+	while (c->rel_sent + b.new_frames < c->rel.frames_count &&
+	       c->rel_sent + b.new_frames < c->cfg.window_frames) {
+		if (!builder_add(c, &b, FLUSH_NEW, 0, now_us))
+			goto out;
+	}
+	while (b.unrel_frames < c->unrel.frames_count) {
+		if (!builder_add(c, &b, FLUSH_UNREL, 0, now_us))
+			goto out;
+	}
+	builder_emit(c, &b, now_us);
+out:
+	if (b.blocked)
+		*blocked = true;
+	return b.emitted;
+}
+
+int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
+{
+	bool blocked = false;
+	int emitted = 0;
+
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return 0;
+	/* Time never runs backwards inside the engine, whatever the owner passes. */
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	now_us = c->now_us;
+	if (conn_check_timers(c, now_us))
+		return 0;
+
+	emitted += ackq_emit(c, &c->acks, false, now_us, &blocked);
+	if (!blocked)
+		emitted += ackq_emit(c, &c->nacks, true, now_us, &blocked);
+	if (blocked)
+		return emitted;
+
+	conn_maybe_queue_keepalive(c, now_us);
+	emitted += flush_data(c, now_us, &blocked);
+	return emitted;
+}

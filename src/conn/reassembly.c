@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split messages: fragments in, whole messages out, within fixed limits.
+ *
+ * A split set gets one buffer of split_count * stride bytes, where stride is
+ * the largest fragment body a peer can fit in a datagram at this MTU, so each
+ * fragment lands at index * stride whatever order it comes in; the (usually
+ * shorter) last fragment and any short middle ones are closed up with one pass
+ * of memmove at the end. The whole split_count * stride is reserved against
+ * max_reassembly_bytes at the first fragment, so a peer cannot declare a small
+ * set and grow it later.
+ *
+ * A set whose declared size can never fit is refused: its fragments are
+ * dropped and counted, its split id is remembered for a while so its other
+ * fragments do not open a new slot, and if it was ordered, its order index is
+ * skipped so the channel keeps flowing. A reliable set that could fit but not
+ * right now (slots or bytes in use) is deferred: its fragment is not
+ * acknowledged and the peer sends it again later.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn_internal.h"
+
+/* Smallest split frame header: flags, bit length, split fields (unreliable). */
+#define REASM_MIN_SPLIT_HEADER 13u
+/* Buffers up to this size are kept for the next split message. */
+#define REASM_CACHE_MAX (256u * 1024u)
+
+int reasm_init(struct rudp_conn *c)
+{
+	struct reassembly *r = &c->reasm;
+
+	memset(r, 0, sizeof(*r));
+	r->nslots = c->cfg.max_split_ids;
+	r->slots = calloc(r->nslots, sizeof(*r->slots));
+	r->stride = c->payload_max - RUDP_WIRE_DGRAM_HEADER_LEN - REASM_MIN_SPLIT_HEADER;
+	return r->slots ? 0 : RUDP_CONN_E_NOMEM;
+}
+
+void reasm_free(struct rudp_conn *c)
+{
+	struct reassembly *r = &c->reasm;
+
+	for (uint32_t i = 0; i < r->nslots; i++)
+		free(r->slots[i].buf);
+	free(r->slots);
+	free(r->cached_buf);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct reasm_slot *reasm_find(struct reassembly *r, uint16_t split_id)
+{
+	for (uint32_t i = 0; i < r->nslots; i++) {
+		if (r->slots[i].used && r->slots[i].split_id == split_id)
+			return &r->slots[i];
+	}
+	return NULL;
+}
+
+static struct reasm_slot *reasm_free_slot(struct reassembly *r)
+{
+	for (uint32_t i = 0; i < r->nslots; i++) {
+		if (!r->slots[i].used)
+			return &r->slots[i];
+	}
+	return NULL;
+}
+
+static uint64_t reasm_need(const struct reassembly *r, uint32_t count)
+{
+	return (uint64_t)count * r->stride;
+}
+
+static bool reasm_never_fits(const struct rudp_conn *c, const struct rudp_wire_frame *f)
+{
+	return f->split_count > c->cfg.max_split_count ||
+	       reasm_need(&c->reasm, f->split_count) > c->cfg.max_reassembly_bytes;
+}
+
+/* Refused split ids are forgotten after timeout_us without a fragment: ids
+ * are only 16 bits and come round again. */
+static bool reasm_is_refused(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
+{
+	struct reassembly *r = &c->reasm;
+
+	for (uint32_t i = 0; i < REASM_REFUSED_MEMORY; i++) {
+		struct reasm_refused *x = &r->refused[i];
+
+		if (x->count != 0 && x->split_id == f->split_id && x->count == f->split_count &&
+		    now_us - x->last_us < c->cfg.timeout_us) {
+			x->last_us = now_us;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void reasm_refuse(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
+{
+	struct reassembly *r = &c->reasm;
+	struct reasm_refused *x = &r->refused[r->refused_next];
+
+	r->refused_next = (r->refused_next + 1) % REASM_REFUSED_MEMORY;
+	x->split_id = f->split_id;
+	x->count = f->split_count;
+	x->last_us = now_us;
+	conn_count_bad_frame(c);
+	if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED)
+		recv_order_skip(c, f->order_channel, f->order_index);
+}
+
+enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f)
+{
+	struct reassembly *r = &c->reasm;
+
+	if (!rudp_wire_is_reliable(f->reliability) || reasm_find(r, f->split_id) || reasm_never_fits(c, f))
+		return REASM_INCOMPLETE;
+	if (!reasm_free_slot(r) ||
+	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
+		return REASM_DEFER;
+	return REASM_INCOMPLETE;
+}
+
+static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
+{
+	struct reassembly *r = &c->reasm;
+	struct reasm_slot *s = reasm_free_slot(r);
+	uint64_t need = reasm_need(r, f->split_count);
+	size_t cap = (size_t)need + (size_t)f->split_count * sizeof(uint16_t);
+
+	if (!s || r->reserved_bytes + need > c->cfg.max_reassembly_bytes)
+		return NULL;
+	if (r->cached_buf && r->cached_cap >= cap) {
+		s->buf = r->cached_buf;
+		s->buf_cap = r->cached_cap;
+		r->cached_buf = NULL;
+		r->cached_cap = 0;
+	} else {
+		s->buf = malloc(cap);
+		s->buf_cap = cap;
+		if (!s->buf)
+			return NULL;
+	}
+	memset(s->buf + need, 0, (size_t)f->split_count * sizeof(uint16_t));
+	s->used = true;
+	s->split_id = f->split_id;
+	s->reliability = f->reliability;
+	s->channel = f->order_channel;
+	s->count = f->split_count;
+	s->received = 0;
+	s->order_index = f->order_index;
+	s->sequenced_index = f->sequenced_index;
+	s->reserved = need;
+	s->started_us = now_us;
+	r->reserved_bytes += need;
+	return s;
+}
+
+void reasm_release(struct rudp_conn *c, struct reasm_slot *s)
+{
+	struct reassembly *r = &c->reasm;
+
+	r->reserved_bytes -= s->reserved;
+	if (s->buf_cap <= REASM_CACHE_MAX && s->buf_cap > r->cached_cap) {
+		free(r->cached_buf);
+		r->cached_buf = s->buf;
+		r->cached_cap = s->buf_cap;
+	} else {
+		free(s->buf);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+/* The fragment length table sits after the data area, at an offset that may
+ * be odd: go through memcpy rather than a uint16_t pointer. 0 = not received. */
+static uint16_t lens_get(const struct reasm_slot *s, uint64_t data_bytes, uint32_t i)
+{
+	uint16_t v;
+
+	memcpy(&v, s->buf + data_bytes + (size_t)i * sizeof(v), sizeof(v));
+	return v;
+}
+
+static void lens_set(struct reasm_slot *s, uint64_t data_bytes, uint32_t i, uint16_t v)
+{
+	memcpy(s->buf + data_bytes + (size_t)i * sizeof(v), &v, sizeof(v));
+}
+
+enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
+                                    struct reasm_slot **slot_out, size_t *len_out)
+{
+	struct reassembly *r = &c->reasm;
+	struct reasm_slot *s = reasm_find(r, f->split_id);
+	uint64_t total = 0;
+
+	if (!s) {
+		if (reasm_is_refused(c, f, now_us)) {
+			conn_count_bad_frame(c);
+			return REASM_INCOMPLETE;
+		}
+		if (reasm_never_fits(c, f) || !(s = reasm_open(c, f, now_us))) {
+			reasm_refuse(c, f, now_us);
+			return REASM_INCOMPLETE;
+		}
+	}
+	if (f->split_count != s->count || f->split_index >= s->count || f->reliability != s->reliability ||
+	    f->body_len > r->stride || lens_get(s, s->reserved, f->split_index) != 0) {
+		conn_count_bad_frame(c);
+		return REASM_INCOMPLETE;
+	}
+	memcpy(s->buf + (size_t)f->split_index * r->stride, f->body, f->body_len);
+	lens_set(s, s->reserved, f->split_index, f->body_len);
+	s->received++;
+	if (s->received < s->count)
+		return REASM_INCOMPLETE;
+
+	for (uint32_t i = 0; i < s->count; i++) {
+		uint16_t len = lens_get(s, s->reserved, i);
+		size_t from = (size_t)i * r->stride;
+
+		if (total != from)
+			memmove(s->buf + total, s->buf + from, len);
+		total += len;
+	}
+	if (total > c->cfg.max_message_size) {
+		conn_count_bad_frame(c);
+		if (s->reliability == RUDP_WIRE_RELIABLE_ORDERED)
+			recv_order_skip(c, s->channel, s->order_index);
+		reasm_release(c, s);
+		return REASM_INCOMPLETE;
+	}
+	*slot_out = s;
+	*len_out = (size_t)total;
+	return REASM_COMPLETE;
+}

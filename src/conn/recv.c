@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Incoming frames: reliable-index dedup, ordering and sequencing per channel,
+ * then delivery (to conn's control handling or to the application).
+ *
+ * Dedup keeps one bit per reliable index in a sliding window starting at the
+ * lowest index not received yet. Everything behind it is a duplicate. A frame
+ * too far ahead, or an ordered message too far ahead of its channel, is not
+ * accepted and its datagram not acknowledged: the peer sends it again later,
+ * when there is room. Dropping it after acknowledging would lose reliable data
+ * (and stall an ordered channel for good).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn_internal.h"
+
+#define HOLD_MIN_CAP 16u
+#define HOLD_BLOCK_CACHE 32u
+
+/* ---- dedup ---- */
+
+enum dedup_result {
+	DEDUP_NEW,
+	DEDUP_DUPLICATE,
+	DEDUP_AHEAD, /* beyond the receive window */
+};
+
+static bool dedup_bit(const struct recv_dedup *d, uint32_t ri)
+{
+	uint32_t i = ri & (d->nbits - 1);
+
+	return (d->bits[i / 64] >> (i % 64)) & 1u;
+}
+
+static enum dedup_result dedup_check(const struct recv_dedup *d, uint32_t ri)
+{
+	int32_t ahead = rudp_u24_diff(ri, d->base);
+
+	if (ahead < 0)
+		return DEDUP_DUPLICATE;
+	if ((uint32_t)ahead >= d->window)
+		return DEDUP_AHEAD;
+	return dedup_bit(d, ri) ? DEDUP_DUPLICATE : DEDUP_NEW;
+}
+
+static void dedup_mark(struct recv_dedup *d, uint32_t ri)
+{
+	uint32_t i = ri & (d->nbits - 1);
+
+	d->bits[i / 64] |= (uint64_t)1 << (i % 64);
+	if (rudp_u24_diff(rudp_u24_add(ri, 1), d->highest_plus_one) > 0)
+		d->highest_plus_one = rudp_u24_add(ri, 1);
+	while (dedup_bit(d, d->base)) {
+		i = d->base & (d->nbits - 1);
+		d->bits[i / 64] &= ~((uint64_t)1 << (i % 64));
+		d->base = rudp_u24_add(d->base, 1);
+	}
+}
+
+bool recv_no_reliable_gaps(const struct rudp_conn *c)
+{
+	return c->dedup.base == c->dedup.highest_plus_one;
+}
+
+int recv_init(struct rudp_conn *c)
+{
+	uint32_t nbits = 64;
+
+	while (nbits < c->cfg.recv_window)
+		nbits <<= 1;
+	c->dedup.bits = calloc(nbits / 64, sizeof(uint64_t));
+	c->dedup.nbits = nbits;
+	c->dedup.window = c->cfg.recv_window;
+	c->dedup.base = 0;
+	c->dedup.highest_plus_one = 0;
+	c->hold_block_cache = calloc(HOLD_BLOCK_CACHE, sizeof(*c->hold_block_cache));
+	c->hold_block_cached = 0;
+	if (!c->dedup.bits || !c->hold_block_cache)
+		return RUDP_CONN_E_NOMEM;
+	return 0;
+}
+
+void recv_free(struct rudp_conn *c)
+{
+	for (uint32_t ch = 0; ch < CONN_CHANNELS; ch++) {
+		struct recv_channel *rc = &c->chans[ch];
+
+		for (uint32_t i = 0; i < rc->hold_cap; i++)
+			free(rc->hold[i].data);
+		free(rc->hold);
+		rc->hold = NULL;
+		rc->hold_cap = 0;
+	}
+	if (c->hold_block_cache) {
+		for (uint32_t i = 0; i < c->hold_block_cached; i++)
+			free(c->hold_block_cache[i]);
+	}
+	free(c->hold_block_cache);
+	c->hold_block_cache = NULL;
+	free(c->dedup.bits);
+	c->dedup.bits = NULL;
+}
+
+/* ---- held (out of order) message buffers ---- */
+
+/* Small messages are held in payload_max-sized blocks recycled through a
+ * little cache, so loss on a busy channel does not mean a malloc per message. */
+static uint8_t *hold_buf_alloc(struct rudp_conn *c, size_t len)
+{
+	if (len <= c->payload_max) {
+		if (c->hold_block_cached > 0)
+			return c->hold_block_cache[--c->hold_block_cached];
+		return malloc(c->payload_max);
+	}
+	return malloc(len);
+}
+
+static void hold_buf_free(struct rudp_conn *c, uint8_t *buf, size_t len)
+{
+	if (len <= c->payload_max && c->hold_block_cached < HOLD_BLOCK_CACHE)
+		c->hold_block_cache[c->hold_block_cached++] = buf;
+	else
+		free(buf);
+}
+
+static int hold_grow(struct recv_channel *ch, uint32_t need)
+{
+	uint32_t cap = ch->hold_cap ? ch->hold_cap : HOLD_MIN_CAP;
+	struct order_hold_entry *hold;
+
+	while (cap < need)
+		cap <<= 1;
+	hold = calloc(cap, sizeof(*hold));
+	if (!hold)
+		return RUDP_CONN_E_NOMEM;
+	for (uint32_t i = 0; i < ch->hold_cap; i++) {
+		if (ch->hold[i].kind != HOLD_EMPTY)
+			hold[ch->hold[i].order_index & (cap - 1)] = ch->hold[i];
+	}
+	free(ch->hold);
+	ch->hold = hold;
+	ch->hold_cap = cap;
+	return 0;
+}
+
+/* Stores a message (or a skip marker when data is NULL) at order index
+ * expected + ahead, ahead > 0. False when it cannot be stored. */
+static bool hold_put(struct rudp_conn *c, struct recv_channel *ch, uint32_t order_index, uint32_t ahead,
+                     const uint8_t *data, size_t len, uint8_t reliability)
+{
+	struct order_hold_entry *e;
+
+	if (ahead >= ch->hold_cap && hold_grow(ch, ahead + 1) < 0)
+		return false;
+	e = &ch->hold[order_index & (ch->hold_cap - 1)];
+	if (e->kind != HOLD_EMPTY)
+		return false; /* already held: a duplicate order index */
+	if (data) {
+		e->data = hold_buf_alloc(c, len);
+		if (!e->data)
+			return false;
+		memcpy(e->data, data, len);
+		e->kind = HOLD_MESSAGE;
+	} else {
+		e->data = NULL;
+		e->kind = HOLD_SKIP;
+	}
+	e->len = (uint32_t)len;
+	e->order_index = order_index;
+	e->reliability = reliability;
+	ch->held++;
+	return true;
+}
+
+/* ---- delivery ---- */
+
+static void deliver_body(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                         uint8_t channel, uint64_t now_us)
+{
+	if (len > 0 && rudp_wire_is_control_id(data[0]))
+		conn_on_control(c, data, len, now_us);
+	else
+		conn_deliver_app(c, data, len, reliability, channel);
+}
+
+/* Delivers held messages that have become next in line. */
+static void order_drain(struct rudp_conn *c, uint8_t channel, uint64_t now_us)
+{
+	struct recv_channel *ch = &c->chans[channel];
+
+	while (ch->held > 0 && c->state != RUDP_CONN_STATE_CLOSED) {
+		struct order_hold_entry *e = &ch->hold[ch->expected_order & (ch->hold_cap - 1)];
+		struct order_hold_entry taken;
+
+		if (e->kind == HOLD_EMPTY || e->order_index != ch->expected_order)
+			break;
+		taken = *e;
+		memset(e, 0, sizeof(*e));
+		ch->held--;
+		ch->expected_order = rudp_u24_add(ch->expected_order, 1);
+		if (taken.kind == HOLD_MESSAGE) {
+			deliver_body(c, taken.data, taken.len, taken.reliability, channel, now_us);
+			hold_buf_free(c, taken.data, taken.len);
+		}
+	}
+}
+
+static void order_on_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                             uint8_t channel, uint32_t order_index, uint64_t now_us)
+{
+	struct recv_channel *ch = &c->chans[channel];
+	int32_t ahead = rudp_u24_diff(order_index, ch->expected_order);
+
+	if (ahead < 0) {
+		/* Reliable dedup already passed it, so the peer reused an order index. */
+		conn_count_bad_frame(c);
+		return;
+	}
+	if (ahead == 0) {
+		ch->expected_order = rudp_u24_add(ch->expected_order, 1);
+		deliver_body(c, data, len, reliability, channel, now_us);
+		order_drain(c, channel, now_us);
+		return;
+	}
+	if ((uint32_t)ahead > c->cfg.max_order_hold ||
+	    !hold_put(c, ch, order_index, (uint32_t)ahead, data, len, reliability))
+		conn_count_bad_frame(c);
+}
+
+void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index)
+{
+	struct recv_channel *ch = &c->chans[channel];
+	int32_t ahead = rudp_u24_diff(order_index, ch->expected_order);
+
+	if (ahead < 0)
+		return;
+	if (ahead == 0) {
+		ch->expected_order = rudp_u24_add(ch->expected_order, 1);
+		order_drain(c, channel, c->now_us);
+		return;
+	}
+	if ((uint32_t)ahead <= c->cfg.max_order_hold)
+		hold_put(c, ch, order_index, (uint32_t)ahead, NULL, 0, RUDP_WIRE_RELIABLE_ORDERED);
+}
+
+/* Sequenced: only ever forward. Newer means a later order index (a later
+ * "epoch" of the ordered stream), or the same one with a later sequenced
+ * index; RakNet peers restart sequenced indexes at each ordered message,
+ * which this comparison allows. */
+static void sequenced_on_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                                 uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
+                                 uint64_t now_us)
+{
+	struct recv_channel *ch = &c->chans[channel];
+
+	if (rudp_u24_diff(order_index, ch->expected_order) < 0)
+		return;
+	if (ch->have_sequenced) {
+		int32_t epoch = rudp_u24_diff(order_index, ch->last_seq_order);
+
+		if (epoch < 0 || (epoch == 0 && rudp_u24_diff(sequenced_index, ch->last_seq_index) <= 0))
+			return;
+	}
+	ch->have_sequenced = true;
+	ch->last_seq_order = order_index;
+	ch->last_seq_index = sequenced_index;
+	deliver_body(c, data, len, reliability, channel, now_us);
+}
+
+void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                        uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us)
+{
+	switch (reliability) {
+	case RUDP_WIRE_RELIABLE_ORDERED:
+		order_on_message(c, data, len, reliability, channel, order_index, now_us);
+		break;
+	case RUDP_WIRE_UNRELIABLE_SEQUENCED:
+	case RUDP_WIRE_RELIABLE_SEQUENCED:
+		sequenced_on_message(c, data, len, reliability, channel, order_index, sequenced_index, now_us);
+		break;
+	default:
+		deliver_body(c, data, len, reliability, 0, now_us);
+		break;
+	}
+}
+
+bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us)
+{
+	bool reliable = rudp_wire_is_reliable(f->reliability);
+
+	if (!reliable && dup_dgram) {
+		c->stats.duplicates_dropped++;
+		return true;
+	}
+	if (reliable) {
+		switch (dedup_check(&c->dedup, f->reliable_index)) {
+		case DEDUP_DUPLICATE:
+			c->stats.duplicates_dropped++;
+			return true;
+		case DEDUP_AHEAD:
+			conn_count_bad_frame(c);
+			return false;
+		case DEDUP_NEW:
+			break;
+		}
+		if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED) {
+			int32_t ahead = rudp_u24_diff(f->order_index, c->chans[f->order_channel].expected_order);
+
+			if (ahead > 0 && (uint32_t)ahead > c->cfg.max_order_hold) {
+				conn_count_bad_frame(c);
+				return false;
+			}
+		}
+		if (f->split && reasm_admit(c, f) == REASM_DEFER)
+			return false;
+		dedup_mark(&c->dedup, f->reliable_index);
+	}
+
+	if (f->split) {
+		struct reasm_slot *slot = NULL;
+		size_t len = 0;
+
+		if (reasm_on_fragment(c, f, now_us, &slot, &len) == REASM_COMPLETE) {
+			recv_route_message(c, slot->buf, len, slot->reliability, slot->channel, slot->order_index,
+			                   slot->sequenced_index, now_us);
+			reasm_release(c, slot);
+		}
+	} else {
+		recv_route_message(c, f->body, f->body_len, f->reliability, f->order_channel, f->order_index,
+		                   f->sequenced_index, now_us);
+	}
+	return true;
+}

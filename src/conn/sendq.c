@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send queues: frame records and their bodies, and rudp_conn_send(),
+ * which turns a message into frames (splitting it when it does not fit in one
+ * datagram) and gives it its reliable / ordered / sequenced indexes.
+ *
+ * Indexes are assigned when a message is queued, not when it is first sent:
+ * reliable frames then sit in the ring in reliable-index order, so the frame
+ * with reliable index r is at position r - oldest_unacked, the window test is
+ * a subtraction, and no per-frame lookup structure is needed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn_internal.h"
+
+#define SENDQ_MIN_FRAMES 64u
+#define SENDQ_MIN_BYTES 4096u
+/* Each queued frame also costs a record; bound how many records a budget of
+ * max_queue_bytes can pin, whatever the message sizes. */
+#define SENDQ_BYTES_PER_RECORD 64u
+#define SENDQ_MIN_RECORDS 1024u
+
+static uint64_t round_up_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+void sendq_init(struct sendq *q)
+{
+	memset(q, 0, sizeof(*q));
+}
+
+void sendq_free(struct sendq *q)
+{
+	free(q->frames);
+	free(q->bytes);
+	memset(q, 0, sizeof(*q));
+}
+
+static int sendq_grow_frames(struct sendq *q, uint32_t need)
+{
+	uint32_t cap = (uint32_t)round_up_pow2(need < SENDQ_MIN_FRAMES ? SENDQ_MIN_FRAMES : need);
+	struct sendq_frame *frames = malloc((size_t)cap * sizeof(*frames));
+
+	if (!frames)
+		return RUDP_CONN_E_NOMEM;
+	for (uint32_t i = 0; i < q->frames_count; i++)
+		frames[i] = *sendq_at(q, i);
+	free(q->frames);
+	q->frames = frames;
+	q->frames_cap = cap;
+	q->frames_head = 0;
+	return 0;
+}
+
+/* Moves every live body to the start of a bigger buffer, in order, dropping
+ * the padding left at wrap points. */
+static int sendq_grow_bytes(struct sendq *q, uint64_t need)
+{
+	uint64_t cap = round_up_pow2(need < SENDQ_MIN_BYTES ? SENDQ_MIN_BYTES : need);
+	uint8_t *bytes;
+	uint64_t pos = 0;
+
+	if (cap > SIZE_MAX)
+		return RUDP_CONN_E_NOMEM;
+	bytes = malloc((size_t)cap);
+	if (!bytes)
+		return RUDP_CONN_E_NOMEM;
+	for (uint32_t i = 0; i < q->frames_count; i++) {
+		struct sendq_frame *f = sendq_at(q, i);
+
+		memcpy(bytes + pos, sendq_body(q, f), f->body_len);
+		f->body_pos = pos;
+		pos += f->body_len;
+	}
+	free(q->bytes);
+	q->bytes = bytes;
+	q->bytes_cap = cap;
+	q->bytes_tail = 0;
+	q->bytes_head = pos;
+	return 0;
+}
+
+int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body)
+{
+	uint64_t used = q->bytes_head - q->bytes_tail;
+	/* A run of bodies wraps the ring at most once, wasting less than one body. */
+	uint64_t need = used + nbytes + max_body;
+	int rc;
+
+	if ((uint64_t)q->frames_count + nframes > q->frames_cap) {
+		rc = sendq_grow_frames(q, q->frames_count + nframes);
+		if (rc < 0)
+			return rc;
+	}
+	if (need > q->bytes_cap) {
+		rc = sendq_grow_bytes(q, need);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
+                               uint16_t len)
+{
+	uint64_t pos = q->bytes_head;
+	uint64_t phys = pos & (q->bytes_cap - 1);
+	struct sendq_frame *f;
+
+	if (phys + len > q->bytes_cap)
+		pos += q->bytes_cap - phys;
+	memcpy(q->bytes + (pos & (q->bytes_cap - 1)), body, len);
+	q->bytes_head = pos + len;
+
+	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+	*f = *tmpl;
+	f->body_pos = pos;
+	f->body_len = len;
+	q->frames_count++;
+	q->body_bytes += len;
+	return f;
+}
+
+void sendq_pop_front(struct sendq *q)
+{
+	struct sendq_frame *f = sendq_at(q, 0);
+
+	q->body_bytes -= f->body_len;
+	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
+	q->frames_count--;
+	if (q->frames_count == 0) {
+		/* Empty: start again at offset 0, which avoids padding at the next wrap. */
+		q->bytes_head = 0;
+		q->bytes_tail = 0;
+	} else {
+		q->bytes_tail = sendq_at(q, 0)->body_pos;
+	}
+}
+
+static uint8_t plain_reliability(uint8_t r)
+{
+	switch (r) {
+	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT:
+		return RUDP_WIRE_UNRELIABLE;
+	case RUDP_WIRE_RELIABLE_ACK_RECEIPT:
+		return RUDP_WIRE_RELIABLE;
+	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT:
+		return RUDP_WIRE_RELIABLE_ORDERED;
+	default:
+		return r;
+	}
+}
+
+int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+                       uint8_t channel, bool enforce_budget)
+{
+	uint8_t rel = plain_reliability(reliability);
+	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+	struct sendq_frame tmpl;
+	struct sendq *q;
+	int rc;
+
+	if (nfrags > 1) {
+		/* A lost fragment would lose the whole message; RakNet sends split
+		 * unreliable messages reliably for the same reason. */
+		if (rel == RUDP_WIRE_UNRELIABLE)
+			rel = RUDP_WIRE_RELIABLE;
+		else if (rel == RUDP_WIRE_UNRELIABLE_SEQUENCED)
+			rel = RUDP_WIRE_RELIABLE_SEQUENCED;
+	}
+	if (enforce_budget) {
+		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
+		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
+		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+
+		if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
+			return RUDP_CONN_E_TOO_LARGE;
+		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
+			return RUDP_CONN_E_QUEUE_FULL;
+	}
+	/* Reliable indexes must stay well inside half the 24-bit space from the
+	 * oldest unacked one, or the peer could not tell new from old. */
+	if ((uint64_t)c->rel.frames_count + nfrags >= (1u << 22))
+		return RUDP_CONN_E_QUEUE_FULL;
+
+	q = rudp_wire_is_reliable(rel) ? &c->rel : &c->unrel;
+	rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max);
+	if (rc < 0)
+		return rc;
+
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.reliability = rel;
+	tmpl.state = FRAME_QUEUED;
+	if (rudp_wire_is_ordered_or_sequenced(rel)) {
+		tmpl.channel = channel;
+		if (rudp_wire_is_sequenced(rel)) {
+			/* A sequenced message carries the channel's current order index
+			 * (the next ordered message's), as RakNet does, so the receiver can
+			 * tell it is not older than the ordered stream. */
+			tmpl.sequenced_index = c->sequenced_write[channel];
+			c->sequenced_write[channel] = rudp_u24_add(c->sequenced_write[channel], 1);
+			tmpl.order_index = c->order_write[channel];
+		} else {
+			tmpl.order_index = c->order_write[channel];
+			c->order_write[channel] = rudp_u24_add(c->order_write[channel], 1);
+		}
+	}
+	if (nfrags > 1) {
+		tmpl.split = true;
+		tmpl.split_count = (uint32_t)nfrags;
+		tmpl.split_id = c->next_split_id++;
+	}
+	for (size_t i = 0; i < nfrags; i++) {
+		size_t off = i * c->frag_body_max;
+		size_t part = len - off < c->frag_body_max ? len - off : c->frag_body_max;
+
+		tmpl.split_index = (uint32_t)i;
+		if (rudp_wire_is_reliable(rel)) {
+			tmpl.reliable_index = c->next_reliable_index;
+			c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
+		}
+		sendq_push(q, &tmpl, data + off, (uint16_t)part);
+	}
+	return 0;
+}
+
+int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
+                   uint64_t now_us)
+{
+	uint8_t rel;
+	int rc;
+
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	if (c->state != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_CONN_E_STATE;
+	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT)
+		return RUDP_CONN_E_ARG;
+	rel = plain_reliability(reliability);
+	if (rudp_wire_is_ordered_or_sequenced(rel) && channel >= CONN_CHANNELS)
+		return RUDP_CONN_E_ARG;
+	/* The peer's conn would consume such a message as a control message. */
+	if (rudp_wire_is_control_id(data[0]))
+		return RUDP_CONN_E_ARG;
+	rc = conn_queue_message(c, data, len, rel, rudp_wire_is_ordered_or_sequenced(rel) ? channel : 0, true);
+	if (rc == 0)
+		c->stats.messages_sent++;
+	return rc;
+}

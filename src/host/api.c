@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* Public API pieces that need no socket: defaults, strings, statistics. */
+#include <string.h>
+
+#include "host_internal.h"
+
+void rudp_config_init(rudp_config *c)
+{
+	if (!c)
+		return;
+	memset(c, 0, sizeof(*c));
+	c->max_peers = 1024;
+	c->mtu = 1492;
+	c->protocol_version = 11;
+	c->protocol_min = 6;
+	c->protocol_max = 11;
+	c->window_frames = 64;
+	c->max_frames_per_datagram = 8;
+	c->max_message_size = 4u << 20;
+	c->max_queue_bytes = 32u << 20;
+	c->max_split_count = 8192;
+	c->max_split_ids = 32;
+	c->max_reassembly_bytes = 8u << 20;
+	c->max_order_hold = 4096;
+	c->max_ack_ranges = 256;
+	c->rto_min_ms = 30;
+	c->rto_max_ms = 2000;
+	c->rto_initial_ms = 200;
+	c->keepalive_ms = 2000;
+	c->timeout_ms = 10000;
+	c->connect_timeout_ms = 5000;
+	c->disconnect_linger_ms = 2000;
+	c->socket_rcvbuf = 4u << 20;
+	c->socket_sndbuf = 4u << 20;
+	c->io_batch = 64;
+	c->max_pending_events = 65536;
+	c->log_level_max = 3;
+}
+
+const char *rudp_strerror(int e)
+{
+	switch (e) {
+	case RUDP_OK: return "success";
+	case RUDP_E_INVALID: return "invalid argument";
+	case RUDP_E_NOMEM: return "out of memory";
+	case RUDP_E_SYSTEM: return "system call failed (see errno)";
+	case RUDP_E_ADDRESS: return "address cannot be parsed, resolved or reached from this socket";
+	case RUDP_E_PEERS_FULL: return "peer limit reached";
+	case RUDP_E_NOT_CONNECTED: return "peer is not connected";
+	case RUDP_E_TOO_LARGE: return "message larger than max_message_size";
+	case RUDP_E_QUEUE_FULL: return "send queue full; service the host and retry";
+	case RUDP_E_UNSUPPORTED: return "not supported by this build or system";
+	case RUDP_E_RESERVED_ID: return "message is empty or begins with a RakNet control id";
+	default: return "unknown error";
+	}
+}
+
+const char *rudp_reason_string(int r)
+{
+	switch (r) {
+	case RUDP_REASON_LOCAL: return "closed locally";
+	case RUDP_REASON_REMOTE: return "closed by the remote side";
+	case RUDP_REASON_TIMEOUT: return "timed out";
+	case RUDP_REASON_CONNECT_FAILED: return "connection attempt failed";
+	case RUDP_REASON_PROTOCOL: return "protocol violation";
+	case RUDP_REASON_INCOMPATIBLE: return "incompatible protocol version";
+	case RUDP_REASON_SERVER_FULL: return "server full";
+	case RUDP_REASON_REJECTED: return "rejected by the server";
+	default: return "unknown reason";
+	}
+}
+
+int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
+{
+	if (!p || !out)
+		return RUDP_E_INVALID;
+	memset(out, 0, sizeof(*out));
+	out->mtu = p->mtu;
+	out->protocol_version = p->protocol;
+	struct rudp_conn_stats s;
+	if (p->conn) {
+		rudp_conn_get_stats(p->conn, &s);
+		out->state = (int)rudp_conn_state(p->conn);
+	} else if (p->has_final_stats) {
+		s = p->final_stats;
+	} else {
+		out->state = p->stage == PEER_DEAD ? 3 : 0;
+		return 0;
+	}
+	if (p->stage == PEER_DEAD)
+		out->state = 3;
+	out->bytes_sent = s.bytes_sent;
+	out->bytes_received = s.bytes_received;
+	out->datagrams_sent = s.datagrams_sent;
+	out->datagrams_received = s.datagrams_received;
+	out->messages_sent = s.messages_sent;
+	out->messages_received = s.messages_received;
+	out->frames_retransmitted = s.frames_retransmitted;
+	out->acks_received = s.acks_received;
+	out->nacks_received = s.nacks_received;
+	out->datagrams_dropped = s.datagrams_dropped;
+	out->duplicates_dropped = s.duplicates_dropped;
+	out->rtt_us = s.rtt_us;
+	out->rtt_var_us = s.rtt_var_us;
+	out->rto_us = s.rto_us;
+	out->window_in_use = s.window_in_use;
+	out->window_frames = s.window_frames;
+	out->send_queue_bytes = s.send_queue_bytes;
+	out->reassembly_bytes = s.reassembly_bytes;
+	return 0;
+}
+
+int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
+{
+	if (!h || !out)
+		return RUDP_E_INVALID;
+	*out = h->stats;
+	out->datagrams_received = h->io->stats.datagrams_received;
+	out->datagrams_sent = h->io->stats.datagrams_sent;
+	out->bytes_received = h->io->stats.bytes_received;
+	out->bytes_sent = h->io->stats.bytes_sent;
+	out->syscalls_recv = h->io->stats.recv_calls;
+	out->syscalls_send = h->io->stats.send_calls;
+	out->peers = h->peer_count;
+	out->io_backend = h->io->ops->name;
+	return 0;
+}
+
+int rudp_peer_address(const rudp_peer *p, char *buf, size_t len)
+{
+	if (!p)
+		return RUDP_E_INVALID;
+	return rudp_addr_format((const struct sockaddr *)&p->addr, buf, len);
+}
+
+uint64_t rudp_peer_guid(const rudp_peer *p) { return p ? p->remote_guid : 0; }
+
+void rudp_peer_set_userdata(rudp_peer *p, void *ud)
+{
+	if (p)
+		p->userdata = ud;
+}
+
+void *rudp_peer_get_userdata(const rudp_peer *p) { return p ? p->userdata : NULL; }

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event queue. Message bytes are copied into one growable arena, stored as
+ * offsets (so growth may move it), and released in bulk at the start of the
+ * next service call: the application gets plain pointers that stay valid
+ * until then, with no allocation per message once the arena has grown.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_internal.h"
+
+void event_queue_init(struct event_queue *q, uint32_t max)
+{
+	memset(q, 0, sizeof(*q));
+	q->max = max;
+}
+
+void event_queue_free(struct event_queue *q)
+{
+	free(q->items);
+	free(q->arena);
+	memset(q, 0, sizeof(*q));
+}
+
+void event_queue_release(struct event_queue *q)
+{
+	if (q->count == 0) {
+		q->arena_start = q->arena_end = 0;
+		return;
+	}
+	/* Data before the oldest queued event belonged to returned events. */
+	size_t first = SIZE_MAX;
+	for (uint32_t i = 0; i < q->count; i++) {
+		const struct pending_event *e = &q->items[(q->head + i) % q->cap];
+		if (e->len) {
+			first = e->data_off;
+			break;
+		}
+	}
+	if (first == SIZE_MAX) {
+		q->arena_start = q->arena_end = 0;
+		return;
+	}
+	q->arena_start = first;
+	/* Slide the live tail to the front once it has drifted past half the
+	 * arena, so steady traffic does not grow the arena forever. */
+	if (q->arena_start > q->arena_cap / 2) {
+		size_t live = q->arena_end - q->arena_start;
+		memmove(q->arena, q->arena + q->arena_start, live);
+		for (uint32_t i = 0; i < q->count; i++) {
+			struct pending_event *e = &q->items[(q->head + i) % q->cap];
+			if (e->len)
+				e->data_off -= q->arena_start;
+		}
+		q->arena_start = 0;
+		q->arena_end = live;
+	}
+}
+
+static int grow_items(struct event_queue *q)
+{
+	uint32_t cap = q->cap ? q->cap * 2 : 256;
+	struct pending_event *items = malloc(cap * sizeof(*items));
+	if (!items)
+		return RUDP_E_NOMEM;
+	for (uint32_t i = 0; i < q->count; i++)
+		items[i] = q->items[(q->head + i) % q->cap];
+	free(q->items);
+	q->items = items;
+	q->cap = cap;
+	q->head = 0;
+	return 0;
+}
+
+int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data)
+{
+	if (q->count == q->cap && grow_items(q) != 0)
+		return RUDP_E_NOMEM;
+	struct pending_event ev = *e;
+	if (ev.len) {
+		if (q->arena_end + ev.len > q->arena_cap) {
+			size_t cap = q->arena_cap ? q->arena_cap : 65536;
+			while (cap < q->arena_end + ev.len)
+				cap *= 2;
+			uint8_t *a = realloc(q->arena, cap);
+			if (!a)
+				return RUDP_E_NOMEM;
+			q->arena = a;
+			q->arena_cap = cap;
+		}
+		memcpy(q->arena + q->arena_end, data, ev.len);
+		ev.data_off = q->arena_end;
+		q->arena_end += ev.len;
+	}
+	q->items[(q->head + q->count) % q->cap] = ev;
+	q->count++;
+	return 0;
+}
+
+int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
+{
+	int n = 0;
+	while (n < max && q->count) {
+		struct pending_event *e = &q->items[q->head];
+		rudp_event *o = &out[n++];
+		o->type = e->type;
+		o->peer = e->peer;
+		o->data = e->len ? q->arena + e->data_off : NULL;
+		o->len = e->len;
+		o->reliability = e->reliability;
+		o->channel = e->channel;
+		o->reason = e->reason;
+		if (e->type == RUDP_EVENT_DISCONNECT)
+			e->peer->event_seen = true;
+		q->head = (q->head + 1) % q->cap;
+		q->count--;
+	}
+	return n;
+}
+
+void event_queue_forget_peer(struct event_queue *q, const struct rudp_peer *p)
+{
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < q->count; i++) {
+		struct pending_event e = q->items[(q->head + i) % q->cap];
+		if (e.peer != p)
+			q->items[(q->head + kept++) % q->cap] = e;
+	}
+	q->count = kept;
+}

@@ -1,0 +1,763 @@
+/* SPDX-License-Identifier: MIT */
+/* The host: socket set-up, the service loop, peers' lives, and conn glue. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host_internal.h"
+
+#define NOT_IN_HEAP UINT32_MAX
+/* Receive batches handled before timers and sends get their turn, so a
+ * flood on the socket cannot starve retransmission and ACKs. */
+#define RECV_BATCHES_PER_ROUND 16
+
+uint64_t rudp_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void host_log(struct rudp_host *h, int level, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	if (!h->cfg.log || level >= h->cfg.log_level_max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	h->cfg.log(h->cfg.log_userdata, level, msg);
+}
+
+static uint64_t random_u64(void)
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = rudp_now_us() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
+	return v;
+}
+
+/* ---- conn callbacks: ud is the peer ---- */
+
+static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
+{
+	struct rudp_peer *p = ud;
+	struct rudp_host *h = p->host;
+	if (len > RUDP_IO_SLOT_SIZE)
+		return -1;
+	uint8_t *slot = rudp_io_tx_slot(h->io);
+	memcpy(slot, data, len);
+	rudp_io_tx_commit(h->io, len, (const struct sockaddr *)&p->send_addr, p->send_addrlen);
+	return 0;
+}
+
+static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel)
+{
+	struct rudp_peer *p = ud;
+	struct pending_event e = {.type = RUDP_EVENT_RECEIVE, .peer = p, .len = len,
+	                          .reliability = reliability, .channel = channel};
+	if (event_queue_push(&p->host->events, &e, data) != 0)
+		host_log(p->host, 0, "out of memory queueing a message; it is lost");
+}
+
+static void cb_connected(void *ud)
+{
+	struct rudp_peer *p = ud;
+	struct pending_event e = {.type = RUDP_EVENT_CONNECT, .peer = p};
+	event_queue_push(&p->host->events, &e, NULL);
+}
+
+static int map_close_reason(enum rudp_conn_close_reason r)
+{
+	switch (r) {
+	case RUDP_CONN_CLOSE_LOCAL: return RUDP_REASON_LOCAL;
+	case RUDP_CONN_CLOSE_REMOTE: return RUDP_REASON_REMOTE;
+	case RUDP_CONN_CLOSE_TIMEOUT: return RUDP_REASON_TIMEOUT;
+	case RUDP_CONN_CLOSE_CONNECT_FAILED: return RUDP_REASON_CONNECT_FAILED;
+	default: return RUDP_REASON_PROTOCOL;
+	}
+}
+
+static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
+{
+	/* The conn is still on the stack: finish the close once it returns. */
+	struct rudp_peer *p = ud;
+	p->closing_pending = true;
+	p->close_reason = map_close_reason(reason);
+}
+
+/* Re-arms the peer's timer and finishes a close the conn asked for. Call
+ * after every conn call that may have changed state. */
+static void after_conn_call(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (p->closing_pending) {
+		p->closing_pending = false;
+		host_peer_close(h, p, p->close_reason);
+		return;
+	}
+	host_peer_touch(h, p);
+}
+
+void host_peer_touch(struct rudp_host *h, struct rudp_peer *p)
+{
+	uint64_t d;
+	if (p->stage == PEER_DEAD)
+		return;
+	if (p->stage == PEER_ONLINE)
+		d = rudp_conn_next_deadline(p->conn);
+	else
+		d = p->next_attempt_us;
+	/* A deadline already due would spin the loop if flush could not act
+	 * on it; one millisecond later is soon enough and cannot spin. */
+	if (d != UINT64_MAX && d <= h->now_us)
+		d = h->now_us + 1000;
+	timer_heap_set(&h->timers, p, d);
+}
+
+void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (p->dirty || p->stage == PEER_DEAD)
+		return;
+	p->dirty = true;
+	p->dirty_next = h->dirty_head;
+	h->dirty_head = p;
+}
+
+void host_flush_dirty(struct rudp_host *h)
+{
+	while (h->dirty_head) {
+		struct rudp_peer *p = h->dirty_head;
+		h->dirty_head = p->dirty_next;
+		p->dirty = false;
+		p->dirty_next = NULL;
+		if (p->stage != PEER_ONLINE)
+			continue;
+		rudp_conn_flush(p->conn, h->now_us);
+		after_conn_call(h, p);
+	}
+}
+
+struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, bool outgoing)
+{
+	struct rudp_peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->host = h;
+	p->addr = *norm;
+	p->outgoing = outgoing;
+	p->heap_index = NOT_IN_HEAP;
+	p->deadline_us = UINT64_MAX;
+	p->protocol = h->cfg.protocol_version;
+	if (!rudp_addr_for_socket(norm, h->family, &p->send_addr, &p->send_addrlen)) {
+		free(p);
+		return NULL;
+	}
+	p->addr_hash = peer_table_hash(&h->table, norm);
+	if (peer_table_insert(&h->table, p) != 0) {
+		free(p);
+		return NULL;
+	}
+	h->peer_count++;
+	return p;
+}
+
+static void peer_free(struct rudp_host *h, struct rudp_peer *p)
+{
+	(void)h;
+	if (p->conn)
+		rudp_conn_destroy(p->conn);
+	free(p);
+}
+
+int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn_role role, uint16_t mtu)
+{
+	struct rudp_conn_config cc = h->conn_cfg;
+	struct rudp_conn_callbacks cb = {.ud = p,
+	                                 .send_datagram = cb_send_datagram,
+	                                 .deliver = cb_deliver,
+	                                 .connected = cb_connected,
+	                                 .closed = cb_closed};
+	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid, .remote_guid = (int64_t)p->remote_guid};
+	struct sockaddr_storage local;
+	rudp_addr_normalize((const struct sockaddr *)&h->local_addr, &local);
+	rudp_addr_to_wire(&local, &id.local_addr);
+	rudp_addr_to_wire(&p->addr, &id.remote_addr);
+	cc.mtu = mtu;
+	cc.ip_udp_overhead = p->addr.ss_family == AF_INET6 ? 48 : 28;
+	if (role == RUDP_CONN_CLIENT) {
+		/* The connect timeout covers the whole handshake, offline part too. */
+		uint64_t spent = h->now_us - p->handshake_started_us;
+		cc.connect_timeout_us = spent < cc.connect_timeout_us ? cc.connect_timeout_us - spent : 1;
+	}
+	p->mtu = mtu;
+	p->conn = rudp_conn_create(&cc, &cb, role, &id, h->now_us);
+	if (!p->conn) {
+		host_peer_close(h, p, RUDP_REASON_CONNECT_FAILED);
+		return RUDP_E_NOMEM;
+	}
+	p->stage = PEER_ONLINE;
+	host_mark_dirty(h, p);
+	host_peer_touch(h, p);
+	return 0;
+}
+
+void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason)
+{
+	if (p->stage == PEER_DEAD)
+		return;
+	p->stage = PEER_DEAD;
+	peer_table_remove(&h->table, p);
+	timer_heap_set(&h->timers, p, UINT64_MAX);
+	h->peer_count--;
+	if (p->conn) {
+		rudp_conn_get_stats(p->conn, &p->final_stats);
+		p->has_final_stats = true;
+		rudp_conn_destroy(p->conn);
+		p->conn = NULL;
+	}
+	p->dead_next = h->dead_head;
+	h->dead_head = p;
+	if (p->silent_close)
+		return;
+	struct pending_event e = {.type = RUDP_EVENT_DISCONNECT, .peer = p, .reason = reason};
+	if (event_queue_push(&h->events, &e, NULL) != 0)
+		p->event_seen = true; /* no way to report it; free it next round */
+}
+
+/* Frees closed peers whose DISCONNECT event the application has had. */
+static void free_seen_dead(struct rudp_host *h)
+{
+	struct rudp_peer **link = &h->dead_head;
+	while (*link) {
+		struct rudp_peer *p = *link;
+		if ((p->event_seen || p->silent_close) && !p->dirty) {
+			*link = p->dead_next;
+			peer_free(h, p);
+		} else {
+			link = &p->dead_next;
+		}
+	}
+}
+
+static void on_datagram(struct rudp_host *h, const struct rudp_io_datagram *d)
+{
+	struct sockaddr_storage from;
+	if (d->truncated || d->len == 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	rudp_addr_normalize((const struct sockaddr *)&d->addr, &from);
+	if (from.ss_family != AF_INET && from.ss_family != AF_INET6) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	if (!(d->data[0] & RUDP_DGRAM_VALID)) {
+		offline_on_datagram(h, &from, d);
+		return;
+	}
+	struct rudp_peer *p = peer_table_find(&h->table, &from, peer_table_hash(&h->table, &from));
+	if (!p || p->stage != PEER_ONLINE) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	if (rudp_conn_on_datagram(p->conn, d->data, d->len, h->now_us) < 0)
+		h->stats.datagrams_dropped++;
+	if (p->closing_pending) {
+		after_conn_call(h, p);
+		return;
+	}
+	host_mark_dirty(h, p);
+}
+
+/* Reads what the socket holds (bounded), then flushes the replies. */
+static int receive_round(struct rudp_host *h)
+{
+	int total = 0;
+	for (int b = 0; b < RECV_BATCHES_PER_ROUND; b++) {
+		if (h->events.count >= h->events.max)
+			break; /* the application is behind; let the kernel hold the rest */
+		struct rudp_io_datagram *dg;
+		int n = rudp_io_recv(h->io, &dg);
+		if (n < 0) {
+			host_log(h, 0, "receive failed: %s", strerror(-n));
+			return n;
+		}
+		if (n == 0)
+			break;
+		h->now_us = rudp_now_us();
+		for (int i = 0; i < n; i++)
+			on_datagram(h, &dg[i]);
+		total += n;
+		/* ACKs and replies for this batch go out before the next read. */
+		host_flush_dirty(h);
+		rudp_io_flush(h->io);
+		if ((uint32_t)n < h->io->batch)
+			break;
+	}
+	return total;
+}
+
+static void run_timers(struct rudp_host *h)
+{
+	uint32_t budget = h->timers.count;
+	struct rudp_peer *p;
+	while (budget-- && (p = timer_heap_top(&h->timers)) && p->deadline_us <= h->now_us) {
+		if (p->stage == PEER_ONLINE) {
+			rudp_conn_flush(p->conn, h->now_us);
+			after_conn_call(h, p);
+		} else if (p->stage == PEER_OFFLINE_1 || p->stage == PEER_OFFLINE_2) {
+			offline_client_timer(h, p);
+		} else {
+			timer_heap_set(&h->timers, p, UINT64_MAX);
+		}
+	}
+}
+
+/* One round of all due work; waits up to wait_us first when wait_us > 0
+ * and nothing is pending. Returns < 0 on a socket failure. */
+static int pump(struct rudp_host *h, uint64_t wait_us)
+{
+	if (wait_us > 0) {
+		struct rudp_peer *top = timer_heap_top(&h->timers);
+		if (top) {
+			uint64_t until = top->deadline_us > h->now_us ? top->deadline_us - h->now_us : 0;
+			if (until < wait_us)
+				wait_us = until;
+		}
+		if (wait_us > 0) {
+			struct pollfd pfd = {.fd = h->fd, .events = POLLIN};
+			int ms = (int)((wait_us + 999) / 1000);
+			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+				return RUDP_E_SYSTEM;
+		}
+	}
+	h->now_us = rudp_now_us();
+	int r = receive_round(h);
+	if (r < 0)
+		return RUDP_E_SYSTEM;
+	h->now_us = rudp_now_us();
+	run_timers(h);
+	host_flush_dirty(h);
+	rudp_io_flush(h->io);
+	return 0;
+}
+
+int rudp_service(rudp_host *h, rudp_event *events, int max, int timeout_ms)
+{
+	if (!h || (max > 0 && !events) || max < 0)
+		return RUDP_E_INVALID;
+	h->now_us = rudp_now_us();
+	host_flush_dirty(h);
+	rudp_io_flush(h->io);
+	free_seen_dead(h);
+	event_queue_release(&h->events);
+
+	uint64_t start = h->now_us;
+	uint64_t limit = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000;
+	uint64_t wait = 0;
+	for (;;) {
+		int r = pump(h, wait);
+		if (r < 0)
+			return r;
+		if (h->events.count > 0 || h->now_us >= limit || max == 0)
+			break;
+		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
+	}
+	return event_queue_pop(&h->events, events, max);
+}
+
+int rudp_flush(rudp_host *h)
+{
+	if (!h)
+		return RUDP_E_INVALID;
+	h->now_us = rudp_now_us();
+	uint64_t before = h->io->stats.datagrams_sent;
+	host_flush_dirty(h);
+	rudp_io_flush(h->io);
+	return (int)(h->io->stats.datagrams_sent - before);
+}
+
+int rudp_host_next_timeout_ms(rudp_host *h)
+{
+	if (!h)
+		return RUDP_E_INVALID;
+	if (h->events.count || h->dirty_head)
+		return 0;
+	struct rudp_peer *top = timer_heap_top(&h->timers);
+	if (!top)
+		return -1;
+	uint64_t now = rudp_now_us();
+	if (top->deadline_us <= now)
+		return 0;
+	uint64_t ms = (top->deadline_us - now + 999) / 1000;
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+/* ---- creation ---- */
+
+static int bind_check(int fd, const struct sockaddr_storage *addr, socklen_t len)
+{
+	return bind(fd, (const struct sockaddr *)addr, len);
+}
+
+static int open_socket(struct rudp_host *h)
+{
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	const char *bind = h->cfg.bind_address;
+	int one = 1, zero = 0;
+
+	if (!bind || !*bind) {
+		/* An ephemeral client socket: dual-stack IPv6 reaches both families. */
+		struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&addr;
+		memset(&addr, 0, sizeof(addr));
+		v6->sin6_family = AF_INET6;
+		alen = sizeof(*v6);
+		h->fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (h->fd >= 0) {
+			setsockopt(h->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+			if (bind_check(h->fd, &addr, alen) != 0) {
+				close(h->fd);
+				h->fd = -1;
+			}
+		}
+		if (h->fd < 0) {
+			struct sockaddr_in *v4 = (struct sockaddr_in *)&addr;
+			memset(&addr, 0, sizeof(addr));
+			v4->sin_family = AF_INET;
+			alen = sizeof(*v4);
+			h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (h->fd < 0 || bind_check(h->fd, &addr, alen) != 0)
+				return RUDP_E_SYSTEM;
+		}
+	} else {
+		int r = rudp_addr_parse(bind, &addr, &alen);
+		if (r != 0)
+			return r;
+		h->fd = socket(addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (h->fd < 0)
+			return RUDP_E_SYSTEM;
+		if (addr.ss_family == AF_INET6)
+			setsockopt(h->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind_check(h->fd, &addr, alen) != 0)
+			return RUDP_E_SYSTEM;
+	}
+	h->family = addr.ss_family;
+	/* Root may exceed net.core.rmem_max with the FORCE variants; others get
+	 * what the system allows. Large buffers absorb bursts of a whole window
+	 * for many peers. */
+	if (h->cfg.socket_rcvbuf) {
+		int v = (int)h->cfg.socket_rcvbuf;
+		if (setsockopt(h->fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
+			setsockopt(h->fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	}
+	if (h->cfg.socket_sndbuf) {
+		int v = (int)h->cfg.socket_sndbuf;
+		if (setsockopt(h->fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
+			setsockopt(h->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	}
+	h->local_addrlen = sizeof(h->local_addr);
+	getsockname(h->fd, (struct sockaddr *)&h->local_addr, &h->local_addrlen);
+	return 0;
+}
+
+static int validate_config(const rudp_config *c)
+{
+	if (c->max_peers == 0 || c->max_peers > (1u << 24))
+		return RUDP_E_INVALID;
+	if (c->mtu < 576 || c->mtu > 1500)
+		return RUDP_E_INVALID;
+	if (c->protocol_min < 6 || c->protocol_max > 11 || c->protocol_min > c->protocol_max ||
+	    c->protocol_version < 6 || c->protocol_version > 11)
+		return RUDP_E_INVALID;
+	if (c->window_frames == 0 || c->window_frames > 4096)
+		return RUDP_E_INVALID;
+	if (c->max_frames_per_datagram == 0 || c->max_frames_per_datagram > 64)
+		return RUDP_E_INVALID;
+	if (c->max_message_size == 0 || c->max_queue_bytes < c->max_message_size / 2 || c->max_split_count == 0 ||
+	    c->max_split_ids == 0 || c->max_order_hold == 0 || c->max_ack_ranges == 0)
+		return RUDP_E_INVALID;
+	if (c->rto_min_ms == 0 || c->rto_min_ms > c->rto_max_ms || c->rto_initial_ms == 0)
+		return RUDP_E_INVALID;
+	if (c->timeout_ms == 0 || c->connect_timeout_ms == 0 || c->keepalive_ms == 0)
+		return RUDP_E_INVALID;
+	if (c->io_batch == 0 || c->io_batch > 1024 || c->max_pending_events == 0)
+		return RUDP_E_INVALID;
+	return 0;
+}
+
+static void make_conn_config(const rudp_config *c, struct rudp_conn_config *cc)
+{
+	rudp_conn_config_init(cc);
+	cc->mtu = c->mtu;
+	cc->window_frames = c->window_frames;
+	cc->max_frames_per_datagram = c->max_frames_per_datagram;
+	cc->max_queue_bytes = c->max_queue_bytes;
+	cc->max_split_count = c->max_split_count;
+	cc->max_split_ids = c->max_split_ids;
+	cc->max_reassembly_bytes = c->max_reassembly_bytes;
+	cc->max_message_size = c->max_message_size;
+	cc->max_order_hold = c->max_order_hold;
+	cc->max_ack_ranges = c->max_ack_ranges;
+	cc->rto_initial_us = (uint64_t)c->rto_initial_ms * 1000;
+	cc->rto_min_us = (uint64_t)c->rto_min_ms * 1000;
+	cc->rto_max_us = (uint64_t)c->rto_max_ms * 1000;
+	cc->keepalive_us = (uint64_t)c->keepalive_ms * 1000;
+	cc->timeout_us = (uint64_t)c->timeout_ms * 1000;
+	cc->connect_timeout_us = (uint64_t)c->connect_timeout_ms * 1000;
+	cc->disconnect_linger_us = (uint64_t)c->disconnect_linger_ms * 1000;
+	cc->protocol_version = c->protocol_version;
+	/* The dedup window must cover whatever a peer may have in flight. */
+	if (cc->recv_window < c->window_frames * 4)
+		cc->recv_window = c->window_frames * 4;
+}
+
+int rudp_host_create(const rudp_config *cfg, rudp_host **out)
+{
+	if (!out)
+		return RUDP_E_INVALID;
+	*out = NULL;
+	if (!cfg)
+		return RUDP_E_INVALID;
+	int r = validate_config(cfg);
+	if (r != 0)
+		return r;
+	struct rudp_host *h = calloc(1, sizeof(*h));
+	if (!h)
+		return RUDP_E_NOMEM;
+	h->cfg = *cfg;
+	h->fd = -1;
+	h->cfg.bind_address = NULL; /* not kept: the caller owns the string */
+	make_conn_config(cfg, &h->conn_cfg);
+	h->guid = cfg->guid ? cfg->guid : random_u64();
+	h->now_us = rudp_now_us();
+	event_queue_init(&h->events, cfg->max_pending_events);
+	if (peer_table_init(&h->table, cfg->max_peers < 1024 ? cfg->max_peers : 1024, random_u64()) != 0 ||
+	    timer_heap_init(&h->timers, 64) != 0) {
+		rudp_host_destroy(h);
+		return RUDP_E_NOMEM;
+	}
+	h->cfg.bind_address = cfg->bind_address;
+	r = open_socket(h);
+	h->cfg.bind_address = NULL;
+	if (r != 0) {
+		int saved = errno;
+		rudp_host_destroy(h);
+		errno = saved;
+		return r;
+	}
+	const char *want = getenv("RUDP_IO");
+	if (want && *want && strcmp(want, "mmsg") != 0 && strcmp(want, "auto") != 0)
+		host_log(h, 1, "RUDP_IO=%s is not available in this build; using mmsg", want);
+	h->io = rudp_io_mmsg_create(h->fd, cfg->io_batch);
+	if (!h->io) {
+		rudp_host_destroy(h);
+		return RUDP_E_NOMEM;
+	}
+	h->stats.io_backend = h->io->ops->name;
+	host_log(h, 2, "host created, io backend %s", h->io->ops->name);
+	*out = h;
+	return 0;
+}
+
+void rudp_host_destroy(rudp_host *h)
+{
+	if (!h)
+		return;
+	if (h->io)
+		rudp_io_flush(h->io);
+	for (uint32_t i = 0; h->table.slots && i < h->table.cap; i++) {
+		struct rudp_peer *p = h->table.slots[i];
+		if (p && (uintptr_t)p != 1)
+			peer_free(h, p);
+	}
+	while (h->dead_head) {
+		struct rudp_peer *p = h->dead_head;
+		h->dead_head = p->dead_next;
+		peer_free(h, p);
+	}
+	peer_table_free(&h->table);
+	timer_heap_free(&h->timers);
+	event_queue_free(&h->events);
+	rudp_io_destroy(h->io);
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h->pong_data);
+	free(h);
+}
+
+int rudp_host_fd(const rudp_host *h) { return h ? h->fd : RUDP_E_INVALID; }
+
+int rudp_host_local_address(const rudp_host *h, char *buf, size_t len)
+{
+	if (!h)
+		return RUDP_E_INVALID;
+	return rudp_addr_format((const struct sockaddr *)&h->local_addr, buf, len);
+}
+
+int rudp_host_set_pong_data(rudp_host *h, const void *data, size_t len)
+{
+	if (!h || (len && !data) || len > 1400)
+		return RUDP_E_INVALID;
+	uint8_t *copy = NULL;
+	if (len) {
+		copy = malloc(len);
+		if (!copy)
+			return RUDP_E_NOMEM;
+		memcpy(copy, data, len);
+	}
+	free(h->pong_data);
+	h->pong_data = copy;
+	h->pong_len = len;
+	return 0;
+}
+
+int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
+{
+	struct sockaddr_storage addr, norm;
+	socklen_t alen;
+	if (out)
+		*out = NULL;
+	if (!h || !address || !out)
+		return RUDP_E_INVALID;
+	int r = rudp_addr_parse(address, &addr, &alen);
+	if (r != 0)
+		return r;
+	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
+	if (peer_table_find(&h->table, &norm, peer_table_hash(&h->table, &norm)))
+		return RUDP_E_INVALID; /* one connection per remote address and socket */
+	if (h->peer_count >= h->cfg.max_peers)
+		return RUDP_E_PEERS_FULL;
+	h->now_us = rudp_now_us();
+	struct rudp_peer *p = host_peer_new(h, &norm, true);
+	if (!p)
+		return RUDP_E_ADDRESS; /* the socket's family cannot reach it, or no memory */
+	offline_client_start(h, p);
+	rudp_io_flush(h->io);
+	*out = p;
+	return 0;
+}
+
+int rudp_send(rudp_peer *p, const void *data, size_t len, int reliability, int channel)
+{
+	if (!p || (!data && len))
+		return RUDP_E_INVALID;
+	if (reliability < RUDP_UNRELIABLE || reliability > RUDP_RELIABLE_SEQUENCED || channel < 0 ||
+	    channel >= RUDP_CHANNELS)
+		return RUDP_E_INVALID;
+	if (len == 0 || rudp_wire_is_control_id(((const uint8_t *)data)[0]))
+		return RUDP_E_RESERVED_ID;
+	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_E_NOT_CONNECTED;
+	struct rudp_host *h = p->host;
+	int r = rudp_conn_send(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel, h->now_us);
+	switch (r) {
+	case 0:
+		host_mark_dirty(h, p);
+		return 0;
+	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
+	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
+	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
+	case RUDP_CONN_E_NOMEM: return RUDP_E_NOMEM;
+	default: return RUDP_E_INVALID;
+	}
+}
+
+int rudp_disconnect(rudp_peer *p)
+{
+	if (!p)
+		return RUDP_E_INVALID;
+	struct rudp_host *h = p->host;
+	h->now_us = rudp_now_us();
+	if (p->stage == PEER_DEAD)
+		return 0;
+	if (p->stage != PEER_ONLINE) {
+		host_peer_close(h, p, RUDP_REASON_LOCAL);
+		return 0;
+	}
+	rudp_conn_disconnect(p->conn, h->now_us);
+	host_mark_dirty(h, p);
+	after_conn_call(h, p);
+	return 0;
+}
+
+void rudp_peer_reset(rudp_peer *p)
+{
+	if (!p)
+		return;
+	struct rudp_host *h = p->host;
+	/* Unlink from the dirty list so nothing refers to it after the free. */
+	for (struct rudp_peer **link = &h->dirty_head; *link; link = &(*link)->dirty_next) {
+		if (*link == p) {
+			*link = p->dirty_next;
+			break;
+		}
+	}
+	p->dirty = false;
+	event_queue_forget_peer(&h->events, p);
+	if (p->stage != PEER_DEAD) {
+		p->silent_close = true;
+		host_peer_close(h, p, RUDP_REASON_LOCAL);
+	} else {
+		p->silent_close = true;
+	}
+}
+
+int rudp_ping(rudp_host *h, const char *address, int timeout_ms, rudp_pong *out)
+{
+	struct sockaddr_storage addr, norm;
+	socklen_t alen;
+	uint8_t buf[64];
+	if (!h || !address || !out || timeout_ms < 0)
+		return RUDP_E_INVALID;
+	int r = rudp_addr_parse(address, &addr, &alen);
+	if (r != 0)
+		return r;
+	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
+	h->now_us = rudp_now_us();
+	struct rudp_wire_unconnected_ping ping = {.id = RUDP_ID_UNCONNECTED_PING,
+	                                          .time = (int64_t)(h->now_us / 1000),
+	                                          .client_guid = (int64_t)h->guid};
+	int n = rudp_wire_encode_unconnected_ping(buf, sizeof(buf), &ping);
+	if (n < 0)
+		return RUDP_E_INVALID;
+	struct sockaddr_storage probe;
+	socklen_t plen;
+	if (!rudp_addr_for_socket(&norm, h->family, &probe, &plen))
+		return RUDP_E_ADDRESS;
+	h->ping_waiting = true;
+	h->ping_got = false;
+	h->ping_addr = norm;
+	h->ping_sent_time = (int64_t)h->now_us;
+	memset(&h->ping_result, 0, sizeof(h->ping_result));
+	uint64_t limit = h->now_us + (uint64_t)timeout_ms * 1000;
+	uint64_t next_send = 0;
+	while (!h->ping_got && h->now_us < limit) {
+		if (h->now_us >= next_send) {
+			/* Resend now and then: one lost datagram should not fail the ping. */
+			host_send_raw(h, NULL, &norm, buf, (size_t)n);
+			rudp_io_flush(h->io);
+			next_send = h->now_us + 500000;
+		}
+		uint64_t wait = limit - h->now_us;
+		if (wait > next_send - h->now_us)
+			wait = next_send - h->now_us;
+		if (pump(h, wait) < 0)
+			break;
+	}
+	h->ping_waiting = false;
+	if (!h->ping_got)
+		return RUDP_E_NOT_CONNECTED;
+	*out = h->ping_result;
+	return 0;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* host: sockets, peer table, offline handshake, timers, events, API glue. */
+#ifndef RUDP_HOST_INTERNAL_H
+#define RUDP_HOST_INTERNAL_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "conn/conn.h"
+#include "io/io.h"
+#include "rudp.h"
+#include "wire/wire.h"
+
+/* ---- addresses (sockaddr.c) ---- */
+
+/* Parses "a.b.c.d:port", "[v6]:port" or "name:port" (resolved). */
+int rudp_addr_parse(const char *text, struct sockaddr_storage *out, socklen_t *outlen);
+/* Writes "a.b.c.d:port" or "[v6]:port"; v4-mapped v6 is shown as v4. */
+int rudp_addr_format(const struct sockaddr *sa, char *buf, size_t len);
+/* A v4-mapped IPv6 address becomes plain IPv4 (for hashing, comparing and
+ * RakNet encoding); anything else is copied. */
+void rudp_addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out);
+/* The form a socket of family sock_family can send to (maps v4 into v6 for a
+ * dual-stack socket). Returns false when it cannot. */
+bool rudp_addr_for_socket(const struct sockaddr_storage *in, int sock_family, struct sockaddr_storage *out,
+                          socklen_t *outlen);
+bool rudp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b); /* normalized */
+void rudp_addr_to_wire(const struct sockaddr_storage *normalized, struct rudp_wire_addr *out);
+
+/* ---- peers ---- */
+enum peer_stage {
+	PEER_OFFLINE_1,  /* client: sending open connection request 1 (MTU probes) */
+	PEER_OFFLINE_2,  /* client: sending open connection request 2 */
+	PEER_ONLINE,     /* conn exists (connecting or connected) */
+	PEER_DEAD,       /* closed; waiting for the application to see its event */
+};
+
+struct rudp_peer {
+	struct rudp_host *host;
+	struct sockaddr_storage addr;      /* normalized (v4 as AF_INET) */
+	struct sockaddr_storage send_addr; /* the form our socket sends to */
+	socklen_t send_addrlen;
+	uint64_t addr_hash;
+	enum peer_stage stage;
+	bool outgoing;
+	struct rudp_conn *conn;
+	uint64_t remote_guid;
+	uint16_t mtu;
+	uint8_t protocol;
+	void *userdata;
+
+	/* client offline handshake */
+	uint64_t handshake_started_us;
+	uint64_t next_attempt_us;
+	uint32_t attempts;      /* at the current stage / probe */
+	uint32_t probe_index;   /* which MTU of the probe list */
+	bool server_wants_cookie;
+	uint32_t cookie;
+
+	/* timer heap position (UINT32_MAX: not in the heap) and key */
+	uint32_t heap_index;
+	uint64_t deadline_us;
+	/* the list of peers with output to flush after this batch */
+	bool dirty;
+	struct rudp_peer *dirty_next;
+	/* the list of closed peers to free once the application saw the event */
+	struct rudp_peer *dead_next;
+	bool closing_pending; /* conn closed inside a callback; finish after it returns */
+	int close_reason;
+	bool event_seen;     /* the DISCONNECT event was handed out */
+	bool silent_close;   /* rudp_peer_reset: no event */
+	/* The conn's counters as they were when it closed, so statistics stay
+	 * readable while the application handles the DISCONNECT event. */
+	bool has_final_stats;
+	struct rudp_conn_stats final_stats;
+};
+
+/* ---- peer table (peer_table.c): open addressing, XXH3 seeded hash ---- */
+struct peer_table {
+	struct rudp_peer **slots; /* NULL empty, TOMBSTONE deleted */
+	uint32_t cap;             /* power of two */
+	uint32_t used;            /* live entries */
+	uint32_t tombstones;
+	uint64_t seed;
+};
+int peer_table_init(struct peer_table *t, uint32_t expected, uint64_t seed);
+void peer_table_free(struct peer_table *t);
+uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_storage *normalized);
+struct rudp_peer *peer_table_find(const struct peer_table *t, const struct sockaddr_storage *normalized,
+                                  uint64_t hash);
+int peer_table_insert(struct peer_table *t, struct rudp_peer *p);
+void peer_table_remove(struct peer_table *t, struct rudp_peer *p);
+
+/* ---- timers (timer_heap.c): binary min-heap of peers by deadline ---- */
+struct timer_heap {
+	struct rudp_peer **items;
+	uint32_t count, cap;
+};
+int timer_heap_init(struct timer_heap *h, uint32_t cap);
+void timer_heap_free(struct timer_heap *h);
+/* Inserts, moves or (deadline == UINT64_MAX) removes p. */
+int timer_heap_set(struct timer_heap *h, struct rudp_peer *p, uint64_t deadline_us);
+struct rudp_peer *timer_heap_top(const struct timer_heap *h);
+
+/* ---- events (events.c): FIFO of events plus a byte arena for message data ---- */
+struct pending_event {
+	uint8_t type, reliability, channel;
+	int reason;
+	struct rudp_peer *peer;
+	size_t data_off, len;
+};
+struct event_queue {
+	struct pending_event *items;
+	uint32_t head, count, cap; /* ring */
+	uint32_t max;
+	uint8_t *arena;
+	size_t arena_start, arena_end, arena_cap; /* [start, end) holds data of queued or just-returned events */
+};
+void event_queue_init(struct event_queue *q, uint32_t max);
+void event_queue_free(struct event_queue *q);
+/* Releases data of events returned by the previous call. */
+void event_queue_release(struct event_queue *q);
+int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
+/* Pops up to max into out (pointers into the arena). */
+int event_queue_pop(struct event_queue *q, rudp_event *out, int max);
+/* Removes queued events of a peer (rudp_peer_reset). */
+void event_queue_forget_peer(struct event_queue *q, const struct rudp_peer *p);
+
+/* ---- host ---- */
+struct rudp_host {
+	rudp_config cfg;
+	struct rudp_conn_config conn_cfg;
+	int fd;
+	int family; /* AF_INET or AF_INET6 (dual-stack) */
+	struct sockaddr_storage local_addr;
+	socklen_t local_addrlen;
+	struct rudp_io *io;
+	uint64_t guid;
+	struct peer_table table;
+	struct timer_heap timers;
+	struct event_queue events;
+	struct rudp_peer *dirty_head;
+	struct rudp_peer *dead_head;
+	uint32_t peer_count;
+	uint8_t *pong_data;
+	size_t pong_len;
+	rudp_host_stats stats;
+	uint64_t now_us;
+	/* rudp_ping: the pong we wait for */
+	bool ping_waiting;
+	struct sockaddr_storage ping_addr;
+	bool ping_got;
+	rudp_pong ping_result;
+	uint8_t ping_data[1500];
+	int64_t ping_sent_time;
+	bool in_callback_flush;
+};
+
+uint64_t rudp_now_us(void);
+void host_log(struct rudp_host *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* offline.c */
+void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *from_norm,
+                         const struct rudp_io_datagram *d);
+int offline_client_start(struct rudp_host *h, struct rudp_peer *p);
+void offline_client_timer(struct rudp_host *h, struct rudp_peer *p);
+void host_send_raw(struct rudp_host *h, const struct rudp_peer *p_or_null, const struct sockaddr_storage *to_norm,
+                   const uint8_t *data, size_t len);
+
+/* host.c */
+struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, bool outgoing);
+int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn_role role, uint16_t mtu);
+void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason);
+void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);
+void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p);
+void host_flush_dirty(struct rudp_host *h);
+
+#endif

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The offline (unconnected) part of RakNet: unconnected ping/pong and the
+ * open-connection exchange that agrees on an MTU before a conn exists.
+ *
+ * Server side is stateless until open connection request 2: request 1 is
+ * answered from the packet alone, so a flood of request 1s costs no memory.
+ */
+#include <string.h>
+
+#include "host_internal.h"
+
+/* RakNet probes large to small; 576 is the IPv4 minimum every path carries. */
+static const uint16_t mtu_probes[] = {1492, 1200, 576};
+#define PROBE_COUNT (sizeof(mtu_probes) / sizeof(mtu_probes[0]))
+#define ATTEMPTS_PER_PROBE 4
+#define ATTEMPT_INTERVAL_US 250000u
+#define RUDP_MIN_MTU 576
+
+void host_send_raw(struct rudp_host *h, const struct rudp_peer *p, const struct sockaddr_storage *to_norm,
+                   const uint8_t *data, size_t len)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	if (p) {
+		sa = p->send_addr;
+		salen = p->send_addrlen;
+	} else if (!rudp_addr_for_socket(to_norm, h->family, &sa, &salen)) {
+		return;
+	}
+	if (len > RUDP_IO_SLOT_SIZE)
+		return;
+	uint8_t *slot = rudp_io_tx_slot(h->io);
+	memcpy(slot, data, len);
+	rudp_io_tx_commit(h->io, len, (const struct sockaddr *)&sa, salen);
+}
+
+/* The i-th MTU to probe: our own limit first, then the standard sizes below it. */
+static uint16_t probe_mtu(const struct rudp_host *h, uint32_t index)
+{
+	uint16_t first = h->cfg.mtu;
+	uint32_t seen = 0;
+	if (index == 0)
+		return first;
+	for (uint32_t i = 0; i < PROBE_COUNT; i++) {
+		if (mtu_probes[i] < first && ++seen == index)
+			return mtu_probes[i];
+	}
+	return RUDP_MIN_MTU;
+}
+
+static void client_send_request(struct rudp_host *h, struct rudp_peer *p)
+{
+	uint8_t buf[1500];
+	int n;
+	if (p->stage == PEER_OFFLINE_1) {
+		struct rudp_wire_open_request_1 r = {.protocol = h->cfg.protocol_version,
+		                                     .mtu = probe_mtu(h, p->probe_index)};
+		n = rudp_wire_encode_open_request_1(buf, sizeof(buf), &r);
+	} else {
+		struct rudp_wire_open_request_2 r = {
+			.has_cookie = p->server_wants_cookie,
+			.cookie = p->cookie,
+			.mtu = p->mtu,
+			.client_guid = (int64_t)h->guid,
+		};
+		rudp_addr_to_wire(&p->addr, &r.server_addr);
+		n = rudp_wire_encode_open_request_2(buf, sizeof(buf), &r);
+	}
+	if (n > 0)
+		host_send_raw(h, p, NULL, buf, (size_t)n);
+	p->attempts++;
+	p->next_attempt_us = h->now_us + ATTEMPT_INTERVAL_US;
+	timer_heap_set(&h->timers, p, p->next_attempt_us);
+}
+
+int offline_client_start(struct rudp_host *h, struct rudp_peer *p)
+{
+	p->stage = PEER_OFFLINE_1;
+	p->handshake_started_us = h->now_us;
+	p->probe_index = 0;
+	p->attempts = 0;
+	client_send_request(h, p);
+	return 0;
+}
+
+void offline_client_timer(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (h->now_us - p->handshake_started_us >= (uint64_t)h->cfg.connect_timeout_ms * 1000) {
+		host_peer_close(h, p, RUDP_REASON_CONNECT_FAILED);
+		return;
+	}
+	if (h->now_us < p->next_attempt_us) {
+		timer_heap_set(&h->timers, p, p->next_attempt_us);
+		return;
+	}
+	if (p->stage == PEER_OFFLINE_1 && p->attempts >= ATTEMPTS_PER_PROBE) {
+		uint16_t cur = probe_mtu(h, p->probe_index);
+		if (cur > RUDP_MIN_MTU) {
+			p->probe_index++;
+			p->attempts = 0;
+		}
+	}
+	client_send_request(h, p);
+}
+
+static void server_reply_reject(struct rudp_host *h, const struct sockaddr_storage *from, uint8_t id)
+{
+	uint8_t buf[64];
+	struct rudp_wire_offline_reject r = {.id = id, .server_guid = (int64_t)h->guid};
+	int n = rudp_wire_encode_offline_reject(buf, sizeof(buf), &r);
+	if (n > 0)
+		host_send_raw(h, NULL, from, buf, (size_t)n);
+	h->stats.handshakes_refused++;
+}
+
+static void server_on_request_1(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
+                                size_t n)
+{
+	struct rudp_wire_open_request_1 req;
+	uint8_t buf[64];
+	if (rudp_wire_decode_open_request_1(p, n, &req) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	if (req.protocol < h->cfg.protocol_min || req.protocol > h->cfg.protocol_max) {
+		struct rudp_wire_incompatible_protocol r = {.protocol = h->cfg.protocol_version,
+		                                            .server_guid = (int64_t)h->guid};
+		int len = rudp_wire_encode_incompatible_protocol(buf, sizeof(buf), &r);
+		if (len > 0)
+			host_send_raw(h, NULL, from, buf, (size_t)len);
+		h->stats.handshakes_refused++;
+		host_log(h, 2, "refused protocol version %u", req.protocol);
+		return;
+	}
+	/* The probe arrived whole, so the path carries req.mtu; offer the smaller
+	 * of that and our own limit. */
+	struct rudp_wire_open_reply_1 rep = {
+		.server_guid = (int64_t)h->guid,
+		.security = false,
+		.mtu = req.mtu < h->cfg.mtu ? req.mtu : h->cfg.mtu,
+	};
+	int len = rudp_wire_encode_open_reply_1(buf, sizeof(buf), &rep);
+	if (len > 0)
+		host_send_raw(h, NULL, from, buf, (size_t)len);
+}
+
+static void server_send_reply_2(struct rudp_host *h, struct rudp_peer *peer)
+{
+	uint8_t buf[96];
+	struct rudp_wire_open_reply_2 rep = {.server_guid = (int64_t)h->guid, .mtu = peer->mtu, .encryption = false};
+	rudp_addr_to_wire(&peer->addr, &rep.client_addr);
+	int len = rudp_wire_encode_open_reply_2(buf, sizeof(buf), &rep);
+	if (len > 0)
+		host_send_raw(h, peer, NULL, buf, (size_t)len);
+}
+
+static void server_on_request_2(struct rudp_host *h, const struct sockaddr_storage *from, uint64_t hash,
+                                const uint8_t *p, size_t n)
+{
+	struct rudp_wire_open_request_2 req;
+	if (rudp_wire_decode_open_request_2(p, n, false, &req) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	struct rudp_peer *peer = peer_table_find(&h->table, from, hash);
+	if (peer) {
+		/* Our reply 2 was lost and the client asks again: answer the same. */
+		if (!peer->outgoing && peer->stage == PEER_ONLINE && peer->conn &&
+		    rudp_conn_state(peer->conn) == RUDP_CONN_STATE_CONNECTING &&
+		    peer->remote_guid == (uint64_t)req.client_guid) {
+			server_send_reply_2(h, peer);
+			return;
+		}
+		server_reply_reject(h, from, RUDP_ID_ALREADY_CONNECTED);
+		return;
+	}
+	if (h->peer_count >= h->cfg.max_peers) {
+		server_reply_reject(h, from, RUDP_ID_NO_FREE_INCOMING_CONNECTIONS);
+		return;
+	}
+	uint16_t mtu = req.mtu;
+	if (mtu > h->cfg.mtu)
+		mtu = h->cfg.mtu;
+	if (mtu < RUDP_MIN_MTU) {
+		h->stats.handshakes_refused++;
+		return;
+	}
+	peer = host_peer_new(h, from, false);
+	if (!peer)
+		return;
+	peer->remote_guid = (uint64_t)req.client_guid;
+	if (host_peer_go_online(h, peer, RUDP_CONN_SERVER, mtu) != 0)
+		return;
+	server_send_reply_2(h, peer);
+}
+
+static void client_on_reply_1(struct rudp_host *h, struct rudp_peer *peer, const uint8_t *p, size_t n)
+{
+	struct rudp_wire_open_reply_1 rep;
+	if (peer->stage != PEER_OFFLINE_1)
+		return; /* a late duplicate */
+	if (rudp_wire_decode_open_reply_1(p, n, &rep) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	uint16_t probed = probe_mtu(h, peer->probe_index);
+	uint16_t mtu = rep.mtu < probed ? rep.mtu : probed;
+	if (mtu < RUDP_MIN_MTU)
+		mtu = RUDP_MIN_MTU;
+	peer->mtu = mtu;
+	peer->remote_guid = (uint64_t)rep.server_guid;
+	peer->server_wants_cookie = rep.security;
+	peer->cookie = rep.cookie;
+	peer->stage = PEER_OFFLINE_2;
+	peer->attempts = 0;
+	client_send_request(h, peer);
+}
+
+static void client_on_reply_2(struct rudp_host *h, struct rudp_peer *peer, const uint8_t *p, size_t n)
+{
+	struct rudp_wire_open_reply_2 rep;
+	if (peer->stage != PEER_OFFLINE_2)
+		return;
+	if (rudp_wire_decode_open_reply_2(p, n, &rep) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	uint16_t mtu = rep.mtu < peer->mtu ? rep.mtu : peer->mtu;
+	if (mtu < RUDP_MIN_MTU) {
+		host_peer_close(h, peer, RUDP_REASON_PROTOCOL);
+		return;
+	}
+	host_peer_go_online(h, peer, RUDP_CONN_CLIENT, mtu);
+}
+
+static void on_unconnected_ping(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
+                                size_t n)
+{
+	struct rudp_wire_unconnected_ping ping;
+	uint8_t buf[RUDP_IO_SLOT_SIZE];
+	if (rudp_wire_decode_unconnected_ping(p, n, &ping) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	/* 0x02 asks for an answer only from servers with free slots. */
+	if (ping.id == RUDP_ID_UNCONNECTED_PING_OPEN && h->peer_count >= h->cfg.max_peers)
+		return;
+	struct rudp_wire_unconnected_pong pong = {
+		.time = ping.time,
+		.server_guid = (int64_t)h->guid,
+		.data = h->pong_data,
+		.data_len = h->pong_len,
+	};
+	int len = rudp_wire_encode_unconnected_pong(buf, sizeof(buf), &pong);
+	if (len > 0)
+		host_send_raw(h, NULL, from, buf, (size_t)len);
+}
+
+static void on_unconnected_pong(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
+                                size_t n)
+{
+	struct rudp_wire_unconnected_pong pong;
+	if (!h->ping_waiting || !rudp_addr_equal(from, &h->ping_addr))
+		return;
+	if (rudp_wire_decode_unconnected_pong(p, n, &pong) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	size_t len = pong.data_len < sizeof(h->ping_data) ? pong.data_len : sizeof(h->ping_data);
+	memcpy(h->ping_data, pong.data, len);
+	h->ping_result.server_guid = (uint64_t)pong.server_guid;
+	h->ping_result.rtt_us = (uint32_t)(h->now_us - (uint64_t)h->ping_sent_time);
+	h->ping_result.data = h->ping_data;
+	h->ping_result.data_len = len;
+	h->ping_got = true;
+}
+
+void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *from, const struct rudp_io_datagram *d)
+{
+	const uint8_t *p = d->data;
+	size_t n = d->len;
+	uint64_t hash = peer_table_hash(&h->table, from);
+	struct rudp_peer *peer;
+
+	switch (p[0]) {
+	case RUDP_ID_UNCONNECTED_PING:
+	case RUDP_ID_UNCONNECTED_PING_OPEN:
+		on_unconnected_ping(h, from, p, n);
+		return;
+	case RUDP_ID_UNCONNECTED_PONG:
+		on_unconnected_pong(h, from, p, n);
+		return;
+	case RUDP_ID_OPEN_CONNECTION_REQUEST_1:
+		server_on_request_1(h, from, p, n);
+		return;
+	case RUDP_ID_OPEN_CONNECTION_REQUEST_2:
+		server_on_request_2(h, from, hash, p, n);
+		return;
+	default:
+		break;
+	}
+	/* Replies only matter to a client peer we are connecting with. */
+	peer = peer_table_find(&h->table, from, hash);
+	if (!peer || !peer->outgoing) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	switch (p[0]) {
+	case RUDP_ID_OPEN_CONNECTION_REPLY_1:
+		client_on_reply_1(h, peer, p, n);
+		break;
+	case RUDP_ID_OPEN_CONNECTION_REPLY_2:
+		client_on_reply_2(h, peer, p, n);
+		break;
+	case RUDP_ID_INCOMPATIBLE_PROTOCOL_VERSION:
+		if (peer->stage == PEER_OFFLINE_1 || peer->stage == PEER_OFFLINE_2)
+			host_peer_close(h, peer, RUDP_REASON_INCOMPATIBLE);
+		break;
+	case RUDP_ID_NO_FREE_INCOMING_CONNECTIONS:
+		if (peer->stage == PEER_OFFLINE_1 || peer->stage == PEER_OFFLINE_2)
+			host_peer_close(h, peer, RUDP_REASON_SERVER_FULL);
+		break;
+	case RUDP_ID_ALREADY_CONNECTED:
+	case RUDP_ID_CONNECTION_BANNED:
+	case RUDP_ID_IP_RECENTLY_CONNECTED:
+		if (peer->stage == PEER_OFFLINE_1 || peer->stage == PEER_OFFLINE_2)
+			host_peer_close(h, peer, RUDP_REASON_REJECTED);
+		break;
+	default:
+		h->stats.datagrams_dropped++;
+		break;
+	}
+}

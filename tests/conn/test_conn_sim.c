@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn against conn over a simulated network (see sim.h): handshake, every
+ * reliability under loss / reordering / duplication at several MTUs, large
+ * split messages, counter wrap, graceful disconnect, dead peers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim.h"
+
+#define MS 1000ull
+#define SEC 1000000ull
+
+static const struct sim_link clean_link = { .delay_us = 10 * MS, .jitter_us = 0 };
+
+static struct rudp_conn_config test_config(uint16_t mtu)
+{
+	struct rudp_conn_config cfg;
+
+	rudp_conn_config_init(&cfg);
+	cfg.mtu = mtu;
+	return cfg;
+}
+
+static struct sim *sim_new(uint64_t seed, const struct rudp_conn_config *cfg, const struct sim_link *link)
+{
+	struct sim *s = malloc(sizeof(*s));
+
+	assert_non_null(s);
+	sim_init(s, seed, cfg, link);
+	return s;
+}
+
+static void sim_delete(struct sim *s)
+{
+	sim_free(s);
+	free(s);
+}
+
+static void connect_pair(struct sim *s)
+{
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_connected, 30 * SEC));
+	assert_int_equal(s->ep[0].connected_calls, 1);
+	assert_int_equal(s->ep[1].connected_calls, 1);
+}
+
+static void test_handshake(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s = sim_new(1, &cfg, &clean_link);
+	struct rudp_conn_stats st;
+
+	(void)state;
+	sim_start(s);
+	assert_int_equal(rudp_conn_state(s->ep[0].c), RUDP_CONN_STATE_CONNECTING);
+	assert_int_equal(rudp_conn_state(s->ep[1].c), RUDP_CONN_STATE_CONNECTING);
+	/* Not connected yet: the app may not send. */
+	assert_int_equal(rudp_conn_send(s->ep[0].c, (const uint8_t *)"\xfe", 1, 3, 0, s->now), RUDP_CONN_E_STATE);
+	assert_true(sim_run(s, sim_both_connected, 5 * SEC));
+	/* 0x09 out, 0x10 back, 0x13 out: 10 ms each way, nothing lost. */
+	assert_int_equal(s->now, 1000000 + 30 * MS);
+	assert_int_equal(s->ep[0].connected_calls, 1);
+	assert_int_equal(s->ep[1].connected_calls, 1);
+
+	/* Settle the ACKs, then look at the books. */
+	s->ep[0].work.count = 0;
+	sim_run(s, sim_all_delivered, 0);
+	for (int i = 0; i < 100 && s->heap_n; i++)
+		sim_step(s);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	assert_int_equal(st.window_in_use, 0);
+	assert_int_equal(st.frames_retransmitted, 0);
+	assert_int_equal(st.datagrams_dropped, 0);
+	assert_int_equal(st.messages_received, 0); /* control messages are not app messages */
+	assert_true(st.rtt_us >= 20 * MS && st.rtt_us <= 21 * MS);
+	rudp_conn_get_stats(s->ep[1].c, &st);
+	assert_int_equal(st.window_in_use, 0);
+	assert_int_equal(st.frames_retransmitted, 0);
+	sim_delete(s);
+}
+
+static void test_send_errors(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s;
+	struct rudp_conn *c;
+	static uint8_t big[(4u << 20) + 1];
+
+	(void)state;
+	cfg.max_queue_bytes = 64 * 1024;
+	s = sim_new(2, &cfg, &clean_link);
+	connect_pair(s);
+	c = s->ep[0].c;
+	memset(big, 0xfe, sizeof(big));
+	assert_int_equal(rudp_conn_send(c, big, 0, 3, 0, s->now), RUDP_CONN_E_ARG);
+	assert_int_equal(rudp_conn_send(c, NULL, 5, 3, 0, s->now), RUDP_CONN_E_ARG);
+	assert_int_equal(rudp_conn_send(c, big, 5, 8, 0, s->now), RUDP_CONN_E_ARG);
+	assert_int_equal(rudp_conn_send(c, big, 5, 3, 32, s->now), RUDP_CONN_E_ARG);
+	/* channel is ignored for unordered reliabilities */
+	assert_int_equal(rudp_conn_send(c, big, 5, 2, 200, s->now), 0);
+	for (uint8_t id = 0; id < 0x20; id++) {
+		uint8_t m[2] = { id, 1 };
+
+		assert_int_equal(rudp_conn_send(c, m, 2, 2, 0, s->now),
+		                 rudp_wire_is_control_id(id) ? RUDP_CONN_E_ARG : 0);
+	}
+	assert_int_equal(rudp_conn_send(c, big, sizeof(big), 3, 0, s->now), RUDP_CONN_E_TOO_LARGE);
+	assert_int_equal(rudp_conn_send(c, big, 65 * 1024, 3, 0, s->now), RUDP_CONN_E_QUEUE_FULL);
+	assert_int_equal(rudp_conn_send(c, big, 60 * 1024, 3, 0, s->now), 0);
+	assert_int_equal(rudp_conn_send(c, big, 4 * 1024, 3, 0, s->now), RUDP_CONN_E_QUEUE_FULL);
+	sim_delete(s);
+}
+
+/* The main proof: mixed reliabilities on several channels both ways. */
+static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t count, uint32_t max_size,
+                      bool perfect_link)
+{
+	struct rudp_conn_config cfg = test_config(mtu);
+	struct sim_link link = {
+		.loss_pm = loss_pm,
+		.dup_pm = 20,
+		.reorder_pm = 100,
+		.delay_us = 15 * MS,
+		.jitter_us = 10 * MS,
+		.reorder_us = 40 * MS,
+	};
+	struct sim *s;
+
+	if (perfect_link)
+		link = (struct sim_link){ .delay_us = 15 * MS };
+	struct rudp_conn_stats st[2];
+
+	/* Lossy links need patience: at 30 % loss both ways a frame and its ACK
+	 * get through together half the time. */
+	cfg.timeout_us = 120 * SEC;
+	s = sim_new(seed, &cfg, &link);
+	for (int i = 0; i < 2; i++) {
+		s->ep[i].work = (struct sim_workload){
+			.count = count,
+			.min_size = SIM_MSG_HEADER,
+			.max_size = max_size,
+			.big_every = 97,
+			.big_size = 20000,
+			.rel_mask = 0x1f,
+			.channels = 4,
+		};
+	}
+	connect_pair(s);
+	if (!sim_run(s, sim_all_delivered, 600 * SEC)) {
+		fail_msg("seed %llu mtu %u loss %u: not delivered by t=%llu (sent %u/%u, rx %llu/%llu) %s %s",
+		         (unsigned long long)seed, mtu, loss_pm, (unsigned long long)s->now, s->ep[0].sent,
+		         s->ep[1].sent, (unsigned long long)s->ep[0].rx_messages,
+		         (unsigned long long)s->ep[1].rx_messages, s->ep[0].first_error, s->ep[1].first_error);
+	}
+	sim_assert_complete(s, 0);
+	sim_assert_complete(s, 1);
+	for (int i = 0; i < 2; i++) {
+		rudp_conn_get_stats(s->ep[i].c, &st[i]);
+		assert_int_equal(rudp_conn_state(s->ep[i].c), RUDP_CONN_STATE_CONNECTED);
+		assert_int_equal(st[i].datagrams_dropped, 0);
+		assert_int_equal(st[i].frames_dropped, 0);
+		assert_true(s->ep[i].max_dgram_seen <= (size_t)mtu - 28);
+		assert_int_equal(st[i].messages_received, s->ep[i].rx_messages);
+		/* Without loss or reordering nothing is ever sent twice. */
+		if (perfect_link)
+			assert_int_equal(st[i].frames_retransmitted, 0);
+		else if (loss_pm > 0)
+			assert_true(st[i].frames_retransmitted > 0);
+	}
+	/* Every message was accepted by send and counted once. */
+	assert_int_equal(st[0].messages_sent, count);
+	assert_int_equal(st[1].messages_sent, count);
+	sim_delete(s);
+}
+
+static void test_mixed_clean_1492(void **state)
+{
+	(void)state;
+	run_mixed(11, 1492, 0, 3000, 3000, true);
+}
+
+static void test_mixed_loss5_1200(void **state)
+{
+	(void)state;
+	run_mixed(12, 1200, 50, 3000, 3000, false);
+}
+
+static void test_mixed_loss15_576(void **state)
+{
+	(void)state;
+	run_mixed(13, 576, 150, 2000, 1500, false);
+}
+
+static void test_mixed_loss30_1492(void **state)
+{
+	(void)state;
+	run_mixed(14, 1492, 300, 1500, 2000, false);
+}
+
+static void test_mixed_many_seeds(void **state)
+{
+	static const uint16_t mtus[] = { 576, 1200, 1492 };
+
+	(void)state;
+	for (uint64_t seed = 100; seed < 112; seed++)
+		run_mixed(seed, mtus[seed % 3], (uint32_t)(seed % 4) * 100, 400, 2500, false);
+}
+
+static bool quiet(struct sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		struct rudp_conn_stats st;
+
+		rudp_conn_get_stats(s->ep[i].c, &st);
+		if (st.send_queue_bytes > 0)
+			return false;
+	}
+	return s->heap_n == 0 && sim_all_delivered(s);
+}
+
+/* Large messages, split and reassembled, checked byte for byte. */
+static void run_large(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t size, uint32_t count,
+                      uint8_t rel_mask)
+{
+	struct rudp_conn_config cfg = test_config(mtu);
+	struct sim_link link = {
+		.loss_pm = loss_pm,
+		.dup_pm = 10,
+		.reorder_pm = 50,
+		.delay_us = 5 * MS,
+		.jitter_us = 5 * MS,
+		.reorder_us = 20 * MS,
+	};
+	struct sim *s;
+	struct rudp_conn_stats st;
+
+	cfg.timeout_us = 120 * SEC;
+	s = sim_new(seed, &cfg, &link);
+	s->ep[0].work = (struct sim_workload){
+		.count = count,
+		.min_size = SIM_MSG_HEADER,
+		.max_size = 200,
+		.big_every = 2,
+		.big_size = size,
+		.rel_mask = rel_mask,
+		.channels = 2,
+	};
+	connect_pair(s);
+	assert_true(sim_run(s, quiet, 3000 * SEC));
+	sim_assert_complete(s, 1);
+	assert_true(s->ep[1].rx_bytes >= (uint64_t)size * (count / 2));
+	rudp_conn_get_stats(s->ep[1].c, &st);
+	assert_int_equal(st.reassembly_bytes, 0);
+	assert_int_equal(st.frames_dropped, 0);
+	sim_delete(s);
+}
+
+static void test_large_1mib_loss10(void **state)
+{
+	(void)state;
+	run_large(21, 1200, 100, 1u << 20, 4, 0x0c); /* reliable + reliable ordered */
+}
+
+static void test_large_split_unreliable(void **state)
+{
+	(void)state;
+	/* Split unreliable messages go reliably: every big one arrives even at 5 % loss. */
+	run_large(22, 576, 50, 100000, 10, 0x01);
+}
+
+static void test_large_4mib_defaults(void **state)
+{
+	(void)state;
+	run_large(23, 576, 0, 4u << 20, 2, 0x08);
+}
+
+/* Counters start just below 2^24 so datagram seqs, reliable and order
+ * indexes and split ids all wrap during the run. */
+static void test_counter_wrap(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1200);
+	struct sim_link link = {
+		.loss_pm = 100,
+		.dup_pm = 20,
+		.reorder_pm = 100,
+		.delay_us = 10 * MS,
+		.jitter_us = 5 * MS,
+		.reorder_us = 30 * MS,
+	};
+	struct sim *s;
+
+	(void)state;
+	cfg.timeout_us = 120 * SEC;
+	s = sim_new(31, &cfg, &link);
+	for (int i = 0; i < 2; i++) {
+		s->ep[i].work = (struct sim_workload){
+			.count = 2500,
+			.min_size = SIM_MSG_HEADER,
+			.max_size = 2500,
+			.big_every = 50,
+			.big_size = 30000,
+			.rel_mask = 0x1f,
+			.channels = 3,
+		};
+	}
+	sim_start(s);
+	for (int i = 0; i < 2; i++)
+		rudp_conn_test_set_counters(s->ep[i].c, 0xffff00, 0xffff80, 0xfffff0, 0xfff0);
+	assert_true(sim_run(s, sim_both_connected, 30 * SEC));
+	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
+	sim_assert_complete(s, 0);
+	sim_assert_complete(s, 1);
+	for (int i = 0; i < 2; i++) {
+		struct rudp_conn *c = s->ep[i].c;
+
+		/* really wrapped */
+		assert_true(c->next_dgram_seq < 0x800000);
+		assert_true(c->next_reliable_index < 0x800000);
+		assert_true(c->order_write[0] < 0x800000 || c->order_write[1] < 0x800000);
+		assert_true(c->next_split_id < 0x8000);
+	}
+	sim_delete(s);
+}
+
+static void run_disconnect(int initiator, uint32_t loss_pm)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim_link link = { .loss_pm = loss_pm, .delay_us = 10 * MS, .jitter_us = 2 * MS };
+	struct sim *s;
+	struct sim_endpoint *a, *b;
+
+	cfg.timeout_us = 60 * SEC;
+	cfg.disconnect_linger_us = 30 * SEC;
+	s = sim_new(41 + (uint64_t)initiator, &cfg, &link);
+	a = &s->ep[initiator];
+	b = &s->ep[1 - initiator];
+	a->work = (struct sim_workload){ .count = 300, .min_size = 20, .max_size = 3000, .rel_mask = 0x0c,
+		                         .channels = 3 };
+	connect_pair(s);
+	/* Queue the data, then disconnect at once: the data must still arrive. */
+	sim_step(s);
+	assert_int_equal(a->sent, 300);
+	rudp_conn_disconnect(a->c, s->now);
+	assert_int_equal(rudp_conn_state(a->c), RUDP_CONN_STATE_DISCONNECTING);
+	assert_int_equal(rudp_conn_send(a->c, (const uint8_t *)"\xfe", 1, 3, 0, s->now), RUDP_CONN_E_STATE);
+	rudp_conn_disconnect(a->c, s->now); /* no-op */
+	assert_true(sim_run(s, sim_both_closed, 60 * SEC));
+	assert_int_equal(a->closed_calls, 1);
+	assert_int_equal(b->closed_calls, 1);
+	assert_int_equal(a->reason, RUDP_CONN_CLOSE_LOCAL);
+	assert_int_equal(b->reason, RUDP_CONN_CLOSE_REMOTE);
+	sim_assert_complete(s, 1 - initiator);
+	if (loss_pm == 0) {
+		/* The initiator closed on the ACK of its 0x15, not on the linger. */
+		assert_true(a->closed_at < b->closed_at + 20 * MS);
+	}
+	/* Closed conns stay quiet and refuse work. */
+	assert_int_equal(rudp_conn_next_deadline(a->c), UINT64_MAX);
+	assert_int_equal(rudp_conn_flush(a->c, s->now + SEC), 0);
+	assert_int_equal(rudp_conn_send(b->c, (const uint8_t *)"\xfe", 1, 3, 0, s->now), RUDP_CONN_E_STATE);
+	sim_delete(s);
+}
+
+static void test_disconnect_by_client(void **state)
+{
+	(void)state;
+	run_disconnect(0, 0);
+}
+
+static void test_disconnect_by_server(void **state)
+{
+	(void)state;
+	run_disconnect(1, 0);
+}
+
+static void test_disconnect_lossy(void **state)
+{
+	(void)state;
+	run_disconnect(0, 150);
+	run_disconnect(1, 150);
+}
+
+static bool both_closed_or_timeout(struct sim *s)
+{
+	return sim_both_closed(s);
+}
+
+static void test_dead_peer_timeout(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1200);
+	struct sim *s = sim_new(51, &cfg, &clean_link);
+	uint64_t silent_at;
+
+	(void)state;
+	connect_pair(s);
+	/* Idle but alive: keepalive pings keep both sides up well past timeout_us. */
+	s->ep[0].work = (struct sim_workload){ .count = 0 };
+	{
+		uint64_t until = s->now + 3 * cfg.timeout_us;
+
+		while (s->now < until)
+			sim_step(s);
+	}
+	assert_true(sim_both_connected(s));
+	/* Now the link dies. */
+	s->silent = true;
+	silent_at = s->now;
+	assert_true(sim_run(s, both_closed_or_timeout, 2 * cfg.timeout_us));
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(s->ep[i].reason, RUDP_CONN_CLOSE_TIMEOUT);
+		assert_true(s->ep[i].closed_at <= silent_at + cfg.timeout_us + cfg.keepalive_us);
+		assert_true(s->ep[i].closed_at >= silent_at + cfg.timeout_us - cfg.keepalive_us - 20 * MS);
+	}
+	sim_delete(s);
+}
+
+static void test_unacked_data_timeout(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1200);
+	struct sim_link link = clean_link;
+	struct sim *s;
+	uint8_t msg[100];
+
+	(void)state;
+	cfg.timeout_us = 5 * SEC;
+	s = sim_new(52, &cfg, &link);
+	connect_pair(s);
+	/* Only client->server dies; the server keeps pinging, so the client hears
+	 * from it, but its data is never acked. */
+	s->silent = true;
+	sim_make_message(msg, sizeof(msg), 3, 0, 0);
+	assert_int_equal(rudp_conn_send(s->ep[0].c, msg, sizeof(msg), 3, 0, s->now), 0);
+	assert_true(sim_run(s, both_closed_or_timeout, 20 * SEC));
+	assert_int_equal(s->ep[0].reason, RUDP_CONN_CLOSE_TIMEOUT);
+	sim_delete(s);
+}
+
+static void test_connect_timeout(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s = sim_new(53, &cfg, &clean_link);
+
+	(void)state;
+	s->silent = true;
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_closed, 2 * cfg.connect_timeout_us));
+	assert_int_equal(s->ep[0].reason, RUDP_CONN_CLOSE_CONNECT_FAILED);
+	assert_int_equal(s->ep[1].reason, RUDP_CONN_CLOSE_CONNECT_FAILED);
+	assert_int_equal(s->ep[0].closed_at, 1000000 + cfg.connect_timeout_us);
+	assert_int_equal(s->ep[0].connected_calls, 0);
+	sim_delete(s);
+}
+
+static void test_retransmit_backoff(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s = sim_new(54, &cfg, &clean_link);
+	struct rudp_conn_stats st;
+	uint8_t msg[50];
+	uint64_t start;
+
+	(void)state;
+	cfg.timeout_us = 60 * SEC;
+	connect_pair(s);
+	for (int i = 0; i < 50; i++)
+		sim_step(s);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	assert_int_equal(st.frames_retransmitted, 0);
+	/* Drop everything for a while: retransmissions back off (RTO doubles each
+	 * time, capped), so only a handful happen in 5 s. */
+	s->silent = true;
+	start = s->now;
+	sim_make_message(msg, sizeof(msg), 2, 0, 0);
+	assert_int_equal(rudp_conn_send(s->ep[0].c, msg, sizeof(msg), 2, 0, s->now), 0);
+	while (s->now < start + 5 * SEC)
+		sim_step(s);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	/* RTO ~ 50 ms floor (RTT 20 ms): 50, 100, 200, 400, 800, 1600, then 2000-capped. */
+	assert_true(st.frames_retransmitted >= 5 && st.frames_retransmitted <= 8);
+	s->silent = false;
+	assert_true(sim_run(s, sim_all_delivered, 10 * SEC));
+	{
+		uint64_t until = s->now + SEC;
+
+		while (s->now < until)
+			sim_step(s);
+	}
+	assert_int_equal(s->ep[1].rx[2][0].delivered, 1);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	assert_int_equal(st.window_in_use, 0);
+	sim_delete(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_handshake),
+		cmocka_unit_test(test_send_errors),
+		cmocka_unit_test(test_mixed_clean_1492),
+		cmocka_unit_test(test_mixed_loss5_1200),
+		cmocka_unit_test(test_mixed_loss15_576),
+		cmocka_unit_test(test_mixed_loss30_1492),
+		cmocka_unit_test(test_mixed_many_seeds),
+		cmocka_unit_test(test_large_1mib_loss10),
+		cmocka_unit_test(test_large_split_unreliable),
+		cmocka_unit_test(test_large_4mib_defaults),
+		cmocka_unit_test(test_counter_wrap),
+		cmocka_unit_test(test_disconnect_by_client),
+		cmocka_unit_test(test_disconnect_by_server),
+		cmocka_unit_test(test_disconnect_lossy),
+		cmocka_unit_test(test_dead_peer_timeout),
+		cmocka_unit_test(test_unacked_data_timeout),
+		cmocka_unit_test(test_connect_timeout),
+		cmocka_unit_test(test_retransmit_backoff),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* Small pieces of conn on their own: the RTO estimator and ACK range queues. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "conn/conn_internal.h"
+
+static void test_rtt_first_sample(void **state)
+{
+	struct rtt_estimator r;
+
+	(void)state;
+	rtt_init(&r, 500000, 50000, 2000000);
+	assert_int_equal(r.rto_us, 500000);
+	rtt_on_sample(&r, 100000);
+	/* RFC 6298 2.2: srtt = R, rttvar = R/2, rto = srtt + 4 rttvar */
+	assert_int_equal(r.srtt_us, 100000);
+	assert_int_equal(r.rttvar_us, 50000);
+	assert_int_equal(r.rto_us, 300000);
+	rtt_on_sample(&r, 100000);
+	/* rttvar = 3/4 * 50000 + 1/4 * 0; srtt unchanged */
+	assert_int_equal(r.srtt_us, 100000);
+	assert_int_equal(r.rttvar_us, 37500);
+	assert_int_equal(r.rto_us, 250000);
+	rtt_on_sample(&r, 200000);
+	/* rttvar = (3 * 37500 + 100000) / 4, srtt = (7 * 100000 + 200000) / 8 */
+	assert_int_equal(r.rttvar_us, 53125);
+	assert_int_equal(r.srtt_us, 112500);
+	assert_int_equal(r.rto_us, 112500 + 4 * 53125);
+}
+
+static void test_rtt_clamps_and_backoff(void **state)
+{
+	struct rtt_estimator r;
+
+	(void)state;
+	rtt_init(&r, 500000, 50000, 2000000);
+	for (int i = 0; i < 50; i++)
+		rtt_on_sample(&r, 100);
+	assert_int_equal(r.rto_us, 50000); /* floor */
+	assert_int_equal(rtt_backed_off_rto(&r, 0), 50000);
+	assert_int_equal(rtt_backed_off_rto(&r, 1), 100000);
+	assert_int_equal(rtt_backed_off_rto(&r, 3), 400000);
+	assert_int_equal(rtt_backed_off_rto(&r, 6), 2000000); /* cap */
+	assert_int_equal(rtt_backed_off_rto(&r, 1000), 2000000);
+	rtt_on_sample(&r, 10000000);
+	assert_int_equal(r.rto_us, 2000000);
+	/* The granularity floor: rttvar near zero still leaves 1 ms. */
+	rtt_init(&r, 500000, 1, 2000000);
+	for (int i = 0; i < 100; i++)
+		rtt_on_sample(&r, 10000);
+	assert_int_equal(r.rto_us, 11000);
+}
+
+static void test_ackq_coalesces(void **state)
+{
+	struct ackq q;
+
+	(void)state;
+	assert_int_equal(ackq_init(&q, 4), 0);
+	for (uint32_t s = 10; s < 20; s++)
+		assert_true(ackq_push_seq(&q, s));
+	assert_int_equal(q.count, 1);
+	assert_int_equal(q.ranges[0].start, 10);
+	assert_int_equal(q.ranges[0].end, 19);
+	assert_true(ackq_push_seq(&q, 15)); /* already there */
+	assert_int_equal(q.count, 1);
+	assert_true(ackq_push_seq(&q, 25));
+	assert_true(ackq_push_seq(&q, 21));
+	assert_true(ackq_push_seq(&q, 20));
+	assert_true(ackq_push_seq(&q, 22));
+	/* 20 extended 21 downwards, 22 extended it up: 10..19, 25, 20..22 */
+	assert_int_equal(q.count, 3);
+	assert_int_equal(q.ranges[2].start, 20);
+	assert_int_equal(q.ranges[2].end, 22);
+	assert_true(ackq_push_seq(&q, 40));
+	/* full: a fifth separate range is refused (the caller sends early) */
+	assert_false(ackq_push_seq(&q, 50));
+	ackq_normalize(&q, 40);
+	/* 10..19 and 20..22 merge; 25 and 40 stay alone */
+	assert_int_equal(q.count, 3);
+	assert_int_equal(q.ranges[0].start, 10);
+	assert_int_equal(q.ranges[0].end, 22);
+	assert_int_equal(q.ranges[1].start, 25);
+	assert_int_equal(q.ranges[1].end, 25);
+	assert_int_equal(q.ranges[2].start, 40);
+	ackq_free(&q);
+}
+
+static void test_ackq_wraps(void **state)
+{
+	struct ackq q;
+
+	(void)state;
+	assert_int_equal(ackq_init(&q, 8), 0);
+	assert_true(ackq_push_seq(&q, 0xfffffe));
+	assert_true(ackq_push_seq(&q, 0xffffff));
+	assert_true(ackq_push_seq(&q, 0));
+	assert_true(ackq_push_seq(&q, 1));
+	assert_int_equal(q.count, 1);
+	assert_int_equal(q.ranges[0].start, 0xfffffe);
+	assert_int_equal(q.ranges[0].end, 1);
+	/* out of order across the wrap, then sorted by distance from ref */
+	assert_true(ackq_push_seq(&q, 5));
+	assert_true(ackq_push_seq(&q, 0xfffff0));
+	assert_true(ackq_push_seq(&q, 3));
+	ackq_normalize(&q, 5);
+	assert_int_equal(q.count, 4);
+	assert_int_equal(q.ranges[0].start, 0xfffff0);
+	assert_int_equal(q.ranges[1].start, 0xfffffe);
+	assert_int_equal(q.ranges[2].start, 3);
+	assert_int_equal(q.ranges[3].start, 5);
+	ackq_free(&q);
+}
+
+static void test_ackq_remove(void **state)
+{
+	struct ackq q;
+
+	(void)state;
+	assert_int_equal(ackq_init(&q, 8), 0);
+	assert_true(ackq_push_range(&q, 100, 110));
+	ackq_remove_seq(&q, 100);
+	assert_int_equal(q.ranges[0].start, 101);
+	ackq_remove_seq(&q, 110);
+	assert_int_equal(q.ranges[0].end, 109);
+	ackq_remove_seq(&q, 105);
+	assert_int_equal(q.count, 2);
+	assert_int_equal(q.ranges[0].end, 104);
+	assert_int_equal(q.ranges[1].start, 106);
+	assert_int_equal(q.ranges[1].end, 109);
+	assert_true(ackq_push_range(&q, 200, 200));
+	ackq_remove_seq(&q, 200);
+	assert_int_equal(q.count, 2);
+	ackq_remove_seq(&q, 300); /* not there */
+	assert_int_equal(q.count, 2);
+	ackq_free(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rtt_first_sample),
+		cmocka_unit_test(test_rtt_clamps_and_backoff),
+		cmocka_unit_test(test_ackq_coalesces),
+		cmocka_unit_test(test_ackq_wraps),
+		cmocka_unit_test(test_ackq_remove),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host tests over real sockets on loopback: two hosts in one process,
+ * serviced in turn. They prove the offline handshake, event delivery, the
+ * echo of many mixed-size messages, refusals, and that bad datagrams are
+ * counted and dropped while other peers carry on.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+#include <xxhash.h>
+
+#include "rudp.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static rudp_host *make_server(rudp_config *cfg, char *addr, size_t addrlen)
+{
+	rudp_host *h = NULL;
+	if (!cfg->bind_address)
+		cfg->bind_address = "127.0.0.1:0";
+	assert_int_equal(rudp_host_create(cfg, &h), 0);
+	assert_int_equal(rudp_host_local_address(h, addr, addrlen), 0);
+	return h;
+}
+
+static rudp_host *make_client(rudp_config *cfg)
+{
+	rudp_host *h = NULL;
+	assert_int_equal(rudp_host_create(cfg, &h), 0);
+	return h;
+}
+
+/* Services both hosts until the client sees an event of type want (or a
+ * deadline passes); the server echoes everything it receives. Returns the
+ * client event's reason/type detail via *out. */
+struct pair {
+	rudp_host *server, *client;
+	rudp_peer *server_peer; /* last peer that connected to the server */
+	int server_connects, server_disconnects, server_last_reason;
+	uint64_t server_echoed;
+	int echo;
+};
+
+static void service_server(struct pair *p)
+{
+	rudp_event ev[64];
+	int n = rudp_service(p->server, ev, 64, 0);
+	assert_true(n >= 0);
+	for (int i = 0; i < n; i++) {
+		if (ev[i].type == RUDP_EVENT_CONNECT) {
+			p->server_connects++;
+			p->server_peer = ev[i].peer;
+		} else if (ev[i].type == RUDP_EVENT_RECEIVE && p->echo) {
+			assert_int_equal(rudp_send(ev[i].peer, ev[i].data, ev[i].len, ev[i].reliability, ev[i].channel), 0);
+			p->server_echoed++;
+		} else if (ev[i].type == RUDP_EVENT_DISCONNECT) {
+			p->server_disconnects++;
+			p->server_last_reason = ev[i].reason;
+			if (ev[i].peer == p->server_peer)
+				p->server_peer = NULL;
+		}
+	}
+}
+
+static int wait_client_event(struct pair *p, int want, rudp_event *out, int timeout_ms)
+{
+	uint64_t until = now_ms() + (uint64_t)timeout_ms;
+	while (now_ms() < until) {
+		service_server(p);
+		int n = rudp_service(p->client, out, 1, 1);
+		assert_true(n >= 0);
+		if (n == 1 && out->type == want)
+			return 1;
+		if (n == 1 && want != RUDP_EVENT_DISCONNECT && out->type == RUDP_EVENT_DISCONNECT)
+			return 0;
+	}
+	return 0;
+}
+
+static void test_connect_echo_disconnect(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	struct pair p = {.echo = 1};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	rudp_event ev;
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	assert_ptr_equal(ev.peer, peer);
+	for (int i = 0; i < 50 && p.server_connects == 0; i++)
+		service_server(&p);
+	assert_int_equal(p.server_connects, 1);
+
+	const uint8_t msg[] = {0xfe, 'h', 'i'};
+	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 3), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_RECEIVE, &ev, 3000));
+	assert_int_equal(ev.len, sizeof(msg));
+	assert_memory_equal(ev.data, msg, sizeof(msg));
+	assert_int_equal(ev.reliability, RUDP_RELIABLE_ORDERED);
+	assert_int_equal(ev.channel, 3);
+
+	rudp_peer_stats st;
+	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
+	assert_int_equal(st.state, 1);
+	assert_true(st.mtu >= 576 && st.mtu <= 1492);
+	assert_int_equal(st.messages_sent, 1);
+	assert_int_equal(st.messages_received, 1);
+
+	/* Graceful close from the client: both sides see it. */
+	assert_int_equal(rudp_disconnect(peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_DISCONNECT, &ev, 3000));
+	assert_int_equal(ev.reason, RUDP_REASON_LOCAL);
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_disconnects == 0;)
+		service_server(&p);
+	assert_int_equal(p.server_disconnects, 1);
+	assert_int_equal(p.server_last_reason, RUDP_REASON_REMOTE);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_server_disconnects_client(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	struct pair p = {.echo = 1};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	for (int i = 0; i < 100 && !p.server_peer; i++)
+		service_server(&p);
+	assert_non_null(p.server_peer);
+	assert_int_equal(rudp_disconnect(p.server_peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_DISCONNECT, &ev, 3000));
+	assert_int_equal(ev.reason, RUDP_REASON_REMOTE);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+/* Log-uniform sizes from 1 B to 64 KiB: mostly small, some split. */
+static size_t pick_size(uint64_t *rng)
+{
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	unsigned k = (unsigned)(*rng % 17);
+	size_t s = ((size_t)1 << k) + (size_t)((*rng >> 8) % ((size_t)1 << k));
+	return s > 65536 ? 65536 : s;
+}
+
+static void fill(uint8_t *buf, size_t len, uint32_t id)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (id + 1);
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	buf[0] = 0xfe; /* never a control id */
+	if (len >= 5)
+		memcpy(buf + 1, &id, 4);
+}
+
+static void test_echo_many_mixed_sizes(void **state)
+{
+	(void)state;
+	const uint32_t count = getenv("RUDP_TEST_QUICK") ? 10000 : 100000;
+	const uint32_t window = 64;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	struct pair p = {.echo = 1};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	rudp_event ev[64];
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, ev, 3000));
+
+	uint8_t *buf = malloc(65536), *expect = malloc(65536);
+	size_t *sizes = malloc(count * sizeof(*sizes));
+	uint64_t rng = 12345;
+	for (uint32_t i = 0; i < count; i++)
+		sizes[i] = pick_size(&rng);
+	/* Several channels and reliable (unordered) traffic at once; ordered
+	 * channels are checked in order, reliable ones as a set. */
+	uint32_t sent = 0, verified = 0;
+	uint32_t next_expected[4] = {0};
+	uint32_t last_sent_on[4] = {0};
+	(void)last_sent_on;
+	uint8_t *seen = calloc(count, 1);
+	uint64_t deadline = now_ms() + 240000;
+	while (verified < count) {
+		assert_true(now_ms() < deadline);
+		while (sent < count && sent - verified < window) {
+			fill(buf, sizes[sent], sent);
+			int r = rudp_send(peer, buf, sizes[sent], RUDP_RELIABLE_ORDERED, (int)(sent % 4));
+			if (r == RUDP_E_QUEUE_FULL)
+				break;
+			assert_int_equal(r, 0);
+			sent++;
+		}
+		service_server(&p);
+		int n = rudp_service(p.client, ev, 64, 0);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			assert_int_not_equal(ev[i].type, RUDP_EVENT_DISCONNECT);
+			if (ev[i].type != RUDP_EVENT_RECEIVE)
+				continue;
+			uint32_t ch = ev[i].channel;
+			assert_true(ch < 4);
+			/* On channel ch the ids are ch, ch+4, ch+8, ... in order. */
+			uint32_t id = next_expected[ch] * 4 + ch;
+			assert_true(id < count);
+			assert_int_equal(ev[i].len, sizes[id]);
+			fill(expect, sizes[id], id);
+			assert_true(XXH3_64bits(ev[i].data, ev[i].len) == XXH3_64bits(expect, sizes[id]));
+			assert_int_equal(seen[id], 0);
+			seen[id] = 1;
+			next_expected[ch]++;
+			verified++;
+		}
+	}
+	assert_int_equal(p.server_echoed, count);
+	rudp_peer_stats st;
+	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
+	assert_int_equal(st.messages_received, count);
+	print_message("echoed %u messages; client sent %llu datagrams, retransmitted %llu frames\n", count,
+	              (unsigned long long)st.datagrams_sent, (unsigned long long)st.frames_retransmitted);
+	free(seen);
+	free(sizes);
+	free(buf);
+	free(expect);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_connect_to_nothing_fails(void **state)
+{
+	(void)state;
+	/* Bind a socket to get a port nobody answers on, keep it silent. */
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof(sa);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sl), 0);
+	getsockname(s, (struct sockaddr *)&sa, &sl);
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+
+	rudp_config cc;
+	rudp_config_init(&cc);
+	cc.connect_timeout_ms = 600;
+	rudp_host *client = make_client(&cc);
+	rudp_peer *peer;
+	assert_int_equal(rudp_connect(client, addr, &peer), 0);
+	rudp_event ev;
+	uint64_t start = now_ms();
+	int n = 0;
+	while (n == 0 && now_ms() - start < 3000)
+		n = rudp_service(client, &ev, 1, 50);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev.type, RUDP_EVENT_DISCONNECT);
+	assert_int_equal(ev.reason, RUDP_REASON_CONNECT_FAILED);
+	assert_true(now_ms() - start < 1500);
+	rudp_host_destroy(client);
+	close(s);
+}
+
+static void test_incompatible_protocol(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	sc.protocol_min = 11;
+	rudp_config_init(&cc);
+	cc.protocol_version = 10;
+	struct pair p = {0};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_DISCONNECT, &ev, 3000));
+	assert_int_equal(ev.reason, RUDP_REASON_INCOMPATIBLE);
+	rudp_host_stats hs;
+	rudp_host_stats_get(p.server, &hs);
+	assert_true(hs.handshakes_refused >= 1);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_server_full(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	sc.max_peers = 1;
+	rudp_config_init(&cc);
+	struct pair p = {0};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_host *second = make_client(&cc);
+	rudp_peer *peer, *peer2;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	assert_int_equal(rudp_connect(second, addr, &peer2), 0);
+	int got = 0;
+	for (uint64_t until = now_ms() + 3000; now_ms() < until && !got;) {
+		service_server(&p);
+		int n = rudp_service(second, &ev, 1, 1);
+		if (n == 1) {
+			assert_int_equal(ev.type, RUDP_EVENT_DISCONNECT);
+			assert_int_equal(ev.reason, RUDP_REASON_SERVER_FULL);
+			got = 1;
+		}
+	}
+	assert_true(got);
+	rudp_host_destroy(second);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_unconnected_ping(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	sc.guid = 0x1122334455667788ull;
+	rudp_config_init(&cc);
+	rudp_host *server = make_server(&sc, addr, sizeof(addr));
+	const char motd[] = "MCPE;librudp test;11;1.0;0;10;";
+	assert_int_equal(rudp_host_set_pong_data(server, motd, strlen(motd)), 0);
+	rudp_host *client = make_client(&cc);
+	/* The server must be serviced to answer: do it from a forked child. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		rudp_event ev[8];
+		for (uint64_t until = now_ms() + 2000; now_ms() < until;)
+			rudp_service(server, ev, 8, 10);
+		_exit(0);
+	}
+	rudp_pong pong;
+	assert_int_equal(rudp_ping(client, addr, 1500, &pong), 0);
+	assert_true(pong.server_guid == 0x1122334455667788ull);
+	assert_int_equal(pong.data_len, strlen(motd));
+	assert_memory_equal(pong.data, motd, strlen(motd));
+	rudp_host_destroy(client);
+	int status;
+	waitpid(pid, &status, 0);
+	rudp_host_destroy(server);
+}
+
+/* Garbage from a stranger, and malformed online datagrams from a connected
+ * peer's own address, are counted and dropped; the connection carries on. */
+static void test_bad_datagrams_dropped(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	struct pair p = {.echo = 1};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	char *colon = strrchr(addr, ':');
+	to.sin_port = htons((uint16_t)atoi(colon + 1));
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	uint64_t rng = 99;
+	uint8_t junk[1600];
+	for (int i = 0; i < 2000; i++) {
+		size_t len = 1 + (size_t)(rng % sizeof(junk));
+		for (size_t j = 0; j < len; j++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			junk[j] = (uint8_t)rng;
+		}
+		if (i % 3 == 0)
+			junk[0] |= 0x80; /* looks online */
+		sendto(s, junk, len, 0, (struct sockaddr *)&to, sizeof(to));
+		if (i % 100 == 0)
+			service_server(&p);
+	}
+	for (int i = 0; i < 50; i++)
+		service_server(&p);
+	rudp_host_stats hs;
+	rudp_host_stats_get(p.server, &hs);
+	assert_true(hs.datagrams_dropped >= 600);
+	assert_int_equal(hs.peers, 1);
+
+	const uint8_t msg[] = {0xfe, 1, 2, 3};
+	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE, 0), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_RECEIVE, &ev, 3000));
+	assert_memory_equal(ev.data, msg, sizeof(msg));
+	close(s);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_ipv6_loopback(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	sc.bind_address = "[::1]:0";
+	rudp_host *h = NULL;
+	if (rudp_host_create(&sc, &h) != 0) {
+		/* A machine without IPv6 cannot run this; say so rather than pass. */
+		skip();
+	}
+	assert_int_equal(rudp_host_local_address(h, addr, sizeof(addr)), 0);
+	assert_true(addr[0] == '[');
+	rudp_config_init(&cc);
+	struct pair p = {.echo = 1, .server = h, .client = make_client(&cc)};
+	rudp_peer *peer;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	uint8_t big[20000];
+	fill(big, sizeof(big), 7);
+	assert_int_equal(rudp_send(peer, big, sizeof(big), RUDP_RELIABLE_ORDERED, 0), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_RECEIVE, &ev, 3000));
+	assert_int_equal(ev.len, sizeof(big));
+	assert_memory_equal(ev.data, big, sizeof(big));
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_api_rejects_bad_arguments(void **state)
+{
+	(void)state;
+	rudp_config c;
+	rudp_host *h = (rudp_host *)0x1;
+	rudp_config_init(&c);
+	c.mtu = 100;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	assert_null(h);
+	rudp_config_init(&c);
+	c.window_frames = 0;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	rudp_config_init(&c);
+	c.bind_address = "not an address";
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_ADDRESS);
+	assert_int_equal(rudp_host_create(NULL, &h), RUDP_E_INVALID);
+	assert_int_equal(rudp_host_create(&c, NULL), RUDP_E_INVALID);
+
+	rudp_config_init(&c);
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_peer *peer;
+	assert_int_equal(rudp_connect(h, "127.0.0.1", &peer), RUDP_E_ADDRESS);
+	assert_int_equal(rudp_connect(h, "127.0.0.1:99999", &peer), RUDP_E_ADDRESS);
+	assert_int_equal(rudp_connect(NULL, "127.0.0.1:1", &peer), RUDP_E_INVALID);
+	assert_int_equal(rudp_connect(h, "127.0.0.1:9", &peer), 0);
+	const uint8_t ctl[] = {0x15};
+	const uint8_t ok[] = {0xfe};
+	assert_int_equal(rudp_send(peer, ctl, 1, RUDP_RELIABLE, 0), RUDP_E_RESERVED_ID);
+	assert_int_equal(rudp_send(peer, ok, 0, RUDP_RELIABLE, 0), RUDP_E_RESERVED_ID);
+	assert_int_equal(rudp_send(peer, ok, 1, 9, 0), RUDP_E_INVALID);
+	assert_int_equal(rudp_send(peer, ok, 1, RUDP_RELIABLE_ORDERED, 32), RUDP_E_INVALID);
+	assert_int_equal(rudp_send(peer, ok, 1, RUDP_RELIABLE_ORDERED, 0), RUDP_E_NOT_CONNECTED);
+	assert_int_equal(rudp_send(NULL, ok, 1, RUDP_RELIABLE_ORDERED, 0), RUDP_E_INVALID);
+	assert_int_equal(rudp_service(h, NULL, 4, 0), RUDP_E_INVALID);
+	assert_string_equal(rudp_strerror(RUDP_E_QUEUE_FULL), "send queue full; service the host and retry");
+	assert_string_equal(rudp_strerror(12345), "unknown error");
+	rudp_host_destroy(h);
+	rudp_host_destroy(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_api_rejects_bad_arguments),
+		cmocka_unit_test(test_connect_echo_disconnect),
+		cmocka_unit_test(test_server_disconnects_client),
+		cmocka_unit_test(test_connect_to_nothing_fails),
+		cmocka_unit_test(test_incompatible_protocol),
+		cmocka_unit_test(test_server_full),
+		cmocka_unit_test(test_unconnected_ping),
+		cmocka_unit_test(test_bad_datagrams_dropped),
+		cmocka_unit_test(test_ipv6_loopback),
+		cmocka_unit_test(test_echo_many_mixed_sizes),
+	};
+	return cmocka_run_group_tests_name("host", tests, NULL, NULL);
+}
