@@ -40,9 +40,9 @@ static uint64_t now_ms(void)
 static void usage(void)
 {
 	fprintf(stderr,
-	        "usage: rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--once] [--stats]\n"
-	        "       rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]\n"
-	        "                        [--protocol V] [--channel C] [--timeout MS] [--stats]\n");
+		"usage: rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--once] [--stats]\n"
+		"       rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]\n"
+		"                        [--protocol V] [--channel C] [--timeout MS] [--stats]\n");
 }
 
 static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -63,12 +63,12 @@ static void print_peer_stats(const char *who, rudp_peer *peer)
 		return;
 	printf("%s stats: rtt %.3f ms (var %.3f) rto %.1f ms, mtu %u, sent %" PRIu64 " msgs / %" PRIu64
 	       " datagrams / %" PRIu64 " B, received %" PRIu64 " msgs / %" PRIu64 " datagrams / %" PRIu64
-	       " B, retransmitted %" PRIu64 " frames, nacks %" PRIu64 ", dropped %" PRIu64 ", duplicates %" PRIu64
-	       ", window %u/%u\n",
+	       " B, retransmitted %" PRIu64 " frames, nacks %" PRIu64 ", dropped %" PRIu64
+	       ", duplicates %" PRIu64 ", window %u/%u\n",
 	       who, s.rtt_us / 1000.0, s.rtt_var_us / 1000.0, s.rto_us / 1000.0, s.mtu, s.messages_sent,
 	       s.datagrams_sent, s.bytes_sent, s.messages_received, s.datagrams_received, s.bytes_received,
-	       s.frames_retransmitted, s.nacks_received, s.datagrams_dropped, s.duplicates_dropped, s.window_in_use,
-	       s.window_frames);
+	       s.frames_retransmitted, s.nacks_received, s.datagrams_dropped, s.duplicates_dropped,
+	       s.window_in_use, s.window_frames);
 }
 
 static void log_to_stderr(void *ud, int level, const char *msg)
@@ -110,7 +110,7 @@ static int run_server(int argc, char **argv)
 	int r = rudp_host_create(&cfg, &host);
 	if (r != 0) {
 		fprintf(stderr, "rudp-echo: cannot create server on %s: %s%s%s\n", bind, rudp_strerror(r),
-		        r == RUDP_E_SYSTEM ? ": " : "", r == RUDP_E_SYSTEM ? strerror(errno) : "");
+			r == RUDP_E_SYSTEM ? ": " : "", r == RUDP_E_SYSTEM ? strerror(errno) : "");
 		return 1;
 	}
 	char local[64];
@@ -129,11 +129,10 @@ static int run_server(int argc, char **argv)
 		}
 		for (int i = 0; i < n; i++) {
 			switch (ev[i].type) {
-			case RUDP_EVENT_CONNECT:
-				clients_seen++;
-				break;
+			case RUDP_EVENT_CONNECT: clients_seen++; break;
 			case RUDP_EVENT_RECEIVE:
-				r = rudp_send(ev[i].peer, ev[i].data, ev[i].len, ev[i].reliability, ev[i].channel);
+				r = rudp_send(ev[i].peer, ev[i].data, ev[i].len, ev[i].reliability,
+					      ev[i].channel);
 				if (r == 0) {
 					echoed++;
 				} else {
@@ -241,8 +240,8 @@ static int run_client(int argc, char **argv)
 	rudp_event ev[256];
 	while (!done && !stop_requested) {
 		if (now_ms() - start > timeout_ms) {
-			snprintf(why, sizeof(why), "timed out after %u ms (%u sent, %u verified)", timeout_ms, sent,
-			         verified);
+			snprintf(why, sizeof(why), "timed out after %u ms (%u sent, %u verified)", timeout_ms,
+				 sent, verified);
 			failure = why;
 			break;
 		}
@@ -276,22 +275,25 @@ static int run_client(int argc, char **argv)
 			case RUDP_EVENT_RECEIVE: {
 				uint32_t id = verified;
 				if (ev[i].len != size || ev[i].len < 5) {
-					snprintf(why, sizeof(why), "echo %u has %zu bytes, expected %u", id, ev[i].len, size);
+					snprintf(why, sizeof(why), "echo %u has %zu bytes, expected %u", id,
+						 ev[i].len, size);
 					failure = why;
 					done = 1;
 					break;
 				}
 				uint32_t got = (uint32_t)ev[i].data[1] | (uint32_t)ev[i].data[2] << 8 |
-				               (uint32_t)ev[i].data[3] << 16 | (uint32_t)ev[i].data[4] << 24;
+					       (uint32_t)ev[i].data[3] << 16 | (uint32_t)ev[i].data[4] << 24;
 				if (got != id) {
-					snprintf(why, sizeof(why), "echo out of order: got id %u, expected %u", got, id);
+					snprintf(why, sizeof(why),
+						 "echo out of order: got id %u, expected %u", got, id);
 					failure = why;
 					done = 1;
 					break;
 				}
 				fill_message(expect, size, id);
 				if (XXH3_64bits(ev[i].data, ev[i].len) != XXH3_64bits(expect, size)) {
-					snprintf(why, sizeof(why), "echo %u payload differs (XXH3 mismatch)", id);
+					snprintf(why, sizeof(why), "echo %u payload differs (XXH3 mismatch)",
+						 id);
 					failure = why;
 					done = 1;
 					break;
@@ -303,7 +305,7 @@ static int run_client(int argc, char **argv)
 			}
 			case RUDP_EVENT_DISCONNECT:
 				snprintf(why, sizeof(why), "disconnected: %s (%u sent, %u verified)",
-				         rudp_reason_string(ev[i].reason), sent, verified);
+					 rudp_reason_string(ev[i].reason), sent, verified);
 				failure = why;
 				peer = NULL;
 				done = 1;
@@ -315,8 +317,8 @@ static int run_client(int argc, char **argv)
 	if (!failure && verified == count) {
 		rc = 0;
 		double secs = elapsed ? (double)elapsed / 1000.0 : 0.001;
-		printf("verified %u/%u messages (%u B each) in %.3f s, %.2f MiB/s each way\n", verified, count, size,
-		       secs, (double)verified * size / 1048576.0 / secs);
+		printf("verified %u/%u messages (%u B each) in %.3f s, %.2f MiB/s each way\n", verified,
+		       count, size, secs, (double)verified * size / 1048576.0 / secs);
 	} else {
 		fprintf(stderr, "rudp-echo: %s\n", failure ? failure : "interrupted");
 		printf("verified %u/%u messages\n", verified, count);

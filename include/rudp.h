@@ -48,15 +48,15 @@ typedef struct rudp_peer rudp_peer;
 /** Error codes. Every failing call returns one of these (all negative). */
 enum rudp_error {
 	RUDP_OK = 0,
-	RUDP_E_INVALID = -1,      /**< a bad argument (NULL, out of range, malformed address) */
-	RUDP_E_NOMEM = -2,        /**< memory allocation failed */
-	RUDP_E_SYSTEM = -3,       /**< a system call failed; errno holds the reason */
-	RUDP_E_ADDRESS = -4,      /**< an address string could not be parsed or resolved */
-	RUDP_E_PEERS_FULL = -5,   /**< max_peers reached */
+	RUDP_E_INVALID = -1, /**< a bad argument (NULL, out of range, malformed address) */
+	RUDP_E_NOMEM = -2, /**< memory allocation failed */
+	RUDP_E_SYSTEM = -3, /**< a system call failed; errno holds the reason */
+	RUDP_E_ADDRESS = -4, /**< an address string could not be parsed or resolved */
+	RUDP_E_PEERS_FULL = -5, /**< max_peers reached */
 	RUDP_E_NOT_CONNECTED = -6, /**< the peer is not (or no longer) connected */
-	RUDP_E_TOO_LARGE = -7,    /**< message larger than max_message_size */
-	RUDP_E_QUEUE_FULL = -8,   /**< the peer's send queue is at max_queue_bytes; retry after service */
-	RUDP_E_UNSUPPORTED = -9,  /**< not built into this library or not available here */
+	RUDP_E_TOO_LARGE = -7, /**< message larger than max_message_size */
+	RUDP_E_QUEUE_FULL = -8, /**< the peer's send queue is at max_queue_bytes; retry after service */
+	RUDP_E_UNSUPPORTED = -9, /**< not built into this library or not available here */
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
 };
 
@@ -65,11 +65,11 @@ RUDP_API const char *rudp_strerror(int error);
 
 /** RakNet reliabilities, as on the wire. */
 enum rudp_reliability {
-	RUDP_UNRELIABLE = 0,           /**< may be lost, duplicated never */
+	RUDP_UNRELIABLE = 0, /**< may be lost, duplicated never */
 	RUDP_UNRELIABLE_SEQUENCED = 1, /**< may be lost; older ones than the newest seen are dropped */
-	RUDP_RELIABLE = 2,             /**< delivered exactly once, in any order */
-	RUDP_RELIABLE_ORDERED = 3,     /**< delivered exactly once, in send order per channel */
-	RUDP_RELIABLE_SEQUENCED = 4,   /**< arrives unless superseded; never goes backwards */
+	RUDP_RELIABLE = 2, /**< delivered exactly once, in any order */
+	RUDP_RELIABLE_ORDERED = 3, /**< delivered exactly once, in send order per channel */
+	RUDP_RELIABLE_SEQUENCED = 4, /**< arrives unless superseded; never goes backwards */
 };
 
 /** Number of order channels (0..31) for ordered and sequenced messages. */
@@ -110,11 +110,11 @@ typedef struct rudp_config {
 	uint32_t max_order_hold;
 	/** ACK/NACK records processed from one datagram. Default 256. */
 	uint32_t max_ack_ranges;
-	uint32_t rto_min_ms;      /**< retransmission timeout floor, default 30 */
-	uint32_t rto_max_ms;      /**< retransmission timeout ceiling, default 2000 */
-	uint32_t rto_initial_ms;  /**< before any RTT sample, default 200 */
-	uint32_t keepalive_ms;    /**< connected ping after this long idle, default 2000 */
-	uint32_t timeout_ms;      /**< peer declared dead after this long silent, default 10000 */
+	uint32_t rto_min_ms; /**< retransmission timeout floor, default 30 */
+	uint32_t rto_max_ms; /**< retransmission timeout ceiling, default 2000 */
+	uint32_t rto_initial_ms; /**< before any RTT sample, default 200 */
+	uint32_t keepalive_ms; /**< connected ping after this long idle, default 2000 */
+	uint32_t timeout_ms; /**< peer declared dead after this long silent, default 10000 */
 	uint32_t connect_timeout_ms; /**< whole handshake must finish in this, default 5000 */
 	uint32_t disconnect_linger_ms; /**< local disconnect waits this long for acks, default 2000 */
 	/** Socket buffer sizes to request (SO_RCVBUF / SO_SNDBUF); 0 keeps the
@@ -185,21 +185,21 @@ RUDP_API int rudp_flush(rudp_host *host);
 
 /** Event kinds returned by rudp_service(). */
 enum rudp_event_type {
-	RUDP_EVENT_CONNECT = 1,    /**< handshake finished (either role) */
-	RUDP_EVENT_RECEIVE = 2,    /**< a message arrived: data, len, reliability, channel */
+	RUDP_EVENT_CONNECT = 1, /**< handshake finished (either role) */
+	RUDP_EVENT_RECEIVE = 2, /**< a message arrived: data, len, reliability, channel */
 	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
 };
 
 /** Why a peer disconnected. */
 enum rudp_disconnect_reason {
-	RUDP_REASON_LOCAL = 1,          /**< rudp_disconnect() completed */
-	RUDP_REASON_REMOTE = 2,         /**< the other side disconnected */
-	RUDP_REASON_TIMEOUT = 3,        /**< nothing heard for timeout_ms, or data never acknowledged */
+	RUDP_REASON_LOCAL = 1, /**< rudp_disconnect() completed */
+	RUDP_REASON_REMOTE = 2, /**< the other side disconnected */
+	RUDP_REASON_TIMEOUT = 3, /**< nothing heard for timeout_ms, or data never acknowledged */
 	RUDP_REASON_CONNECT_FAILED = 4, /**< no answer to the handshake within connect_timeout_ms */
-	RUDP_REASON_PROTOCOL = 5,       /**< the other side broke the protocol */
-	RUDP_REASON_INCOMPATIBLE = 6,   /**< the server refused our protocol version */
-	RUDP_REASON_SERVER_FULL = 7,    /**< the server has no free connection slots */
-	RUDP_REASON_REJECTED = 8,       /**< already connected, banned or too soon */
+	RUDP_REASON_PROTOCOL = 5, /**< the other side broke the protocol */
+	RUDP_REASON_INCOMPATIBLE = 6, /**< the server refused our protocol version */
+	RUDP_REASON_SERVER_FULL = 7, /**< the server has no free connection slots */
+	RUDP_REASON_REJECTED = 8, /**< already connected, banned or too soon */
 };
 
 /** Returns a static English name for a disconnect reason. Never NULL. */
@@ -207,13 +207,13 @@ RUDP_API const char *rudp_reason_string(int reason);
 
 /** One event. For RECEIVE, data/len hold the message (see lifetimes above). */
 typedef struct rudp_event {
-	int type;             /**< an rudp_event_type */
+	int type; /**< an rudp_event_type */
 	rudp_peer *peer;
-	const uint8_t *data;  /**< RECEIVE only */
-	size_t len;           /**< RECEIVE only */
-	uint8_t reliability;  /**< RECEIVE only */
-	uint8_t channel;      /**< RECEIVE only */
-	int reason;           /**< DISCONNECT only: an rudp_disconnect_reason */
+	const uint8_t *data; /**< RECEIVE only */
+	size_t len; /**< RECEIVE only */
+	uint8_t reliability; /**< RECEIVE only */
+	uint8_t channel; /**< RECEIVE only */
+	int reason; /**< DISCONNECT only: an rudp_disconnect_reason */
 } rudp_event;
 
 /** Does all due work (receive, timers, send) and returns up to max events
@@ -234,20 +234,20 @@ RUDP_API void rudp_peer_reset(rudp_peer *peer);
 
 /** Per-peer statistics. */
 typedef struct rudp_peer_stats {
-	uint64_t bytes_sent, bytes_received;       /**< UDP payload bytes */
+	uint64_t bytes_sent, bytes_received; /**< UDP payload bytes */
 	uint64_t datagrams_sent, datagrams_received;
 	uint64_t messages_sent, messages_received;
 	uint64_t frames_retransmitted;
-	uint64_t acks_received, nacks_received;    /**< records */
-	uint64_t datagrams_dropped;                /**< malformed or unwanted input */
+	uint64_t acks_received, nacks_received; /**< records */
+	uint64_t datagrams_dropped; /**< malformed or unwanted input */
 	uint64_t duplicates_dropped;
-	uint32_t rtt_us, rtt_var_us, rto_us;       /**< smoothed RTT, its variance, current RTO */
-	uint32_t window_in_use, window_frames;     /**< reliable frames in flight / allowed */
-	uint32_t send_queue_bytes;                 /**< queued and unacknowledged payload bytes */
-	uint32_t reassembly_bytes;                 /**< reserved by incomplete split messages */
-	uint16_t mtu;                              /**< negotiated RakNet MTU */
+	uint32_t rtt_us, rtt_var_us, rto_us; /**< smoothed RTT, its variance, current RTO */
+	uint32_t window_in_use, window_frames; /**< reliable frames in flight / allowed */
+	uint32_t send_queue_bytes; /**< queued and unacknowledged payload bytes */
+	uint32_t reassembly_bytes; /**< reserved by incomplete split messages */
+	uint16_t mtu; /**< negotiated RakNet MTU */
 	uint8_t protocol_version;
-	int state;                                 /**< 0 connecting, 1 connected, 2 disconnecting, 3 closed */
+	int state; /**< 0 connecting, 1 connected, 2 disconnecting, 3 closed */
 } rudp_peer_stats;
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */
@@ -257,11 +257,11 @@ RUDP_API int rudp_peer_stats_get(const rudp_peer *peer, rudp_peer_stats *out);
 typedef struct rudp_host_stats {
 	uint64_t datagrams_received, datagrams_sent;
 	uint64_t bytes_received, bytes_sent;
-	uint64_t datagrams_dropped;    /**< malformed, unknown source, or over a limit */
-	uint64_t handshakes_refused;   /**< full, bad protocol, or bad request */
+	uint64_t datagrams_dropped; /**< malformed, unknown source, or over a limit */
+	uint64_t handshakes_refused; /**< full, bad protocol, or bad request */
 	uint64_t syscalls_recv, syscalls_send;
-	uint32_t peers;                /**< peers in the table now */
-	const char *io_backend;        /**< "mmsg" or "uring" */
+	uint32_t peers; /**< peers in the table now */
+	const char *io_backend; /**< "mmsg" or "uring" */
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */

@@ -130,7 +130,8 @@ void ackq_normalize(struct ackq *q, uint32_t ref)
 			int64_t r_start = rudp_u24_diff(r.start, ref);
 			int64_t r_end = rudp_u24_diff(r.end, ref);
 
-			if (r_start <= prev_end + 1 && r_end - rudp_u24_diff(prev->start, ref) < ACKQ_MAX_SPAN) {
+			if (r_start <= prev_end + 1 &&
+			    r_end - rudp_u24_diff(prev->start, ref) < ACKQ_MAX_SPAN) {
 				if (r_end > prev_end)
 					prev->end = r.end;
 				continue;
@@ -150,7 +151,8 @@ int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, b
 	ackq_normalize(q, c->have_highest_dgram ? c->highest_dgram_seq : 0);
 	while (q->count > 0) {
 		size_t encoded = 0;
-		int n = rudp_wire_encode_ack(c->dgram_buf, c->payload_max, nack, q->ranges, q->count, &encoded);
+		int n = rudp_wire_encode_ack(c->dgram_buf, c->payload_max, nack, q->ranges, q->count,
+					     &encoded);
 
 		if (n < 0 || encoded == 0) {
 			/* Cannot happen with sane ranges; never loop on it. */
@@ -288,7 +290,7 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	size_t count = 0, dropped = 0;
 	bool nack = false;
 	uint32_t nkeys;
-	struct ack_sample sample = { 0 };
+	struct ack_sample sample = {0};
 	int rc;
 
 	rc = rudp_wire_decode_ack(p, n, c->ack_scratch, c->cfg.max_ack_ranges, &count, &dropped, &nack);

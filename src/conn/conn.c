@@ -121,12 +121,13 @@ static void queue_connection_request(struct rudp_conn *c, uint64_t now_us)
 	};
 	uint8_t buf[64];
 
-	queue_control(c, buf, rudp_wire_encode_connection_request(buf, sizeof(buf), &req), RUDP_WIRE_RELIABLE);
+	queue_control(c, buf, rudp_wire_encode_connection_request(buf, sizeof(buf), &req),
+		      RUDP_WIRE_RELIABLE);
 }
 
 struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const struct rudp_conn_callbacks *cb,
-                                   enum rudp_conn_role role, const struct rudp_conn_identity *id,
-                                   uint64_t now_us)
+				   enum rudp_conn_role role, const struct rudp_conn_identity *id,
+				   uint64_t now_us)
 {
 	struct rudp_conn *c = calloc(1, sizeof(*c));
 	uint32_t body_max;
@@ -164,10 +165,9 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
 	c->ack_scratch = calloc(c->cfg.max_ack_ranges, sizeof(*c->ack_scratch));
 	c->ack_keys = calloc(c->cfg.max_ack_ranges, sizeof(*c->ack_keys));
-	if (!c->dgram_buf || !c->sent.tag || !c->sent.count || !c->sent.reliable_index ||
-	    !c->flush_refs || !c->ack_scratch || !c->ack_keys ||
-	    ackq_init(&c->acks, CONN_ACK_RANGES) < 0 || ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 ||
-	    recv_init(c) < 0 || reasm_init(c) < 0) {
+	if (!c->dgram_buf || !c->sent.tag || !c->sent.count || !c->sent.reliable_index || !c->flush_refs ||
+	    !c->ack_scratch || !c->ack_keys || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
+	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 || reasm_init(c) < 0) {
 		rudp_conn_destroy(c);
 		return NULL;
 	}
@@ -293,7 +293,8 @@ static void on_connection_request(struct rudp_conn *c, const uint8_t *data, size
 		make_unassigned_addr(&acc.internal[i]);
 	acc.request_time = req.time;
 	acc.accepted_time = time_ms(now_us);
-	queue_control(c, buf, rudp_wire_encode_connection_accepted(buf, sizeof(buf), &acc), RUDP_WIRE_RELIABLE);
+	queue_control(c, buf, rudp_wire_encode_connection_accepted(buf, sizeof(buf), &acc),
+		      RUDP_WIRE_RELIABLE);
 }
 
 static void on_connection_accepted(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
@@ -317,7 +318,7 @@ static void on_connection_accepted(struct rudp_conn *c, const uint8_t *data, siz
 	nic.request_time = time_ms(now_us);
 	nic.accepted_time = acc.accepted_time;
 	queue_control(c, buf, rudp_wire_encode_new_incoming_connection(buf, sizeof(buf), &nic),
-	              RUDP_WIRE_RELIABLE_ORDERED);
+		      RUDP_WIRE_RELIABLE_ORDERED);
 	become_connected(c);
 }
 
@@ -366,34 +367,25 @@ static void on_pong(struct rudp_conn *c, const uint8_t *data, size_t len, uint64
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)
 {
 	switch (data[0]) {
-	case RUDP_ID_CONNECTION_REQUEST:
-		on_connection_request(c, data, len, now_us);
-		break;
-	case RUDP_ID_CONNECTION_REQUEST_ACCEPTED:
-		on_connection_accepted(c, data, len, now_us);
-		break;
-	case RUDP_ID_NEW_INCOMING_CONNECTION:
-		on_new_incoming_connection(c, data, len);
-		break;
+	case RUDP_ID_CONNECTION_REQUEST: on_connection_request(c, data, len, now_us); break;
+	case RUDP_ID_CONNECTION_REQUEST_ACCEPTED: on_connection_accepted(c, data, len, now_us); break;
+	case RUDP_ID_NEW_INCOMING_CONNECTION: on_new_incoming_connection(c, data, len); break;
 	case RUDP_ID_CONNECTED_PING:
 		if (c->state != RUDP_CONN_STATE_CLOSED)
 			on_ping(c, data, len, now_us);
 		break;
-	case RUDP_ID_CONNECTED_PONG:
-		on_pong(c, data, len, now_us);
-		break;
+	case RUDP_ID_CONNECTED_PONG: on_pong(c, data, len, now_us); break;
 	case RUDP_ID_DISCONNECTION_NOTIFICATION:
 		/* Acted on at the end of the datagram, once no earlier reliable data
 		 * is missing: see rudp_conn_on_datagram. */
 		c->remote_closing = true;
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                      uint8_t channel)
+		      uint8_t channel)
 {
 	if (c->state == RUDP_CONN_STATE_CONNECTING) {
 		/* A client only sends data once it has our 0x10, so data after we
@@ -448,7 +440,7 @@ static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
 	if (ahead > 1) {
 		uint32_t missing = (uint32_t)ahead - 1;
 		uint32_t first = missing > CONN_MAX_NACK_GAP ? (seq - CONN_MAX_NACK_GAP) & RUDP_WIRE_U24_MASK
-		                                              : rudp_u24_add(c->highest_dgram_seq, 1);
+							     : rudp_u24_add(c->highest_dgram_seq, 1);
 
 		/* When the NACK queue is full the gap goes unreported: RTO covers it. */
 		ackq_push_range(&c->nacks, first, (seq - 1) & RUDP_WIRE_U24_MASK);
@@ -512,7 +504,8 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 	}
 	c->last_recv_us = now_us;
 	dup = record_dgram_seq(c, h.seq);
-	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n && c->state != RUDP_CONN_STATE_CLOSED; off += (size_t)rc) {
+	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n && c->state != RUDP_CONN_STATE_CLOSED;
+	     off += (size_t)rc) {
 		rc = rudp_wire_decode_frame(p + off, n - off, &f);
 		if (!recv_on_frame(c, &f, dup, now_us))
 			ackable = false;
@@ -570,7 +563,7 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 	}
 	if (now_us - c->last_recv_us >= c->cfg.timeout_us) {
 		conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
-		                                                     : RUDP_CONN_CLOSE_TIMEOUT);
+								     : RUDP_CONN_CLOSE_TIMEOUT);
 		return true;
 	}
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
@@ -579,7 +572,7 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 		if ((f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED) &&
 		    now_us - f->first_send_us >= c->cfg.timeout_us) {
 			conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
-			                                                     : RUDP_CONN_CLOSE_TIMEOUT);
+									     : RUDP_CONN_CLOSE_TIMEOUT);
 			return true;
 		}
 	}
@@ -588,7 +581,7 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 
 void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us)
 {
-	struct rudp_wire_connected_ping ping = { .time = time_ms(now_us) };
+	struct rudp_wire_connected_ping ping = {.time = time_ms(now_us)};
 	uint8_t buf[16];
 
 	if (c->state != RUDP_CONN_STATE_CONNECTED && c->state != RUDP_CONN_STATE_DISCONNECTING)
@@ -671,7 +664,7 @@ void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 }
 
 void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32_t reliable_index,
-                                 uint32_t order_index, uint16_t split_id)
+				 uint32_t order_index, uint16_t split_id)
 {
 	c->next_dgram_seq = dgram_seq & RUDP_WIRE_U24_MASK;
 	c->next_reliable_index = reliable_index & RUDP_WIRE_U24_MASK;

@@ -33,42 +33,42 @@ enum rudp_conn_role {
 };
 
 enum rudp_conn_state {
-	RUDP_CONN_STATE_CONNECTING,    /* online handshake under way */
+	RUDP_CONN_STATE_CONNECTING, /* online handshake under way */
 	RUDP_CONN_STATE_CONNECTED,
 	RUDP_CONN_STATE_DISCONNECTING, /* local disconnect: draining reliable data, then 0x15 acked */
-	RUDP_CONN_STATE_CLOSED,        /* final; the owner may destroy it */
+	RUDP_CONN_STATE_CLOSED, /* final; the owner may destroy it */
 };
 
 /* Why a connection closed; mirrors the public rudp_disconnect_reason. */
 enum rudp_conn_close_reason {
-	RUDP_CONN_CLOSE_LOCAL = 1,        /* rudp_conn_disconnect() finished */
-	RUDP_CONN_CLOSE_REMOTE = 2,       /* peer sent 0x15 */
-	RUDP_CONN_CLOSE_TIMEOUT = 3,      /* nothing heard for timeout_us, or data never acked */
+	RUDP_CONN_CLOSE_LOCAL = 1, /* rudp_conn_disconnect() finished */
+	RUDP_CONN_CLOSE_REMOTE = 2, /* peer sent 0x15 */
+	RUDP_CONN_CLOSE_TIMEOUT = 3, /* nothing heard for timeout_us, or data never acked */
 	RUDP_CONN_CLOSE_CONNECT_FAILED = 4, /* online handshake did not complete in time */
-	RUDP_CONN_CLOSE_PROTOCOL = 5,     /* peer broke the protocol beyond repair */
+	RUDP_CONN_CLOSE_PROTOCOL = 5, /* peer broke the protocol beyond repair */
 };
 
 struct rudp_conn_config {
-	uint16_t mtu;                    /* negotiated RakNet MTU (counts 28 B of IP/UDP) */
-	uint16_t ip_udp_overhead;        /* 28 for IPv4, 48 for IPv6: payload max = mtu - overhead */
-	uint32_t window_frames;          /* reliable frames in flight, default 64 */
+	uint16_t mtu; /* negotiated RakNet MTU (counts 28 B of IP/UDP) */
+	uint16_t ip_udp_overhead; /* 28 for IPv4, 48 for IPv6: payload max = mtu - overhead */
+	uint32_t window_frames; /* reliable frames in flight, default 64 */
 	uint32_t max_frames_per_datagram; /* coalescing limit, default 8 */
-	uint32_t max_queue_bytes;        /* bytes queued not yet acked, per conn; send refuses beyond */
-	uint32_t max_split_count;        /* fragments one incoming message may declare */
-	uint32_t max_split_ids;          /* incomplete split messages held at once */
-	uint32_t max_reassembly_bytes;   /* bytes reserved for incomplete split messages */
-	uint32_t max_message_size;       /* largest message sent or accepted, bytes */
-	uint32_t max_order_hold;         /* out-of-order messages held per channel */
-	uint32_t recv_window;            /* reliable-index dedup window; ahead of it is dropped */
-	uint32_t max_ack_ranges;         /* ACK/NACK records processed per datagram */
-	uint64_t rto_initial_us;         /* before any RTT sample */
+	uint32_t max_queue_bytes; /* bytes queued not yet acked, per conn; send refuses beyond */
+	uint32_t max_split_count; /* fragments one incoming message may declare */
+	uint32_t max_split_ids; /* incomplete split messages held at once */
+	uint32_t max_reassembly_bytes; /* bytes reserved for incomplete split messages */
+	uint32_t max_message_size; /* largest message sent or accepted, bytes */
+	uint32_t max_order_hold; /* out-of-order messages held per channel */
+	uint32_t recv_window; /* reliable-index dedup window; ahead of it is dropped */
+	uint32_t max_ack_ranges; /* ACK/NACK records processed per datagram */
+	uint64_t rto_initial_us; /* before any RTT sample */
 	uint64_t rto_min_us;
 	uint64_t rto_max_us;
-	uint64_t keepalive_us;           /* connected ping when idle this long */
-	uint64_t timeout_us;             /* dead peer: nothing received this long */
-	uint64_t connect_timeout_us;     /* online handshake must finish within this */
-	uint64_t disconnect_linger_us;   /* local disconnect gives up draining after this */
-	uint8_t protocol_version;        /* selects 10 vs 20 internal addresses (>= 11: 20) */
+	uint64_t keepalive_us; /* connected ping when idle this long */
+	uint64_t timeout_us; /* dead peer: nothing received this long */
+	uint64_t connect_timeout_us; /* online handshake must finish within this */
+	uint64_t disconnect_linger_us; /* local disconnect gives up draining after this */
+	uint8_t protocol_version; /* selects 10 vs 20 internal addresses (>= 11: 20) */
 };
 /* Fills defaults: MTU 1492 (IPv4 overhead 28), window 64 frames, 8 frames per
  * datagram, max_queue_bytes 16 MiB, max_split_count 8192, max_split_ids 64,
@@ -93,20 +93,20 @@ struct rudp_conn_callbacks {
 };
 
 struct rudp_conn_stats {
-	uint64_t bytes_sent, bytes_received;         /* UDP payload bytes */
+	uint64_t bytes_sent, bytes_received; /* UDP payload bytes */
 	uint64_t datagrams_sent, datagrams_received;
-	uint64_t messages_sent, messages_received;   /* application messages */
+	uint64_t messages_sent, messages_received; /* application messages */
 	uint64_t frames_retransmitted;
-	uint64_t nacks_received, acks_received;      /* records */
-	uint64_t datagrams_dropped;                  /* bad / unwanted input, counted and dropped */
-	uint64_t duplicates_dropped;                 /* frames already received */
-	uint32_t rtt_us, rtt_var_us, rto_us;         /* smoothed RTT, variance, current RTO */
-	uint32_t window_in_use;                      /* reliable frames in flight now */
+	uint64_t nacks_received, acks_received; /* records */
+	uint64_t datagrams_dropped; /* bad / unwanted input, counted and dropped */
+	uint64_t duplicates_dropped; /* frames already received */
+	uint32_t rtt_us, rtt_var_us, rto_us; /* smoothed RTT, variance, current RTO */
+	uint32_t window_in_use; /* reliable frames in flight now */
 	uint32_t window_frames;
-	uint32_t send_queue_bytes;                   /* queued + unacked payload bytes */
-	uint32_t reassembly_bytes;                   /* reserved for incomplete splits */
-	uint64_t frames_dropped;                     /* bad / unwanted frames inside accepted datagrams
-	                                                (window or split violations, refused splits) */
+	uint32_t send_queue_bytes; /* queued + unacked payload bytes */
+	uint32_t reassembly_bytes; /* reserved for incomplete splits */
+	uint64_t frames_dropped; /* bad / unwanted frames inside accepted datagrams
+				    (window or split violations, refused splits) */
 };
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */
@@ -114,7 +114,7 @@ struct rudp_conn; /* opaque; defined in conn_internal.h */
 struct rudp_conn_identity {
 	int64_t local_guid;
 	int64_t remote_guid; /* 0 when unknown */
-	struct rudp_wire_addr local_addr;  /* written into 0x10 / 0x13 */
+	struct rudp_wire_addr local_addr; /* written into 0x10 / 0x13 */
 	struct rudp_wire_addr remote_addr;
 };
 
@@ -122,8 +122,8 @@ struct rudp_conn_identity {
  * (it goes out on the first flush). cfg is copied; cb is copied. Returns NULL
  * on allocation failure only. */
 struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const struct rudp_conn_callbacks *cb,
-                                   enum rudp_conn_role role, const struct rudp_conn_identity *id,
-                                   uint64_t now_us);
+				   enum rudp_conn_role role, const struct rudp_conn_identity *id,
+				   uint64_t now_us);
 void rudp_conn_destroy(struct rudp_conn *c);
 
 /* Feeds one received online datagram (frame set, ACK or NACK). Bad input is
@@ -141,7 +141,7 @@ int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint6
  *   RUDP_CONN_E_NOMEM
  * Nothing is sent until rudp_conn_flush(). */
 int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-                   uint64_t now_us);
+		   uint64_t now_us);
 enum {
 	RUDP_CONN_E_STATE = -101,
 	RUDP_CONN_E_ARG = -102,

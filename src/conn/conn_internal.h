@@ -39,17 +39,17 @@ uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
 /* ---- sendq.c: frame records and their bodies ---- */
 
 enum sendq_frame_state {
-	FRAME_QUEUED,    /* never sent */
+	FRAME_QUEUED, /* never sent */
 	FRAME_IN_FLIGHT, /* sent, waiting for an ACK */
-	FRAME_NACKED,    /* sent, peer reported its datagram missing: resend at next flush */
-	FRAME_ACKED,     /* done; stays in the ring until everything older is done too */
+	FRAME_NACKED, /* sent, peer reported its datagram missing: resend at next flush */
+	FRAME_ACKED, /* done; stays in the ring until everything older is done too */
 };
 
 struct sendq_frame {
-	uint64_t body_pos;      /* position of the body in the queue's byte ring */
+	uint64_t body_pos; /* position of the body in the queue's byte ring */
 	uint64_t first_send_us; /* for "reliable data never acked" timeouts */
 	uint64_t last_send_us;
-	uint64_t deadline_us;   /* retransmit when still unacked at this time */
+	uint64_t deadline_us; /* retransmit when still unacked at this time */
 	uint32_t reliable_index;
 	uint32_t sequenced_index;
 	uint32_t order_index;
@@ -60,9 +60,9 @@ struct sendq_frame {
 	uint16_t body_len;
 	uint8_t reliability;
 	uint8_t channel;
-	uint8_t state;           /* enum sendq_frame_state */
-	uint8_t transmissions;   /* saturates at 255 */
-	uint8_t backoff;         /* RTO doublings so far */
+	uint8_t state; /* enum sendq_frame_state */
+	uint8_t transmissions; /* saturates at 255 */
+	uint8_t backoff; /* RTO doublings so far */
 	bool split;
 };
 
@@ -93,7 +93,7 @@ void sendq_free(struct sendq *q);
 int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body);
 /* Appends a record (copied from tmpl) with a copy of body; room must be reserved. */
 struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
-                               uint16_t len);
+			       uint16_t len);
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
 {
 	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
@@ -140,10 +140,10 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
  * last_dgram_seq.
  */
 struct sent_history {
-	uint32_t *tag;  /* seq | SENT_HISTORY_VALID per slot */
+	uint32_t *tag; /* seq | SENT_HISTORY_VALID per slot */
 	uint8_t *count; /* reliable frames recorded per slot */
 	uint32_t *reliable_index; /* size * per_dgram */
-	uint32_t size;  /* power of two */
+	uint32_t size; /* power of two */
 	uint32_t per_dgram;
 };
 #define SENT_HISTORY_VALID 0x80000000u
@@ -154,9 +154,9 @@ struct sent_history {
  * k with (base + k) & (nbits - 1) == i, for k < window. */
 struct recv_dedup {
 	uint64_t *bits;
-	uint32_t nbits;  /* power of two >= recv_window */
+	uint32_t nbits; /* power of two >= recv_window */
 	uint32_t window; /* cfg.recv_window */
-	uint32_t base;   /* lowest reliable index not received yet */
+	uint32_t base; /* lowest reliable index not received yet */
 	uint32_t highest_plus_one; /* one past the highest received; == base when no gaps */
 };
 
@@ -170,7 +170,7 @@ struct order_hold_entry {
 	uint8_t *data;
 	uint32_t len;
 	uint32_t order_index;
-	uint8_t kind;        /* enum hold_kind */
+	uint8_t kind; /* enum hold_kind */
 	uint8_t reliability;
 };
 
@@ -198,7 +198,7 @@ bool recv_no_reliable_gaps(const struct rudp_conn *c);
 void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index);
 /* Routes a complete message by reliability: ordering, sequencing, delivery. */
 void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                        uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us);
+			uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us);
 
 /* ---- reassembly.c ---- */
 
@@ -211,9 +211,9 @@ struct reasm_slot {
 	uint32_t received;
 	uint32_t order_index;
 	uint32_t sequenced_index;
-	uint64_t reserved;  /* bytes counted against max_reassembly_bytes */
+	uint64_t reserved; /* bytes counted against max_reassembly_bytes */
 	uint64_t started_us;
-	uint8_t *buf;       /* count * stride bytes, then count uint16 fragment lengths */
+	uint8_t *buf; /* count * stride bytes, then count uint16 fragment lengths */
 	size_t buf_cap;
 };
 
@@ -238,8 +238,8 @@ struct reassembly {
 
 enum reasm_result {
 	REASM_INCOMPLETE, /* stored, or dropped as bad (counted) */
-	REASM_COMPLETE,   /* *slot_out holds the whole message */
-	REASM_DEFER,      /* no room right now: do not mark the frame received */
+	REASM_COMPLETE, /* *slot_out holds the whole message */
+	REASM_DEFER, /* no room right now: do not mark the frame received */
 };
 
 int reasm_init(struct rudp_conn *c);
@@ -248,7 +248,7 @@ void reasm_free(struct rudp_conn *c);
  * split set is acceptable but does not fit now. */
 enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f);
 enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
-                                    struct reasm_slot **slot_out, size_t *len_out);
+				    struct reasm_slot **slot_out, size_t *len_out);
 void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
 
 /* ---- the connection ---- */
@@ -266,20 +266,20 @@ struct rudp_conn {
 	uint64_t last_send_us;
 	uint64_t disconnect_start_us;
 
-	uint32_t payload_max;   /* UDP payload bytes per datagram */
+	uint32_t payload_max; /* UDP payload bytes per datagram */
 	uint32_t frag_body_max; /* largest body we put in one frame */
 
 	/* send side */
-	struct sendq rel;      /* reliable frames, oldest unacked first */
-	struct sendq unrel;    /* unreliable frames, released when sent */
-	uint32_t rel_sent;     /* frames [0, rel_sent) of rel were sent at least once */
-	uint32_t rel_unacked;  /* sent frames not acked yet */
+	struct sendq rel; /* reliable frames, oldest unacked first */
+	struct sendq unrel; /* unreliable frames, released when sent */
+	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
+	uint32_t rel_unacked; /* sent frames not acked yet */
 	uint32_t next_reliable_index;
 	uint32_t next_dgram_seq;
 	uint16_t next_split_id;
 	uint32_t order_write[CONN_CHANNELS];
 	uint32_t sequenced_write[CONN_CHANNELS];
-	uint8_t *dgram_buf;    /* payload_max bytes */
+	uint8_t *dgram_buf; /* payload_max bytes */
 	struct sent_history sent;
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
@@ -294,7 +294,7 @@ struct rudp_conn {
 	 * frames twice (reliable ones have their own dedup) */
 	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
 	struct rudp_wire_range *ack_scratch; /* max_ack_ranges decoded records */
-	struct ack_key_range *ack_keys;      /* the same, normalized */
+	struct ack_key_range *ack_keys; /* the same, normalized */
 
 	/* receive side */
 	struct recv_dedup dedup;
@@ -304,8 +304,8 @@ struct rudp_conn {
 	uint32_t hold_block_cached;
 
 	/* handshake and close */
-	bool answered_request;   /* server: 0x10 queued */
-	bool remote_closing;     /* 0x15 delivered; close once no reliable data is missing */
+	bool answered_request; /* server: 0x10 queued */
+	bool remote_closing; /* 0x15 delivered; close once no reliable data is missing */
 	bool closed_reported;
 	int64_t peer_request_time;
 
@@ -328,10 +328,10 @@ void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason);
 /* Queues a message without the checks rudp_conn_send does for the app
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                       uint8_t channel, bool enforce_budget);
+		       uint8_t channel, bool enforce_budget);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                      uint8_t channel);
+		      uint8_t channel);
 void conn_count_bad_frame(struct rudp_conn *c);
 /* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
 void conn_check_disconnect_done(struct rudp_conn *c);
@@ -348,6 +348,6 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked);
  * Sets both what this side sends next and what it expects from the peer, so
  * call it on both ends with the same values right after create. */
 void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32_t reliable_index,
-                                 uint32_t order_index, uint16_t split_id);
+				 uint32_t order_index, uint16_t split_id);
 
 #endif

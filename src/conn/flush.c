@@ -30,9 +30,9 @@ enum flush_kind {
 #define FLUSH_MAX_BACKOFF 30
 
 struct dgram_builder {
-	size_t len;            /* bytes used in c->dgram_buf, header included */
+	size_t len; /* bytes used in c->dgram_buf, header included */
 	uint32_t nframes;
-	uint32_t new_frames;   /* FLUSH_NEW refs: rel[rel_sent .. rel_sent + new_frames) */
+	uint32_t new_frames; /* FLUSH_NEW refs: rel[rel_sent .. rel_sent + new_frames) */
 	uint32_t unrel_frames; /* FLUSH_UNREL refs: unrel[0 .. unrel_frames) */
 	int emitted;
 	bool blocked;
@@ -104,8 +104,7 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 			c->stats.frames_retransmitted++;
 			commit_reliable(c, f, now_us);
 			break;
-		default:
-			break;
+		default: break;
 		}
 	}
 	c->rel_sent += b->new_frames;
@@ -120,7 +119,7 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 /* Hands the datagram being built to the owner. False when it was refused. */
 static bool builder_emit(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
 {
-	struct rudp_wire_dgram_header h = { .flags = FLUSH_DGRAM_FLAGS, .seq = c->next_dgram_seq };
+	struct rudp_wire_dgram_header h = {.flags = FLUSH_DGRAM_FLAGS, .seq = c->next_dgram_seq};
 
 	if (b->nframes == 0)
 		return true;
@@ -139,7 +138,7 @@ static bool builder_emit(struct rudp_conn *c, struct dgram_builder *b, uint64_t 
  * fit in it. index is only used for retransmissions; new and unreliable frames
  * are taken in queue order. */
 static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush_kind kind, uint32_t index,
-                        uint64_t now_us)
+			uint64_t now_us)
 {
 	struct rudp_wire_frame wf;
 	struct sendq_frame *f;
@@ -181,7 +180,7 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 
 int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 {
-	struct dgram_builder b = { 0 };
+	struct dgram_builder b = {0};
 
 	builder_reset(&b);
 	for (uint32_t i = 0; i < c->rel_sent; i++) {

@@ -188,7 +188,7 @@ static void lens_set(struct reasm_slot *s, uint64_t data_bytes, uint32_t i, uint
 }
 
 enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
-                                    struct reasm_slot **slot_out, size_t *len_out)
+				    struct reasm_slot **slot_out, size_t *len_out)
 {
 	struct reassembly *r = &c->reasm;
 	struct reasm_slot *s = reasm_find(r, f->split_id);

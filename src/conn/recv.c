@@ -147,7 +147,7 @@ static int hold_grow(struct recv_channel *ch, uint32_t need)
 /* Stores a message (or a skip marker when data is NULL) at order index
  * expected + ahead, ahead > 0. False when it cannot be stored. */
 static bool hold_put(struct rudp_conn *c, struct recv_channel *ch, uint32_t order_index, uint32_t ahead,
-                     const uint8_t *data, size_t len, uint8_t reliability)
+		     const uint8_t *data, size_t len, uint8_t reliability)
 {
 	struct order_hold_entry *e;
 
@@ -176,7 +176,7 @@ static bool hold_put(struct rudp_conn *c, struct recv_channel *ch, uint32_t orde
 /* ---- delivery ---- */
 
 static void deliver_body(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                         uint8_t channel, uint64_t now_us)
+			 uint8_t channel, uint64_t now_us)
 {
 	if (len > 0 && rudp_wire_is_control_id(data[0]))
 		conn_on_control(c, data, len, now_us);
@@ -207,7 +207,7 @@ static void order_drain(struct rudp_conn *c, uint8_t channel, uint64_t now_us)
 }
 
 static void order_on_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                             uint8_t channel, uint32_t order_index, uint64_t now_us)
+			     uint8_t channel, uint32_t order_index, uint64_t now_us)
 {
 	struct recv_channel *ch = &c->chans[channel];
 	int32_t ahead = rudp_u24_diff(order_index, ch->expected_order);
@@ -249,8 +249,8 @@ void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index)
  * index; RakNet peers restart sequenced indexes at each ordered message,
  * which this comparison allows. */
 static void sequenced_on_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                                 uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
-                                 uint64_t now_us)
+				 uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
+				 uint64_t now_us)
 {
 	struct recv_channel *ch = &c->chans[channel];
 
@@ -269,7 +269,7 @@ static void sequenced_on_message(struct rudp_conn *c, const uint8_t *data, size_
 }
 
 void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                        uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us)
+			uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us)
 {
 	switch (reliability) {
 	case RUDP_WIRE_RELIABLE_ORDERED:
@@ -277,11 +277,10 @@ void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		break;
 	case RUDP_WIRE_UNRELIABLE_SEQUENCED:
 	case RUDP_WIRE_RELIABLE_SEQUENCED:
-		sequenced_on_message(c, data, len, reliability, channel, order_index, sequenced_index, now_us);
+		sequenced_on_message(c, data, len, reliability, channel, order_index, sequenced_index,
+				     now_us);
 		break;
-	default:
-		deliver_body(c, data, len, reliability, 0, now_us);
-		break;
+	default: deliver_body(c, data, len, reliability, 0, now_us); break;
 	}
 }
 
@@ -295,17 +294,13 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 	}
 	if (reliable) {
 		switch (dedup_check(&c->dedup, f->reliable_index)) {
-		case DEDUP_DUPLICATE:
-			c->stats.duplicates_dropped++;
-			return true;
-		case DEDUP_AHEAD:
-			conn_count_bad_frame(c);
-			return false;
-		case DEDUP_NEW:
-			break;
+		case DEDUP_DUPLICATE: c->stats.duplicates_dropped++; return true;
+		case DEDUP_AHEAD: conn_count_bad_frame(c); return false;
+		case DEDUP_NEW: break;
 		}
 		if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED) {
-			int32_t ahead = rudp_u24_diff(f->order_index, c->chans[f->order_channel].expected_order);
+			int32_t ahead =
+				rudp_u24_diff(f->order_index, c->chans[f->order_channel].expected_order);
 
 			if (ahead > 0 && (uint32_t)ahead > c->cfg.max_order_hold) {
 				conn_count_bad_frame(c);
@@ -322,13 +317,13 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 		size_t len = 0;
 
 		if (reasm_on_fragment(c, f, now_us, &slot, &len) == REASM_COMPLETE) {
-			recv_route_message(c, slot->buf, len, slot->reliability, slot->channel, slot->order_index,
-			                   slot->sequenced_index, now_us);
+			recv_route_message(c, slot->buf, len, slot->reliability, slot->channel,
+					   slot->order_index, slot->sequenced_index, now_us);
 			reasm_release(c, slot);
 		}
 	} else {
 		recv_route_message(c, f->body, f->body_len, f->reliability, f->order_channel, f->order_index,
-		                   f->sequenced_index, now_us);
+				   f->sequenced_index, now_us);
 	}
 	return true;
 }

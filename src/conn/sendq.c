@@ -107,7 +107,7 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 }
 
 struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
-                               uint16_t len)
+			       uint16_t len)
 {
 	uint64_t pos = q->bytes_head;
 	uint64_t phys = pos & (q->bytes_cap - 1);
@@ -146,19 +146,15 @@ void sendq_pop_front(struct sendq *q)
 static uint8_t plain_reliability(uint8_t r)
 {
 	switch (r) {
-	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT:
-		return RUDP_WIRE_UNRELIABLE;
-	case RUDP_WIRE_RELIABLE_ACK_RECEIPT:
-		return RUDP_WIRE_RELIABLE;
-	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT:
-		return RUDP_WIRE_RELIABLE_ORDERED;
-	default:
-		return r;
+	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT: return RUDP_WIRE_UNRELIABLE;
+	case RUDP_WIRE_RELIABLE_ACK_RECEIPT: return RUDP_WIRE_RELIABLE;
+	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT: return RUDP_WIRE_RELIABLE_ORDERED;
+	default: return r;
 	}
 }
 
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-                       uint8_t channel, bool enforce_budget)
+		       uint8_t channel, bool enforce_budget)
 {
 	uint8_t rel = plain_reliability(reliability);
 	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
@@ -231,7 +227,7 @@ int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uin
 }
 
 int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-                   uint64_t now_us)
+		   uint64_t now_us)
 {
 	uint8_t rel;
 	int rc;
@@ -248,7 +244,8 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 	/* The peer's conn would consume such a message as a control message. */
 	if (rudp_wire_is_control_id(data[0]))
 		return RUDP_CONN_E_ARG;
-	rc = conn_queue_message(c, data, len, rel, rudp_wire_is_ordered_or_sequenced(rel) ? channel : 0, true);
+	rc = conn_queue_message(c, data, len, rel, rudp_wire_is_ordered_or_sequenced(rel) ? channel : 0,
+				true);
 	if (rc == 0)
 		c->stats.messages_sent++;
 	return rc;

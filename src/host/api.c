@@ -133,7 +133,10 @@ int rudp_peer_address(const rudp_peer *p, char *buf, size_t len)
 	return rudp_addr_format((const struct sockaddr *)&p->addr, buf, len);
 }
 
-uint64_t rudp_peer_guid(const rudp_peer *p) { return p ? p->remote_guid : 0; }
+uint64_t rudp_peer_guid(const rudp_peer *p)
+{
+	return p ? p->remote_guid : 0;
+}
 
 void rudp_peer_set_userdata(rudp_peer *p, void *ud)
 {
@@ -141,4 +144,7 @@ void rudp_peer_set_userdata(rudp_peer *p, void *ud)
 		p->userdata = ud;
 }
 
-void *rudp_peer_get_userdata(const rudp_peer *p) { return p ? p->userdata : NULL; }
+void *rudp_peer_get_userdata(const rudp_peer *p)
+{
+	return p ? p->userdata : NULL;
+}

@@ -63,8 +63,11 @@ static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
 static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel)
 {
 	struct rudp_peer *p = ud;
-	struct pending_event e = {.type = RUDP_EVENT_RECEIVE, .peer = p, .len = len,
-	                          .reliability = reliability, .channel = channel};
+	struct pending_event e = {.type = RUDP_EVENT_RECEIVE,
+				  .peer = p,
+				  .len = len,
+				  .reliability = reliability,
+				  .channel = channel};
 	if (event_queue_push(&p->host->events, &e, data) != 0)
 		host_log(p->host, 0, "out of memory queueing a message; it is lost");
 }
@@ -182,11 +185,12 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 {
 	struct rudp_conn_config cc = h->conn_cfg;
 	struct rudp_conn_callbacks cb = {.ud = p,
-	                                 .send_datagram = cb_send_datagram,
-	                                 .deliver = cb_deliver,
-	                                 .connected = cb_connected,
-	                                 .closed = cb_closed};
-	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid, .remote_guid = (int64_t)p->remote_guid};
+					 .send_datagram = cb_send_datagram,
+					 .deliver = cb_deliver,
+					 .connected = cb_connected,
+					 .closed = cb_closed};
+	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid,
+					.remote_guid = (int64_t)p->remote_guid};
 	struct sockaddr_storage local;
 	rudp_addr_normalize((const struct sockaddr *)&h->local_addr, &local);
 	rudp_addr_to_wire(&local, &id.local_addr);
@@ -484,8 +488,9 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->max_frames_per_datagram == 0 || c->max_frames_per_datagram > 64)
 		return RUDP_E_INVALID;
-	if (c->max_message_size == 0 || c->max_queue_bytes < c->max_message_size / 2 || c->max_split_count == 0 ||
-	    c->max_split_ids == 0 || c->max_order_hold == 0 || c->max_ack_ranges == 0)
+	if (c->max_message_size == 0 || c->max_queue_bytes < c->max_message_size / 2 ||
+	    c->max_split_count == 0 || c->max_split_ids == 0 || c->max_order_hold == 0 ||
+	    c->max_ack_ranges == 0)
 		return RUDP_E_INVALID;
 	if (c->rto_min_ms == 0 || c->rto_min_ms > c->rto_max_ms || c->rto_initial_ms == 0)
 		return RUDP_E_INVALID;
@@ -596,7 +601,10 @@ void rudp_host_destroy(rudp_host *h)
 	free(h);
 }
 
-int rudp_host_fd(const rudp_host *h) { return h ? h->fd : RUDP_E_INVALID; }
+int rudp_host_fd(const rudp_host *h)
+{
+	return h ? h->fd : RUDP_E_INVALID;
+}
 
 int rudp_host_local_address(const rudp_host *h, char *buf, size_t len)
 {
@@ -662,9 +670,7 @@ int rudp_send(rudp_peer *p, const void *data, size_t len, int reliability, int c
 	struct rudp_host *h = p->host;
 	int r = rudp_conn_send(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel, h->now_us);
 	switch (r) {
-	case 0:
-		host_mark_dirty(h, p);
-		return 0;
+	case 0: host_mark_dirty(h, p); return 0;
 	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
 	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
 	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
@@ -726,8 +732,8 @@ int rudp_ping(rudp_host *h, const char *address, int timeout_ms, rudp_pong *out)
 	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
 	h->now_us = rudp_now_us();
 	struct rudp_wire_unconnected_ping ping = {.id = RUDP_ID_UNCONNECTED_PING,
-	                                          .time = (int64_t)(h->now_us / 1000),
-	                                          .client_guid = (int64_t)h->guid};
+						  .time = (int64_t)(h->now_us / 1000),
+						  .client_guid = (int64_t)h->guid};
 	int n = rudp_wire_encode_unconnected_ping(buf, sizeof(buf), &ping);
 	if (n < 0)
 		return RUDP_E_INVALID;

@@ -25,21 +25,21 @@ void rudp_addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out
 /* The form a socket of family sock_family can send to (maps v4 into v6 for a
  * dual-stack socket). Returns false when it cannot. */
 bool rudp_addr_for_socket(const struct sockaddr_storage *in, int sock_family, struct sockaddr_storage *out,
-                          socklen_t *outlen);
+			  socklen_t *outlen);
 bool rudp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b); /* normalized */
 void rudp_addr_to_wire(const struct sockaddr_storage *normalized, struct rudp_wire_addr *out);
 
 /* ---- peers ---- */
 enum peer_stage {
-	PEER_OFFLINE_1,  /* client: sending open connection request 1 (MTU probes) */
-	PEER_OFFLINE_2,  /* client: sending open connection request 2 */
-	PEER_ONLINE,     /* conn exists (connecting or connected) */
-	PEER_DEAD,       /* closed; waiting for the application to see its event */
+	PEER_OFFLINE_1, /* client: sending open connection request 1 (MTU probes) */
+	PEER_OFFLINE_2, /* client: sending open connection request 2 */
+	PEER_ONLINE, /* conn exists (connecting or connected) */
+	PEER_DEAD, /* closed; waiting for the application to see its event */
 };
 
 struct rudp_peer {
 	struct rudp_host *host;
-	struct sockaddr_storage addr;      /* normalized (v4 as AF_INET) */
+	struct sockaddr_storage addr; /* normalized (v4 as AF_INET) */
 	struct sockaddr_storage send_addr; /* the form our socket sends to */
 	socklen_t send_addrlen;
 	uint64_t addr_hash;
@@ -54,8 +54,8 @@ struct rudp_peer {
 	/* client offline handshake */
 	uint64_t handshake_started_us;
 	uint64_t next_attempt_us;
-	uint32_t attempts;      /* at the current stage / probe */
-	uint32_t probe_index;   /* which MTU of the probe list */
+	uint32_t attempts; /* at the current stage / probe */
+	uint32_t probe_index; /* which MTU of the probe list */
 	bool server_wants_cookie;
 	uint32_t cookie;
 
@@ -69,8 +69,8 @@ struct rudp_peer {
 	struct rudp_peer *dead_next;
 	bool closing_pending; /* conn closed inside a callback; finish after it returns */
 	int close_reason;
-	bool event_seen;     /* the DISCONNECT event was handed out */
-	bool silent_close;   /* rudp_peer_reset: no event */
+	bool event_seen; /* the DISCONNECT event was handed out */
+	bool silent_close; /* rudp_peer_reset: no event */
 	/* The conn's counters as they were when it closed, so statistics stay
 	 * readable while the application handles the DISCONNECT event. */
 	bool has_final_stats;
@@ -80,8 +80,8 @@ struct rudp_peer {
 /* ---- peer table (peer_table.c): open addressing, XXH3 seeded hash ---- */
 struct peer_table {
 	struct rudp_peer **slots; /* NULL empty, TOMBSTONE deleted */
-	uint32_t cap;             /* power of two */
-	uint32_t used;            /* live entries */
+	uint32_t cap; /* power of two */
+	uint32_t used; /* live entries */
 	uint32_t tombstones;
 	uint64_t seed;
 };
@@ -89,7 +89,7 @@ int peer_table_init(struct peer_table *t, uint32_t expected, uint64_t seed);
 void peer_table_free(struct peer_table *t);
 uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_storage *normalized);
 struct rudp_peer *peer_table_find(const struct peer_table *t, const struct sockaddr_storage *normalized,
-                                  uint64_t hash);
+				  uint64_t hash);
 int peer_table_insert(struct peer_table *t, struct rudp_peer *p);
 void peer_table_remove(struct peer_table *t, struct rudp_peer *p);
 
@@ -116,7 +116,8 @@ struct event_queue {
 	uint32_t head, count, cap; /* ring */
 	uint32_t max;
 	uint8_t *arena;
-	size_t arena_start, arena_end, arena_cap; /* [start, end) holds data of queued or just-returned events */
+	size_t arena_start, arena_end,
+		arena_cap; /* [start, end) holds data of queued or just-returned events */
 };
 void event_queue_init(struct event_queue *q, uint32_t max);
 void event_queue_free(struct event_queue *q);
@@ -163,11 +164,11 @@ void host_log(struct rudp_host *h, int level, const char *fmt, ...) __attribute_
 
 /* offline.c */
 void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *from_norm,
-                         const struct rudp_io_datagram *d);
+			 const struct rudp_io_datagram *d);
 int offline_client_start(struct rudp_host *h, struct rudp_peer *p);
 void offline_client_timer(struct rudp_host *h, struct rudp_peer *p);
-void host_send_raw(struct rudp_host *h, const struct rudp_peer *p_or_null, const struct sockaddr_storage *to_norm,
-                   const uint8_t *data, size_t len);
+void host_send_raw(struct rudp_host *h, const struct rudp_peer *p_or_null,
+		   const struct sockaddr_storage *to_norm, const uint8_t *data, size_t len);
 
 /* host.c */
 struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, bool outgoing);

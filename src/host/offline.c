@@ -18,7 +18,7 @@ static const uint16_t mtu_probes[] = {1492, 1200, 576};
 #define RUDP_MIN_MTU 576
 
 void host_send_raw(struct rudp_host *h, const struct rudp_peer *p, const struct sockaddr_storage *to_norm,
-                   const uint8_t *data, size_t len)
+		   const uint8_t *data, size_t len)
 {
 	struct sockaddr_storage sa;
 	socklen_t salen;
@@ -55,7 +55,7 @@ static void client_send_request(struct rudp_host *h, struct rudp_peer *p)
 	int n;
 	if (p->stage == PEER_OFFLINE_1) {
 		struct rudp_wire_open_request_1 r = {.protocol = h->cfg.protocol_version,
-		                                     .mtu = probe_mtu(h, p->probe_index)};
+						     .mtu = probe_mtu(h, p->probe_index)};
 		n = rudp_wire_encode_open_request_1(buf, sizeof(buf), &r);
 	} else {
 		struct rudp_wire_open_request_2 r = {
@@ -115,7 +115,7 @@ static void server_reply_reject(struct rudp_host *h, const struct sockaddr_stora
 }
 
 static void server_on_request_1(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
-                                size_t n)
+				size_t n)
 {
 	struct rudp_wire_open_request_1 req;
 	uint8_t buf[64];
@@ -125,7 +125,7 @@ static void server_on_request_1(struct rudp_host *h, const struct sockaddr_stora
 	}
 	if (req.protocol < h->cfg.protocol_min || req.protocol > h->cfg.protocol_max) {
 		struct rudp_wire_incompatible_protocol r = {.protocol = h->cfg.protocol_version,
-		                                            .server_guid = (int64_t)h->guid};
+							    .server_guid = (int64_t)h->guid};
 		int len = rudp_wire_encode_incompatible_protocol(buf, sizeof(buf), &r);
 		if (len > 0)
 			host_send_raw(h, NULL, from, buf, (size_t)len);
@@ -148,7 +148,8 @@ static void server_on_request_1(struct rudp_host *h, const struct sockaddr_stora
 static void server_send_reply_2(struct rudp_host *h, struct rudp_peer *peer)
 {
 	uint8_t buf[96];
-	struct rudp_wire_open_reply_2 rep = {.server_guid = (int64_t)h->guid, .mtu = peer->mtu, .encryption = false};
+	struct rudp_wire_open_reply_2 rep = {
+		.server_guid = (int64_t)h->guid, .mtu = peer->mtu, .encryption = false};
 	rudp_addr_to_wire(&peer->addr, &rep.client_addr);
 	int len = rudp_wire_encode_open_reply_2(buf, sizeof(buf), &rep);
 	if (len > 0)
@@ -156,7 +157,7 @@ static void server_send_reply_2(struct rudp_host *h, struct rudp_peer *peer)
 }
 
 static void server_on_request_2(struct rudp_host *h, const struct sockaddr_storage *from, uint64_t hash,
-                                const uint8_t *p, size_t n)
+				const uint8_t *p, size_t n)
 {
 	struct rudp_wire_open_request_2 req;
 	if (rudp_wire_decode_open_request_2(p, n, false, &req) < 0) {
@@ -235,7 +236,7 @@ static void client_on_reply_2(struct rudp_host *h, struct rudp_peer *peer, const
 }
 
 static void on_unconnected_ping(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
-                                size_t n)
+				size_t n)
 {
 	struct rudp_wire_unconnected_ping ping;
 	uint8_t buf[RUDP_IO_SLOT_SIZE];
@@ -258,7 +259,7 @@ static void on_unconnected_ping(struct rudp_host *h, const struct sockaddr_stora
 }
 
 static void on_unconnected_pong(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
-                                size_t n)
+				size_t n)
 {
 	struct rudp_wire_unconnected_pong pong;
 	if (!h->ping_waiting || !rudp_addr_equal(from, &h->ping_addr))
@@ -276,7 +277,8 @@ static void on_unconnected_pong(struct rudp_host *h, const struct sockaddr_stora
 	h->ping_got = true;
 }
 
-void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *from, const struct rudp_io_datagram *d)
+void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *from,
+			 const struct rudp_io_datagram *d)
 {
 	const uint8_t *p = d->data;
 	size_t n = d->len;
@@ -285,20 +287,11 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 
 	switch (p[0]) {
 	case RUDP_ID_UNCONNECTED_PING:
-	case RUDP_ID_UNCONNECTED_PING_OPEN:
-		on_unconnected_ping(h, from, p, n);
-		return;
-	case RUDP_ID_UNCONNECTED_PONG:
-		on_unconnected_pong(h, from, p, n);
-		return;
-	case RUDP_ID_OPEN_CONNECTION_REQUEST_1:
-		server_on_request_1(h, from, p, n);
-		return;
-	case RUDP_ID_OPEN_CONNECTION_REQUEST_2:
-		server_on_request_2(h, from, hash, p, n);
-		return;
-	default:
-		break;
+	case RUDP_ID_UNCONNECTED_PING_OPEN: on_unconnected_ping(h, from, p, n); return;
+	case RUDP_ID_UNCONNECTED_PONG: on_unconnected_pong(h, from, p, n); return;
+	case RUDP_ID_OPEN_CONNECTION_REQUEST_1: server_on_request_1(h, from, p, n); return;
+	case RUDP_ID_OPEN_CONNECTION_REQUEST_2: server_on_request_2(h, from, hash, p, n); return;
+	default: break;
 	}
 	/* Replies only matter to a client peer we are connecting with. */
 	peer = peer_table_find(&h->table, from, hash);
@@ -307,12 +300,8 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 		return;
 	}
 	switch (p[0]) {
-	case RUDP_ID_OPEN_CONNECTION_REPLY_1:
-		client_on_reply_1(h, peer, p, n);
-		break;
-	case RUDP_ID_OPEN_CONNECTION_REPLY_2:
-		client_on_reply_2(h, peer, p, n);
-		break;
+	case RUDP_ID_OPEN_CONNECTION_REPLY_1: client_on_reply_1(h, peer, p, n); break;
+	case RUDP_ID_OPEN_CONNECTION_REPLY_2: client_on_reply_2(h, peer, p, n); break;
 	case RUDP_ID_INCOMPATIBLE_PROTOCOL_VERSION:
 		if (peer->stage == PEER_OFFLINE_1 || peer->stage == PEER_OFFLINE_2)
 			host_peer_close(h, peer, RUDP_REASON_INCOMPATIBLE);
@@ -327,8 +316,6 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 		if (peer->stage == PEER_OFFLINE_1 || peer->stage == PEER_OFFLINE_2)
 			host_peer_close(h, peer, RUDP_REASON_REJECTED);
 		break;
-	default:
-		h->stats.datagrams_dropped++;
-		break;
+	default: h->stats.datagrams_dropped++; break;
 	}
 }

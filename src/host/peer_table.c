@@ -109,7 +109,8 @@ int peer_table_insert(struct peer_table *t, struct rudp_peer *p)
 void peer_table_remove(struct peer_table *t, struct rudp_peer *p)
 {
 	uint32_t mask = t->cap - 1;
-	for (uint32_t i = (uint32_t)p->addr_hash & mask, probes = 0; probes < t->cap; i = (i + 1) & mask, probes++) {
+	for (uint32_t i = (uint32_t)p->addr_hash & mask, probes = 0; probes < t->cap;
+	     i = (i + 1) & mask, probes++) {
 		if (!t->slots[i])
 			return;
 		if (t->slots[i] == p) {

@@ -100,7 +100,7 @@ void rudp_addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out
 }
 
 bool rudp_addr_for_socket(const struct sockaddr_storage *in, int sock_family, struct sockaddr_storage *out,
-                          socklen_t *outlen)
+			  socklen_t *outlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (in->ss_family == sock_family) {
@@ -127,7 +127,8 @@ bool rudp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_sto
 	if (a->ss_family != b->ss_family)
 		return false;
 	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const struct sockaddr_in *)a, *y = (const struct sockaddr_in *)b;
+		const struct sockaddr_in *x = (const struct sockaddr_in *)a,
+					 *y = (const struct sockaddr_in *)b;
 		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
 	}
 	const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a, *y = (const struct sockaddr_in6 *)b;

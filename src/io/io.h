@@ -64,13 +64,22 @@ struct rudp_io {
 /* The recvmmsg/sendmmsg backend over an already bound non-blocking fd. */
 struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
 
-static inline int rudp_io_recv(struct rudp_io *io, struct rudp_io_datagram **out) { return io->ops->recv(io, out); }
-static inline uint8_t *rudp_io_tx_slot(struct rudp_io *io) { return io->ops->tx_slot(io); }
+static inline int rudp_io_recv(struct rudp_io *io, struct rudp_io_datagram **out)
+{
+	return io->ops->recv(io, out);
+}
+static inline uint8_t *rudp_io_tx_slot(struct rudp_io *io)
+{
+	return io->ops->tx_slot(io);
+}
 static inline void rudp_io_tx_commit(struct rudp_io *io, size_t len, const struct sockaddr *a, socklen_t alen)
 {
 	io->ops->tx_commit(io, len, a, alen);
 }
-static inline int rudp_io_flush(struct rudp_io *io) { return io->ops->flush(io); }
+static inline int rudp_io_flush(struct rudp_io *io)
+{
+	return io->ops->flush(io);
+}
 static inline void rudp_io_destroy(struct rudp_io *io)
 {
 	if (io)

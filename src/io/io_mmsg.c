@@ -168,8 +168,8 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch)
 	m->tx_iov = calloc(batch, sizeof(*m->tx_iov));
 	m->tx_addr = calloc(batch, sizeof(*m->tx_addr));
 	m->tx_buf = malloc((size_t)batch * RUDP_IO_SLOT_SIZE);
-	if (!m->rx_hdrs || !m->rx_iov || !m->rx_out || !m->rx_buf || !m->tx_hdrs || !m->tx_iov || !m->tx_addr ||
-	    !m->tx_buf) {
+	if (!m->rx_hdrs || !m->rx_iov || !m->rx_out || !m->rx_buf || !m->tx_hdrs || !m->tx_iov ||
+	    !m->tx_addr || !m->tx_buf) {
 		mmsg_destroy(&m->base);
 		return NULL;
 	}

@@ -27,7 +27,7 @@ struct wire_reader {
 
 static inline struct wire_reader rd_init(const uint8_t *p, size_t n)
 {
-	struct wire_reader r = { .p = p, .n = p ? n : 0, .off = 0, .short_read = false };
+	struct wire_reader r = {.p = p, .n = p ? n : 0, .off = 0, .short_read = false};
 	return r;
 }
 
@@ -157,7 +157,7 @@ struct wire_writer {
 
 static inline struct wire_writer wr_init(uint8_t *p, size_t cap)
 {
-	struct wire_writer w = { .p = p, .cap = p ? cap : 0, .off = 0, .overflow = false };
+	struct wire_writer w = {.p = p, .cap = p ? cap : 0, .off = 0, .overflow = false};
 	return w;
 }
 

@@ -54,14 +54,10 @@ int rudp_wire_encode_dgram_header(uint8_t *p, size_t cap, const struct rudp_wire
 static uint8_t plain_reliability(uint8_t r)
 {
 	switch (r) {
-	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT:
-		return RUDP_WIRE_UNRELIABLE;
-	case RUDP_WIRE_RELIABLE_ACK_RECEIPT:
-		return RUDP_WIRE_RELIABLE;
-	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT:
-		return RUDP_WIRE_RELIABLE_ORDERED;
-	default:
-		return r;
+	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT: return RUDP_WIRE_UNRELIABLE;
+	case RUDP_WIRE_RELIABLE_ACK_RECEIPT: return RUDP_WIRE_RELIABLE;
+	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT: return RUDP_WIRE_RELIABLE_ORDERED;
+	default: return r;
 	}
 }
 

@@ -27,19 +27,14 @@ static int magic_offset(uint8_t id)
 {
 	switch (id) {
 	case RUDP_ID_UNCONNECTED_PING:
-	case RUDP_ID_UNCONNECTED_PING_OPEN:
-		return 9; /* after time */
-	case RUDP_ID_UNCONNECTED_PONG:
-		return 17; /* after time and server guid */
+	case RUDP_ID_UNCONNECTED_PING_OPEN: return 9; /* after time */
+	case RUDP_ID_UNCONNECTED_PONG: return 17; /* after time and server guid */
 	case RUDP_ID_OPEN_CONNECTION_REQUEST_1:
 	case RUDP_ID_OPEN_CONNECTION_REPLY_1:
 	case RUDP_ID_OPEN_CONNECTION_REQUEST_2:
-	case RUDP_ID_OPEN_CONNECTION_REPLY_2:
-		return 1;
-	case RUDP_ID_INCOMPATIBLE_PROTOCOL_VERSION:
-		return 2; /* after the protocol byte */
-	default:
-		return is_reject_id(id) ? 1 : -1;
+	case RUDP_ID_OPEN_CONNECTION_REPLY_2: return 1;
+	case RUDP_ID_INCOMPATIBLE_PROTOCOL_VERSION: return 2; /* after the protocol byte */
+	default: return is_reject_id(id) ? 1 : -1;
 	}
 }
 

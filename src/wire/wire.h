@@ -31,11 +31,11 @@
 /* ---- status codes (all negative; >= 0 means success / a byte count) ---- */
 enum {
 	RUDP_WIRE_TRUNCATED = -1, /* input ends before the packet does */
-	RUDP_WIRE_BAD_ID = -2,    /* first byte is not the packet expected */
+	RUDP_WIRE_BAD_ID = -2, /* first byte is not the packet expected */
 	RUDP_WIRE_BAD_MAGIC = -3, /* offline magic mismatch */
 	RUDP_WIRE_BAD_VALUE = -4, /* a field holds a value the protocol forbids */
-	RUDP_WIRE_NO_SPACE = -5,  /* encoder: output buffer too small */
-	RUDP_WIRE_TRAILING = -6,  /* bytes left over where none may be */
+	RUDP_WIRE_NO_SPACE = -5, /* encoder: output buffer too small */
+	RUDP_WIRE_TRAILING = -6, /* bytes left over where none may be */
 };
 
 /** Human-readable name of a RUDP_WIRE_* status. */
@@ -99,7 +99,10 @@ static inline bool rudp_wire_is_reliable(uint8_t r)
 {
 	return r == 2 || r == 3 || r == 4 || r == 6 || r == 7;
 }
-static inline bool rudp_wire_is_sequenced(uint8_t r) { return r == 1 || r == 4; }
+static inline bool rudp_wire_is_sequenced(uint8_t r)
+{
+	return r == 1 || r == 4;
+}
 static inline bool rudp_wire_is_ordered_or_sequenced(uint8_t r)
 {
 	return r == 1 || r == 3 || r == 4 || r == 7;
@@ -111,21 +114,25 @@ static inline int32_t rudp_u24_diff(uint32_t a, uint32_t b)
 	uint32_t d = (a - b) & RUDP_WIRE_U24_MASK;
 	return d >= 0x800000u ? (int32_t)d - 0x1000000 : (int32_t)d;
 }
-static inline uint32_t rudp_u24_add(uint32_t a, uint32_t b) { return (a + b) & RUDP_WIRE_U24_MASK; }
+static inline uint32_t rudp_u24_add(uint32_t a, uint32_t b)
+{
+	return (a + b) & RUDP_WIRE_U24_MASK;
+}
 
 /* ---- addresses ---- */
 struct rudp_wire_addr {
-	uint8_t version;   /* 4 or 6 */
-	uint16_t port;     /* host byte order */
-	uint8_t ip[16];    /* v4: first 4 bytes, network order, NOT inverted */
-	uint16_t family;   /* v6 only: the raw family field (AF_INET6 = 10 on Linux, 23 on Windows) */
+	uint8_t version; /* 4 or 6 */
+	uint16_t port; /* host byte order */
+	uint8_t ip[16]; /* v4: first 4 bytes, network order, NOT inverted */
+	uint16_t family; /* v6 only: the raw family field (AF_INET6 = 10 on Linux, 23 on Windows) */
 	uint32_t flowinfo; /* v6 only */
 	uint32_t scope_id; /* v6 only */
 };
 /* Encoded sizes: 7 bytes for v4, 29 for v6. */
 #define RUDP_WIRE_ADDR4_LEN 7
 #define RUDP_WIRE_ADDR6_LEN 29
-int rudp_wire_decode_addr(const uint8_t *p, size_t n, struct rudp_wire_addr *out); /* returns bytes consumed */
+int rudp_wire_decode_addr(const uint8_t *p, size_t n,
+			  struct rudp_wire_addr *out); /* returns bytes consumed */
 int rudp_wire_encode_addr(uint8_t *p, size_t cap, const struct rudp_wire_addr *a);
 
 /* ---- offline packets (first byte is the id, never inside a datagram) ---- */
@@ -168,14 +175,15 @@ int rudp_wire_decode_open_reply_1(const uint8_t *p, size_t n, struct rudp_wire_o
 int rudp_wire_encode_open_reply_1(uint8_t *p, size_t cap, const struct rudp_wire_open_reply_1 *in);
 
 struct rudp_wire_open_request_2 {
-	bool has_cookie; /* decode: caller sets expect_cookie; encode: write cookie + a false "challenge" bool */
+	bool has_cookie; /* decode: caller sets expect_cookie; encode: write cookie + a false "challenge" bool
+			  */
 	uint32_t cookie;
 	struct rudp_wire_addr server_addr;
 	uint16_t mtu;
 	int64_t client_guid;
 };
 int rudp_wire_decode_open_request_2(const uint8_t *p, size_t n, bool expect_cookie,
-                                    struct rudp_wire_open_request_2 *out);
+				    struct rudp_wire_open_request_2 *out);
 int rudp_wire_encode_open_request_2(uint8_t *p, size_t cap, const struct rudp_wire_open_request_2 *in);
 
 struct rudp_wire_open_reply_2 {
@@ -191,8 +199,10 @@ struct rudp_wire_incompatible_protocol {
 	uint8_t protocol;
 	int64_t server_guid;
 };
-int rudp_wire_decode_incompatible_protocol(const uint8_t *p, size_t n, struct rudp_wire_incompatible_protocol *out);
-int rudp_wire_encode_incompatible_protocol(uint8_t *p, size_t cap, const struct rudp_wire_incompatible_protocol *in);
+int rudp_wire_decode_incompatible_protocol(const uint8_t *p, size_t n,
+					   struct rudp_wire_incompatible_protocol *out);
+int rudp_wire_encode_incompatible_protocol(uint8_t *p, size_t cap,
+					   const struct rudp_wire_incompatible_protocol *in);
 
 /* 0x12 already connected, 0x14 no free incoming connections, 0x17 banned,
  * 0x1a IP recently connected: id, magic, server guid. */
@@ -207,7 +217,7 @@ int rudp_wire_encode_offline_reject(uint8_t *p, size_t cap, const struct rudp_wi
 #define RUDP_WIRE_DGRAM_HEADER_LEN 4
 struct rudp_wire_dgram_header {
 	uint8_t flags; /* RUDP_DGRAM_* bits, VALID always set */
-	uint32_t seq;  /* 24-bit */
+	uint32_t seq; /* 24-bit */
 };
 /* Frame-set header. Fails with BAD_ID on ACK/NACK or non-0x80 first bytes. */
 int rudp_wire_decode_dgram_header(const uint8_t *p, size_t n, struct rudp_wire_dgram_header *out);
@@ -218,17 +228,17 @@ int rudp_wire_encode_dgram_header(uint8_t *p, size_t cap, const struct rudp_wire
 #define RUDP_WIRE_FRAME_HEADER_MAX 23
 
 struct rudp_wire_frame {
-	uint8_t reliability;  /* decode maps 5/6/7 to 0/2/3 */
+	uint8_t reliability; /* decode maps 5/6/7 to 0/2/3 */
 	bool split;
-	uint32_t reliable_index;  /* 24-bit, when reliable */
+	uint32_t reliable_index; /* 24-bit, when reliable */
 	uint32_t sequenced_index; /* 24-bit, when sequenced */
-	uint32_t order_index;     /* 24-bit, when ordered or sequenced */
-	uint8_t order_channel;    /* < 32 */
-	uint32_t split_count;     /* when split: > 0 */
+	uint32_t order_index; /* 24-bit, when ordered or sequenced */
+	uint8_t order_channel; /* < 32 */
+	uint32_t split_count; /* when split: > 0 */
 	uint16_t split_id;
-	uint32_t split_index;     /* < split_count */
-	const uint8_t *body;      /* points into the input on decode */
-	uint16_t body_len;        /* bytes, > 0 */
+	uint32_t split_index; /* < split_count */
+	const uint8_t *body; /* points into the input on decode */
+	uint16_t body_len; /* bytes, > 0 */
 };
 /* Header size this frame will take on the wire (without the body). */
 size_t rudp_wire_frame_header_len(const struct rudp_wire_frame *f);
@@ -241,18 +251,18 @@ int rudp_wire_encode_frame(uint8_t *p, size_t cap, const struct rudp_wire_frame 
 /* ---- ACK / NACK ---- */
 struct rudp_wire_range {
 	uint32_t start; /* 24-bit, inclusive */
-	uint32_t end;   /* 24-bit, inclusive; == start for a single record */
+	uint32_t end; /* 24-bit, inclusive; == start for a single record */
 };
 /* Decodes an ACK (0xc0 flags) or NACK (0xa0) datagram. Stores at most
  * max_ranges records in out and sets *count; *nack tells which it was. Records
  * past max_ranges are not stored and *dropped counts them (a limit against
  * work amplification). Returns 0 or a status. */
 int rudp_wire_decode_ack(const uint8_t *p, size_t n, struct rudp_wire_range *out, size_t max_ranges,
-                         size_t *count, size_t *dropped, bool *nack);
+			 size_t *count, size_t *dropped, bool *nack);
 /* Encodes as many of the count ranges as fit in cap; *encoded says how many.
  * Returns bytes written (>= 3) or a status (no range fits). */
 int rudp_wire_encode_ack(uint8_t *p, size_t cap, bool nack, const struct rudp_wire_range *ranges,
-                         size_t count, size_t *encoded);
+			 size_t count, size_t *encoded);
 /* Encoded size of one range record: 4 single, 7 otherwise. */
 static inline size_t rudp_wire_range_len(const struct rudp_wire_range *r)
 {
@@ -269,7 +279,8 @@ struct rudp_wire_connection_request {
 	bool security; /* we never set it; decode accepts it and ignores proofs */
 };
 int rudp_wire_decode_connection_request(const uint8_t *p, size_t n, struct rudp_wire_connection_request *out);
-int rudp_wire_encode_connection_request(uint8_t *p, size_t cap, const struct rudp_wire_connection_request *in);
+int rudp_wire_encode_connection_request(uint8_t *p, size_t cap,
+					const struct rudp_wire_connection_request *in);
 
 /* Internal address lists: decoders read addresses until exactly 16 bytes (the
  * two trailing int64) remain, storing at most RUDP_WIRE_MAX_INTERNAL_ADDRS and
@@ -284,8 +295,10 @@ struct rudp_wire_connection_accepted {
 	int64_t request_time;
 	int64_t accepted_time;
 };
-int rudp_wire_decode_connection_accepted(const uint8_t *p, size_t n, struct rudp_wire_connection_accepted *out);
-int rudp_wire_encode_connection_accepted(uint8_t *p, size_t cap, const struct rudp_wire_connection_accepted *in);
+int rudp_wire_decode_connection_accepted(const uint8_t *p, size_t n,
+					 struct rudp_wire_connection_accepted *out);
+int rudp_wire_encode_connection_accepted(uint8_t *p, size_t cap,
+					 const struct rudp_wire_connection_accepted *in);
 
 struct rudp_wire_new_incoming_connection {
 	struct rudp_wire_addr server_addr;
@@ -295,9 +308,9 @@ struct rudp_wire_new_incoming_connection {
 	int64_t accepted_time;
 };
 int rudp_wire_decode_new_incoming_connection(const uint8_t *p, size_t n,
-                                             struct rudp_wire_new_incoming_connection *out);
+					     struct rudp_wire_new_incoming_connection *out);
 int rudp_wire_encode_new_incoming_connection(uint8_t *p, size_t cap,
-                                             const struct rudp_wire_new_incoming_connection *in);
+					     const struct rudp_wire_new_incoming_connection *in);
 
 struct rudp_wire_connected_ping {
 	int64_t time;

@@ -94,7 +94,8 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 		struct sim_packet *p = malloc(sizeof(*p));
 
 		assert_non_null(p);
-		p->deliver_at = s->now + s->link.delay_us + rng_below(&s->rng, (uint32_t)s->link.jitter_us + 1);
+		p->deliver_at =
+			s->now + s->link.delay_us + rng_below(&s->rng, (uint32_t)s->link.jitter_us + 1);
 		if (rng_below(&s->rng, 1000) < s->link.reorder_pm)
 			p->deliver_at += rng_below(&s->rng, (uint32_t)s->link.reorder_us + 1);
 		p->serial = s->serial++;
@@ -127,7 +128,7 @@ static void ep_error(struct sim_endpoint *e, const char *what, uint32_t a, uint3
 {
 	if (e->errors++ == 0)
 		snprintf(e->first_error, sizeof(e->first_error), "ep%d t=%llu: %s (%u, %u)", e->idx,
-		         (unsigned long long)e->sim->now, what, a, b);
+			 (unsigned long long)e->sim->now, what, a, b);
 }
 
 /* ---- callbacks ---- */
@@ -285,13 +286,14 @@ void sim_start(struct sim *s)
 			.connected = cb_connected,
 			.closed = cb_closed,
 		};
-		struct rudp_conn_identity id = { .local_guid = 1000 + i, .remote_guid = 0 };
+		struct rudp_conn_identity id = {.local_guid = 1000 + i, .remote_guid = 0};
 
 		id.local_addr.version = 4;
 		id.local_addr.port = (uint16_t)(19132 + i);
 		id.remote_addr.version = 4;
 		id.remote_addr.port = (uint16_t)(19133 - i);
-		e->c = rudp_conn_create(&s->cfg, &cb, i == 0 ? RUDP_CONN_CLIENT : RUDP_CONN_SERVER, &id, s->now);
+		e->c = rudp_conn_create(&s->cfg, &cb, i == 0 ? RUDP_CONN_CLIENT : RUDP_CONN_SERVER, &id,
+					s->now);
 		assert_non_null(e->c);
 	}
 }

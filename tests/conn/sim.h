@@ -31,7 +31,7 @@ struct sim_packet {
 };
 
 struct sim_link {
-	uint32_t loss_pm;    /* per mille */
+	uint32_t loss_pm; /* per mille */
 	uint32_t dup_pm;
 	uint32_t reorder_pm; /* extra random delay up to reorder_us */
 	uint64_t delay_us;
@@ -40,13 +40,13 @@ struct sim_link {
 };
 
 struct sim_workload {
-	uint32_t count;     /* messages this endpoint sends */
-	uint32_t min_size;  /* >= SIM_MSG_HEADER */
+	uint32_t count; /* messages this endpoint sends */
+	uint32_t min_size; /* >= SIM_MSG_HEADER */
 	uint32_t max_size;
 	uint32_t big_every; /* every n-th message is big_size bytes (0: never) */
 	uint32_t big_size;
-	uint8_t rel_mask;   /* bit r: reliability r may be used */
-	uint32_t channels;  /* channels used for ordered / sequenced */
+	uint8_t rel_mask; /* bit r: reliability r may be used */
+	uint32_t channels; /* channels used for ordered / sequenced */
 };
 
 struct sim_stream_rx {
@@ -68,7 +68,7 @@ struct sim_endpoint {
 	uint64_t closed_at;
 
 	struct sim_workload work;
-	uint32_t sent;                           /* messages accepted by rudp_conn_send */
+	uint32_t sent; /* messages accepted by rudp_conn_send */
 	uint32_t tx_next[SIM_RELS][CONN_CHANNELS]; /* next seq per stream */
 	uint64_t tx_bytes;
 

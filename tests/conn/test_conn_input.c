@@ -18,8 +18,8 @@
 struct fake {
 	struct rudp_conn *c; /* the server under test */
 	uint64_t now;
-	uint32_t seq;          /* our next datagram seq */
-	uint32_t ri;           /* our next reliable index */
+	uint32_t seq; /* our next datagram seq */
+	uint32_t ri; /* our next reliable index */
 	uint32_t oi[CONN_CHANNELS];
 	uint16_t split_id;
 	/* what the server sent */
@@ -41,7 +41,8 @@ static int fake_send(void *ud, const uint8_t *data, size_t len)
 	bool nack;
 
 	if (data[0] & RUDP_DGRAM_ACK || data[0] & RUDP_DGRAM_NACK) {
-		assert_int_equal(rudp_wire_decode_ack(data, len, &fk->last_ack, 1, &count, &dropped, &nack), 0);
+		assert_int_equal(rudp_wire_decode_ack(data, len, &fk->last_ack, 1, &count, &dropped, &nack),
+				 0);
 		if (nack)
 			fk->nacks++;
 		else
@@ -80,7 +81,7 @@ static void fake_closed(void *ud, enum rudp_conn_close_reason reason)
 
 /* A frame from the fake client, with its next indexes. */
 static struct rudp_wire_frame fake_frame(struct fake *fk, uint8_t rel, uint8_t ch, const uint8_t *body,
-                                         uint16_t len)
+					 uint16_t len)
 {
 	struct rudp_wire_frame f;
 
@@ -106,7 +107,7 @@ static int fake_push_raw(struct fake *fk, const uint8_t *p, size_t n)
 static int fake_push(struct fake *fk, const struct rudp_wire_frame *frames, int n)
 {
 	static uint8_t buf[70000];
-	struct rudp_wire_dgram_header h = { .flags = 0x84, .seq = fk->seq };
+	struct rudp_wire_dgram_header h = {.flags = 0x84, .seq = fk->seq};
 	size_t off;
 
 	fk->seq = rudp_u24_add(fk->seq, 1);
@@ -142,8 +143,8 @@ static void fake_setup(struct fake *fk, struct rudp_conn_config *cfg)
 		.connected = fake_connected,
 		.closed = fake_closed,
 	};
-	struct rudp_conn_identity id = { .local_guid = 7 };
-	struct rudp_wire_connection_request req = { .client_guid = 42, .time = 5 };
+	struct rudp_conn_identity id = {.local_guid = 7};
+	struct rudp_wire_connection_request req = {.client_guid = 42, .time = 5};
 	struct rudp_wire_new_incoming_connection nic;
 	struct rudp_wire_frame f;
 	uint8_t body[600];
@@ -179,7 +180,7 @@ static void fake_setup(struct fake *fk, struct rudp_conn_config *cfg)
 
 static void expect_app_message_works(struct fake *fk, uint8_t ch)
 {
-	static const uint8_t hello[] = { 0xfe, 'h', 'i' };
+	static const uint8_t hello[] = {0xfe, 'h', 'i'};
 	struct rudp_wire_frame f = fake_frame(fk, RUDP_WIRE_RELIABLE_ORDERED, ch, hello, sizeof(hello));
 	int before = fk->delivered;
 
@@ -201,7 +202,7 @@ static void test_handshake_and_data(void **state)
 	expect_app_message_works(&fk, 5);
 	/* Application bodies with low first bytes are delivered unchanged. */
 	{
-		static const uint8_t low[] = { 0x01, 0x02 };
+		static const uint8_t low[] = {0x01, 0x02};
 		struct rudp_wire_frame f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, low, sizeof(low));
 
 		assert_int_equal(fake_push(&fk, &f, 1), 0);
@@ -227,23 +228,26 @@ static void test_malformed_datagrams(void **state)
 
 	/* Truncated frame: claims 100 bytes, carries 10. */
 	{
-		uint8_t d[] = { 0x84, 0x10, 0, 0, 2 << 5, 0x03, 0x20, 9, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+		uint8_t d[] = {0x84, 0x10, 0, 0, 2 << 5, 0x03, 0x20, 9, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), RUDP_WIRE_TRUNCATED);
 		assert_int_equal(stats_of(&fk).datagrams_dropped, 1);
 	}
 	/* Split index beyond the split count. */
 	{
-		uint8_t d[] = { 0x84, 0x11, 0, 0, (2 << 5) | 0x10, 0x00, 0x08, 9, 0, 0, /* reliable index */
-			        0, 0, 0, 2, 0, 1, 0, 0, 0, 5, 0xfe }; /* count 2, id 1, index 5 */
+		uint8_t d[] = {0x84, 0x11, 0, 0, (2 << 5) | 0x10,
+			       0x00, 0x08, 9, 0, 0, /* reliable index */
+			       0,    0,    0, 2, 0,
+			       1,    0,    0, 0, 5,
+			       0xfe}; /* count 2, id 1, index 5 */
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), RUDP_WIRE_BAD_VALUE);
 		assert_int_equal(stats_of(&fk).datagrams_dropped, 2);
 	}
 	/* Not online (no 0x80), empty, frame set with a zero-length frame. */
 	{
-		uint8_t a[] = { 0x05, 1, 2, 3 };
-		uint8_t b[] = { 0x84, 0x12, 0, 0, 0x00, 0x00, 0x00 };
+		uint8_t a[] = {0x05, 1, 2, 3};
+		uint8_t b[] = {0x84, 0x12, 0, 0, 0x00, 0x00, 0x00};
 
 		assert_int_equal(fake_push_raw(&fk, a, sizeof(a)), RUDP_WIRE_BAD_ID);
 		assert_int_equal(fake_push_raw(&fk, a, 0), RUDP_WIRE_TRUNCATED);
@@ -276,7 +280,7 @@ static void test_hostile_acks(void **state)
 
 	/* A range covering all 2^24 seqs: the wire rejects it outright. */
 	{
-		uint8_t d[] = { 0xc0, 0, 1, 0, 0, 0, 0, 0xff, 0xff, 0xff };
+		uint8_t d[] = {0xc0, 0, 1, 0, 0, 0, 0, 0xff, 0xff, 0xff};
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), RUDP_WIRE_BAD_VALUE);
 		assert_int_equal(stats_of(&fk).datagrams_dropped, 1);
@@ -285,8 +289,16 @@ static void test_hostile_acks(void **state)
 	 * accepted, cheap, acks nothing. */
 	{
 		uint32_t end = rudp_u24_add(next, 0x7fffff);
-		uint8_t d[] = { 0xc0, 0, 1, 0, (uint8_t)next, (uint8_t)(next >> 8), (uint8_t)(next >> 16),
-			        (uint8_t)end, (uint8_t)(end >> 8), (uint8_t)(end >> 16) };
+		uint8_t d[] = {0xc0,
+			       0,
+			       1,
+			       0,
+			       (uint8_t)next,
+			       (uint8_t)(next >> 8),
+			       (uint8_t)(next >> 16),
+			       (uint8_t)end,
+			       (uint8_t)(end >> 8),
+			       (uint8_t)(end >> 16)};
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
 		assert_int_equal(stats_of(&fk).acks_received, 1);
@@ -295,8 +307,16 @@ static void test_hostile_acks(void **state)
 	/* NACK for seqs never sent: ignored. */
 	{
 		uint32_t a = rudp_u24_add(next, 10), b = rudp_u24_add(next, 20);
-		uint8_t d[] = { 0xa0, 0, 1, 0, (uint8_t)a, (uint8_t)(a >> 8), (uint8_t)(a >> 16),
-			        (uint8_t)b, (uint8_t)(b >> 8), (uint8_t)(b >> 16) };
+		uint8_t d[] = {0xa0,
+			       0,
+			       1,
+			       0,
+			       (uint8_t)a,
+			       (uint8_t)(a >> 8),
+			       (uint8_t)(a >> 16),
+			       (uint8_t)b,
+			       (uint8_t)(b >> 8),
+			       (uint8_t)(b >> 16)};
 		int data_before = fk.data_dgrams;
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
@@ -307,7 +327,13 @@ static void test_hostile_acks(void **state)
 	}
 	/* NACK for the real datagram: resent once; the same NACK again does nothing. */
 	{
-		uint8_t d[] = { 0xa0, 0, 1, 1, (uint8_t)sent_seq, (uint8_t)(sent_seq >> 8), (uint8_t)(sent_seq >> 16) };
+		uint8_t d[] = {0xa0,
+			       0,
+			       1,
+			       1,
+			       (uint8_t)sent_seq,
+			       (uint8_t)(sent_seq >> 8),
+			       (uint8_t)(sent_seq >> 16)};
 		int data_before = fk.data_dgrams;
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
@@ -321,7 +347,13 @@ static void test_hostile_acks(void **state)
 	}
 	/* An ACK for the first copy finishes the frame (sent history). */
 	{
-		uint8_t d[] = { 0xc0, 0, 1, 1, (uint8_t)sent_seq, (uint8_t)(sent_seq >> 8), (uint8_t)(sent_seq >> 16) };
+		uint8_t d[] = {0xc0,
+			       0,
+			       1,
+			       1,
+			       (uint8_t)sent_seq,
+			       (uint8_t)(sent_seq >> 8),
+			       (uint8_t)(sent_seq >> 16)};
 
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
 		assert_int_equal(stats_of(&fk).window_in_use, 0);
@@ -337,7 +369,7 @@ static void test_window_and_duplicates(void **state)
 {
 	struct rudp_conn_config cfg;
 	struct fake fk;
-	static const uint8_t body[] = { 0xfe, 1, 2, 3 };
+	static const uint8_t body[] = {0xfe, 1, 2, 3};
 	struct rudp_wire_frame f;
 	int acks;
 
@@ -381,8 +413,14 @@ static void test_window_and_duplicates(void **state)
 
 	/* Ordered out of order within the hold: held, then delivered in order. */
 	{
-		struct rudp_wire_frame a = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 3, (const uint8_t *)"\xfe" "a", 2);
-		struct rudp_wire_frame b = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 3, (const uint8_t *)"\xfe" "b", 2);
+		struct rudp_wire_frame a = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 3,
+						      (const uint8_t *)"\xfe"
+								       "a",
+						      2);
+		struct rudp_wire_frame b = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 3,
+						      (const uint8_t *)"\xfe"
+								       "b",
+						      2);
 
 		assert_int_equal(fake_push(&fk, &b, 1), 0);
 		assert_int_equal(fk.delivered, 1);
@@ -447,8 +485,8 @@ static void test_split_limits(void **state)
 	/* A good split set, ordered on channel 2, with bad fragments mixed in. */
 	{
 		uint32_t oi = fk.oi[2]++;
-		uint32_t sizes[3] = { 1000, 1000, 500 };
-		uint32_t offs[3] = { 0, 1000, 2000 };
+		uint32_t sizes[3] = {1000, 1000, 500};
+		uint32_t offs[3] = {0, 1000, 2000};
 
 		for (int i = 0; i < 3; i++) {
 			f = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 2, big + offs[i], (uint16_t)sizes[i]);

@@ -18,7 +18,7 @@
 #define MS 1000ull
 #define SEC 1000000ull
 
-static const struct sim_link clean_link = { .delay_us = 10 * MS, .jitter_us = 0 };
+static const struct sim_link clean_link = {.delay_us = 10 * MS, .jitter_us = 0};
 
 static struct rudp_conn_config test_config(uint16_t mtu)
 {
@@ -63,7 +63,8 @@ static void test_handshake(void **state)
 	assert_int_equal(rudp_conn_state(s->ep[0].c), RUDP_CONN_STATE_CONNECTING);
 	assert_int_equal(rudp_conn_state(s->ep[1].c), RUDP_CONN_STATE_CONNECTING);
 	/* Not connected yet: the app may not send. */
-	assert_int_equal(rudp_conn_send(s->ep[0].c, (const uint8_t *)"\xfe", 1, 3, 0, s->now), RUDP_CONN_E_STATE);
+	assert_int_equal(rudp_conn_send(s->ep[0].c, (const uint8_t *)"\xfe", 1, 3, 0, s->now),
+			 RUDP_CONN_E_STATE);
 	assert_true(sim_run(s, sim_both_connected, 5 * SEC));
 	/* 0x09 out, 0x10 back, 0x13 out: 10 ms each way, nothing lost. */
 	assert_int_equal(s->now, 1000000 + 30 * MS);
@@ -107,10 +108,10 @@ static void test_send_errors(void **state)
 	/* channel is ignored for unordered reliabilities */
 	assert_int_equal(rudp_conn_send(c, big, 5, 2, 200, s->now), 0);
 	for (uint8_t id = 0; id < 0x20; id++) {
-		uint8_t m[2] = { id, 1 };
+		uint8_t m[2] = {id, 1};
 
 		assert_int_equal(rudp_conn_send(c, m, 2, 2, 0, s->now),
-		                 rudp_wire_is_control_id(id) ? RUDP_CONN_E_ARG : 0);
+				 rudp_wire_is_control_id(id) ? RUDP_CONN_E_ARG : 0);
 	}
 	assert_int_equal(rudp_conn_send(c, big, sizeof(big), 3, 0, s->now), RUDP_CONN_E_TOO_LARGE);
 	assert_int_equal(rudp_conn_send(c, big, 65 * 1024, 3, 0, s->now), RUDP_CONN_E_QUEUE_FULL);
@@ -121,7 +122,7 @@ static void test_send_errors(void **state)
 
 /* The main proof: mixed reliabilities on several channels both ways. */
 static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t count, uint32_t max_size,
-                      bool perfect_link)
+		      bool perfect_link)
 {
 	struct rudp_conn_config cfg = test_config(mtu);
 	struct sim_link link = {
@@ -135,7 +136,7 @@ static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t co
 	struct sim *s;
 
 	if (perfect_link)
-		link = (struct sim_link){ .delay_us = 15 * MS };
+		link = (struct sim_link){.delay_us = 15 * MS};
 	struct rudp_conn_stats st[2];
 
 	/* Lossy links need patience: at 30 % loss both ways a frame and its ACK
@@ -156,9 +157,10 @@ static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t co
 	connect_pair(s);
 	if (!sim_run(s, sim_all_delivered, 600 * SEC)) {
 		fail_msg("seed %llu mtu %u loss %u: not delivered by t=%llu (sent %u/%u, rx %llu/%llu) %s %s",
-		         (unsigned long long)seed, mtu, loss_pm, (unsigned long long)s->now, s->ep[0].sent,
-		         s->ep[1].sent, (unsigned long long)s->ep[0].rx_messages,
-		         (unsigned long long)s->ep[1].rx_messages, s->ep[0].first_error, s->ep[1].first_error);
+			 (unsigned long long)seed, mtu, loss_pm, (unsigned long long)s->now, s->ep[0].sent,
+			 s->ep[1].sent, (unsigned long long)s->ep[0].rx_messages,
+			 (unsigned long long)s->ep[1].rx_messages, s->ep[0].first_error,
+			 s->ep[1].first_error);
 	}
 	sim_assert_complete(s, 0);
 	sim_assert_complete(s, 1);
@@ -207,7 +209,7 @@ static void test_mixed_loss30_1492(void **state)
 
 static void test_mixed_many_seeds(void **state)
 {
-	static const uint16_t mtus[] = { 576, 1200, 1492 };
+	static const uint16_t mtus[] = {576, 1200, 1492};
 
 	(void)state;
 	for (uint64_t seed = 100; seed < 112; seed++)
@@ -228,7 +230,7 @@ static bool quiet(struct sim *s)
 
 /* Large messages, split and reassembled, checked byte for byte. */
 static void run_large(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t size, uint32_t count,
-                      uint8_t rel_mask)
+		      uint8_t rel_mask)
 {
 	struct rudp_conn_config cfg = test_config(mtu);
 	struct sim_link link = {
@@ -333,7 +335,7 @@ static void test_counter_wrap(void **state)
 static void run_disconnect(int initiator, uint32_t loss_pm)
 {
 	struct rudp_conn_config cfg = test_config(1492);
-	struct sim_link link = { .loss_pm = loss_pm, .delay_us = 10 * MS, .jitter_us = 2 * MS };
+	struct sim_link link = {.loss_pm = loss_pm, .delay_us = 10 * MS, .jitter_us = 2 * MS};
 	struct sim *s;
 	struct sim_endpoint *a, *b;
 
@@ -342,8 +344,8 @@ static void run_disconnect(int initiator, uint32_t loss_pm)
 	s = sim_new(41 + (uint64_t)initiator, &cfg, &link);
 	a = &s->ep[initiator];
 	b = &s->ep[1 - initiator];
-	a->work = (struct sim_workload){ .count = 300, .min_size = 20, .max_size = 3000, .rel_mask = 0x0c,
-		                         .channels = 3 };
+	a->work = (struct sim_workload){
+		.count = 300, .min_size = 20, .max_size = 3000, .rel_mask = 0x0c, .channels = 3};
 	connect_pair(s);
 	/* Queue the data, then disconnect at once: the data must still arrive. */
 	sim_step(s);
@@ -402,7 +404,7 @@ static void test_dead_peer_timeout(void **state)
 	(void)state;
 	connect_pair(s);
 	/* Idle but alive: keepalive pings keep both sides up well past timeout_us. */
-	s->ep[0].work = (struct sim_workload){ .count = 0 };
+	s->ep[0].work = (struct sim_workload){.count = 0};
 	{
 		uint64_t until = s->now + 3 * cfg.timeout_us;
 

@@ -144,10 +144,8 @@ static void test_ackq_remove(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rtt_first_sample),
-		cmocka_unit_test(test_rtt_clamps_and_backoff),
-		cmocka_unit_test(test_ackq_coalesces),
-		cmocka_unit_test(test_ackq_wraps),
+		cmocka_unit_test(test_rtt_first_sample), cmocka_unit_test(test_rtt_clamps_and_backoff),
+		cmocka_unit_test(test_ackq_coalesces),   cmocka_unit_test(test_ackq_wraps),
 		cmocka_unit_test(test_ackq_remove),
 	};
 

@@ -69,7 +69,9 @@ static void service_server(struct pair *p)
 			p->server_connects++;
 			p->server_peer = ev[i].peer;
 		} else if (ev[i].type == RUDP_EVENT_RECEIVE && p->echo) {
-			assert_int_equal(rudp_send(ev[i].peer, ev[i].data, ev[i].len, ev[i].reliability, ev[i].channel), 0);
+			assert_int_equal(rudp_send(ev[i].peer, ev[i].data, ev[i].len, ev[i].reliability,
+						   ev[i].channel),
+					 0);
 			p->server_echoed++;
 		} else if (ev[i].type == RUDP_EVENT_DISCONNECT) {
 			p->server_disconnects++;
@@ -256,7 +258,7 @@ static void test_echo_many_mixed_sizes(void **state)
 	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
 	assert_int_equal(st.messages_received, count);
 	print_message("echoed %u messages; client sent %llu datagrams, retransmitted %llu frames\n", count,
-	              (unsigned long long)st.datagrams_sent, (unsigned long long)st.frames_retransmitted);
+		      (unsigned long long)st.datagrams_sent, (unsigned long long)st.frames_retransmitted);
 	free(seen);
 	free(sizes);
 	free(buf);

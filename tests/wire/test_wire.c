@@ -20,7 +20,7 @@
 
 #include "wire/wire.h"
 
-#define MAGIC_BYTES \
+#define MAGIC_BYTES                                                                                          \
 	0x00, 0xff, 0xff, 0x00, 0xfe, 0xfe, 0xfe, 0xfe, 0xfd, 0xfd, 0xfd, 0xfd, 0x12, 0x34, 0x56, 0x78
 
 /* ---- helpers ---- */
@@ -58,13 +58,15 @@ static uint8_t *exact_copy(const uint8_t *src, size_t n)
 }
 
 static const struct rudp_wire_addr addr4 = {
-	.version = 4, .port = 19132, .ip = { 192, 168, 1, 20 },
+	.version = 4,
+	.port = 19132,
+	.ip = {192, 168, 1, 20},
 };
 
 static const struct rudp_wire_addr addr6 = {
 	.version = 6,
 	.port = 19133,
-	.ip = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef },
+	.ip = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef},
 	.family = 10,
 	.flowinfo = 0x12345,
 	.scope_id = 7,
@@ -89,16 +91,16 @@ static void assert_addr_equal(const struct rudp_wire_addr *a, const struct rudp_
 typedef int (*dec_fn)(const uint8_t *p, size_t n);
 typedef int (*enc_fn)(uint8_t *p, size_t cap, const void *in);
 
-#define DEC_WRAP(name, type)                                                                          \
-	static int dec_##name(const uint8_t *p, size_t n)                                             \
-	{                                                                                             \
-		type o;                                                                               \
-		return rudp_wire_decode_##name(p, n, &o);                                             \
+#define DEC_WRAP(name, type)                                                                                 \
+	static int dec_##name(const uint8_t *p, size_t n)                                                    \
+	{                                                                                                    \
+		type o;                                                                                      \
+		return rudp_wire_decode_##name(p, n, &o);                                                    \
 	}
-#define ENC_WRAP(name, type)                                                                          \
-	static int enc_##name(uint8_t *p, size_t cap, const void *in)                                 \
-	{                                                                                             \
-		return rudp_wire_encode_##name(p, cap, (const type *)in);                             \
+#define ENC_WRAP(name, type)                                                                                 \
+	static int enc_##name(uint8_t *p, size_t cap, const void *in)                                        \
+	{                                                                                                    \
+		return rudp_wire_encode_##name(p, cap, (const type *)in);                                    \
 	}
 
 DEC_WRAP(addr, struct rudp_wire_addr)
@@ -187,8 +189,8 @@ static int dec_ack_no_store(const uint8_t *p, size_t n)
 
 /* How a prefix of a valid encoding may legitimately decode. */
 enum prefix_rule {
-	PREFIX_NONE,      /* every proper prefix is an error */
-	PREFIX_OPAQUE,    /* the packet ends in an open-ended tail: prefixes >= min_len decode */
+	PREFIX_NONE, /* every proper prefix is an error */
+	PREFIX_OPAQUE, /* the packet ends in an open-ended tail: prefixes >= min_len decode */
 	PREFIX_ADDR_LIST, /* a prefix may re-split as fewer internal addresses + the 16-byte tail */
 };
 
@@ -208,31 +210,30 @@ static struct wire_case cases[MAX_CASES];
 static size_t n_cases;
 
 static const uint8_t pong_data[] = "MCPE;librudp;594;1.20;0;10;1234;world;Survival;1;19132;19133;";
-static const uint8_t body_bytes[] = { 0xfe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+static const uint8_t body_bytes[] = {0xfe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 
-static struct rudp_wire_unconnected_ping in_ping1 = { .id = 0x01, .time = 0x0102030405060708,
-						      .client_guid = -2 };
-static struct rudp_wire_unconnected_ping in_ping2 = { .id = 0x02, .time = 1,
-						      .client_guid = 0x1122334455667788 };
-static struct rudp_wire_unconnected_pong in_pong = { .time = 99, .server_guid = 42, .data = pong_data,
-						     .data_len = sizeof(pong_data) - 1 };
-static struct rudp_wire_unconnected_pong in_pong_empty = { .time = -1, .server_guid = INT64_MIN };
-static struct rudp_wire_open_request_1 in_req1 = { .protocol = 11, .mtu = 576 };
-static struct rudp_wire_open_reply_1 in_rep1 = { .server_guid = 77, .security = false, .mtu = 1400 };
-static struct rudp_wire_open_reply_1 in_rep1_sec = { .server_guid = 77, .security = true,
-						     .cookie = 0xdeadbeef,
-						     .mtu = 1492 };
+static struct rudp_wire_unconnected_ping in_ping1 = {
+	.id = 0x01, .time = 0x0102030405060708, .client_guid = -2};
+static struct rudp_wire_unconnected_ping in_ping2 = {
+	.id = 0x02, .time = 1, .client_guid = 0x1122334455667788};
+static struct rudp_wire_unconnected_pong in_pong = {
+	.time = 99, .server_guid = 42, .data = pong_data, .data_len = sizeof(pong_data) - 1};
+static struct rudp_wire_unconnected_pong in_pong_empty = {.time = -1, .server_guid = INT64_MIN};
+static struct rudp_wire_open_request_1 in_req1 = {.protocol = 11, .mtu = 576};
+static struct rudp_wire_open_reply_1 in_rep1 = {.server_guid = 77, .security = false, .mtu = 1400};
+static struct rudp_wire_open_reply_1 in_rep1_sec = {
+	.server_guid = 77, .security = true, .cookie = 0xdeadbeef, .mtu = 1492};
 static struct rudp_wire_open_request_2 in_req2_4, in_req2_6, in_req2_cookie4, in_req2_cookie6;
 static struct rudp_wire_open_reply_2 in_rep2_4, in_rep2_6;
-static struct rudp_wire_incompatible_protocol in_incompat = { .protocol = 10, .server_guid = 5 };
+static struct rudp_wire_incompatible_protocol in_incompat = {.protocol = 10, .server_guid = 5};
 static struct rudp_wire_offline_reject in_reject[4];
-static struct rudp_wire_dgram_header in_dgram = { .flags = 0x84, .seq = 0xfffffe };
+static struct rudp_wire_dgram_header in_dgram = {.flags = 0x84, .seq = 0xfffffe};
 static struct rudp_wire_frame in_frames[16];
-static struct rudp_wire_connection_request in_creq = { .client_guid = 123456789, .time = 1000 };
+static struct rudp_wire_connection_request in_creq = {.client_guid = 123456789, .time = 1000};
 static struct rudp_wire_connection_accepted in_acc10, in_acc20;
 static struct rudp_wire_new_incoming_connection in_nic10, in_nic20;
-static struct rudp_wire_connected_ping in_cping = { .time = 31337 };
-static struct rudp_wire_connected_pong in_cpong = { .ping_time = 31337, .pong_time = 31340 };
+static struct rudp_wire_connected_ping in_cping = {.time = 31337};
+static struct rudp_wire_connected_pong in_cpong = {.ping_time = 31337, .pong_time = 31340};
 
 static void add_case(const char *name, enc_fn enc, const void *in, dec_fn dec, enum prefix_rule rule,
 		     size_t min_len)
@@ -264,33 +265,36 @@ static void fill_internal(struct rudp_wire_addr *a, size_t n)
 
 static int setup_cases(void **state)
 {
-	static const uint8_t rels[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	static const uint8_t rels[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 	(void)state;
 	n_cases = 0;
-	in_req2_4 = (struct rudp_wire_open_request_2){ .server_addr = addr4, .mtu = 1400, .client_guid = 9 };
-	in_req2_6 = (struct rudp_wire_open_request_2){ .server_addr = addr6, .mtu = 1200, .client_guid = -9 };
+	in_req2_4 = (struct rudp_wire_open_request_2){.server_addr = addr4, .mtu = 1400, .client_guid = 9};
+	in_req2_6 = (struct rudp_wire_open_request_2){.server_addr = addr6, .mtu = 1200, .client_guid = -9};
 	in_req2_cookie4 = in_req2_4;
 	in_req2_cookie4.has_cookie = true;
 	in_req2_cookie4.cookie = 0xcafef00d;
 	in_req2_cookie6 = in_req2_6;
 	in_req2_cookie6.has_cookie = true;
 	in_req2_cookie6.cookie = 1;
-	in_rep2_4 = (struct rudp_wire_open_reply_2){ .server_guid = 3, .client_addr = addr4, .mtu = 1400 };
-	in_rep2_6 = (struct rudp_wire_open_reply_2){ .server_guid = 3, .client_addr = addr6, .mtu = 576,
-						     .encryption = true };
-	in_reject[0] = (struct rudp_wire_offline_reject){ .id = 0x12, .server_guid = 1 };
-	in_reject[1] = (struct rudp_wire_offline_reject){ .id = 0x14, .server_guid = 2 };
-	in_reject[2] = (struct rudp_wire_offline_reject){ .id = 0x17, .server_guid = 3 };
-	in_reject[3] = (struct rudp_wire_offline_reject){ .id = 0x1a, .server_guid = 4 };
+	in_rep2_4 = (struct rudp_wire_open_reply_2){.server_guid = 3, .client_addr = addr4, .mtu = 1400};
+	in_rep2_6 = (struct rudp_wire_open_reply_2){
+		.server_guid = 3, .client_addr = addr6, .mtu = 576, .encryption = true};
+	in_reject[0] = (struct rudp_wire_offline_reject){.id = 0x12, .server_guid = 1};
+	in_reject[1] = (struct rudp_wire_offline_reject){.id = 0x14, .server_guid = 2};
+	in_reject[2] = (struct rudp_wire_offline_reject){.id = 0x17, .server_guid = 3};
+	in_reject[3] = (struct rudp_wire_offline_reject){.id = 0x1a, .server_guid = 4};
 	for (int i = 0; i < 16; i++) {
 		struct rudp_wire_frame *f = &in_frames[i];
 
-		*f = (struct rudp_wire_frame){ .reliability = rels[i % 8], .split = i >= 8,
-					       .reliable_index = 0xfffffd + (uint32_t)i,
-					       .sequenced_index = 0xffffff, .order_index = 0x800000,
-					       .order_channel = 31, .body = body_bytes,
-					       .body_len = (uint16_t)(1 + i % 13) };
+		*f = (struct rudp_wire_frame){.reliability = rels[i % 8],
+					      .split = i >= 8,
+					      .reliable_index = 0xfffffd + (uint32_t)i,
+					      .sequenced_index = 0xffffff,
+					      .order_index = 0x800000,
+					      .order_channel = 31,
+					      .body = body_bytes,
+					      .body_len = (uint16_t)(1 + i % 13)};
 		f->reliable_index &= RUDP_WIRE_U24_MASK;
 		if (f->split) {
 			f->split_count = 3;
@@ -298,19 +302,23 @@ static int setup_cases(void **state)
 			f->split_index = 2;
 		}
 	}
-	in_acc10 = (struct rudp_wire_connection_accepted){ .client_addr = addr4, .system_index = 0,
-							   .n_internal = 10, .request_time = 5,
-							   .accepted_time = 6 };
+	in_acc10 = (struct rudp_wire_connection_accepted){.client_addr = addr4,
+							  .system_index = 0,
+							  .n_internal = 10,
+							  .request_time = 5,
+							  .accepted_time = 6};
 	fill_internal(in_acc10.internal, 10);
-	in_acc20 = (struct rudp_wire_connection_accepted){ .client_addr = addr6, .system_index = 0x1234,
-							   .n_internal = 20, .request_time = INT64_MAX,
-							   .accepted_time = INT64_MIN };
+	in_acc20 = (struct rudp_wire_connection_accepted){.client_addr = addr6,
+							  .system_index = 0x1234,
+							  .n_internal = 20,
+							  .request_time = INT64_MAX,
+							  .accepted_time = INT64_MIN};
 	fill_internal(in_acc20.internal, 20);
-	in_nic10 = (struct rudp_wire_new_incoming_connection){ .server_addr = addr4, .n_internal = 10,
-							       .request_time = 7, .accepted_time = 8 };
+	in_nic10 = (struct rudp_wire_new_incoming_connection){
+		.server_addr = addr4, .n_internal = 10, .request_time = 7, .accepted_time = 8};
 	fill_internal(in_nic10.internal, 10);
-	in_nic20 = (struct rudp_wire_new_incoming_connection){ .server_addr = addr6, .n_internal = 20,
-							       .request_time = 7, .accepted_time = 8 };
+	in_nic20 = (struct rudp_wire_new_incoming_connection){
+		.server_addr = addr6, .n_internal = 20, .request_time = 7, .accepted_time = 8};
 	fill_internal(in_nic20.internal, 20);
 
 	add_case("addr4", enc_addr, &addr4, dec_addr, PREFIX_NONE, 0);
@@ -356,11 +364,11 @@ static int setup_cases(void **state)
 static void test_vector_unconnected_ping(void **state)
 {
 	static const uint8_t want[] = {
-		0x01, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, MAGIC_BYTES,
-		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+		0x01,        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+		MAGIC_BYTES, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	};
-	struct rudp_wire_unconnected_ping in = { .id = 1, .time = 0x0102030405060708,
-						 .client_guid = 0x1122334455667788 };
+	struct rudp_wire_unconnected_ping in = {
+		.id = 1, .time = 0x0102030405060708, .client_guid = 0x1122334455667788};
 	struct rudp_wire_unconnected_ping out;
 	uint8_t buf[64];
 
@@ -377,11 +385,11 @@ static void test_vector_unconnected_ping(void **state)
 static void test_vector_unconnected_pong(void **state)
 {
 	static const uint8_t want[] = {
-		0x1c, 0, 0, 0, 0, 0, 0, 0, 0x2a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
-		MAGIC_BYTES, 0x00, 0x02, 'h', 'i',
+		0x1c, 0,    0,    0,    0,    0,    0,           0,    0x2a, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, MAGIC_BYTES, 0x00, 0x02, 'h',  'i',
 	};
-	static const uint8_t data[] = { 0x00, 0x02, 'h', 'i' };
-	struct rudp_wire_unconnected_pong in = { .time = 42, .server_guid = -2, .data = data, .data_len = 4 };
+	static const uint8_t data[] = {0x00, 0x02, 'h', 'i'};
+	struct rudp_wire_unconnected_pong in = {.time = 42, .server_guid = -2, .data = data, .data_len = 4};
 	struct rudp_wire_unconnected_pong out;
 	uint8_t buf[64];
 
@@ -397,8 +405,8 @@ static void test_vector_unconnected_pong(void **state)
 static void test_vector_open_request_1(void **state)
 {
 	/* An MTU probe of 50 is 22 payload bytes: id, magic, protocol, 4 zero pads. */
-	static const uint8_t want[] = { 0x05, MAGIC_BYTES, 0x0b, 0, 0, 0, 0 };
-	struct rudp_wire_open_request_1 in = { .protocol = 11, .mtu = 50 }, out;
+	static const uint8_t want[] = {0x05, MAGIC_BYTES, 0x0b, 0, 0, 0, 0};
+	struct rudp_wire_open_request_1 in = {.protocol = 11, .mtu = 50}, out;
 	uint8_t buf[64];
 
 	(void)state;
@@ -414,8 +422,8 @@ static void test_vector_open_reply_1_cookie(void **state)
 	static const uint8_t want[] = {
 		0x06, MAGIC_BYTES, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 0x01, 0xde, 0xad, 0xbe, 0xef, 0x05, 0xd4,
 	};
-	struct rudp_wire_open_reply_1 in = { .server_guid = 0x0102, .security = true, .cookie = 0xdeadbeef,
-					     .mtu = 1492 };
+	struct rudp_wire_open_reply_1 in = {
+		.server_guid = 0x0102, .security = true, .cookie = 0xdeadbeef, .mtu = 1492};
 	struct rudp_wire_open_reply_1 out;
 	uint8_t buf[64];
 
@@ -431,16 +439,14 @@ static void test_vector_open_reply_1_cookie(void **state)
 static void test_vector_addresses(void **state)
 {
 	/* 127.0.0.1:19132, each address byte inverted. */
-	static const uint8_t want4[] = { 0x04, 0x80, 0xff, 0xff, 0xfe, 0x4a, 0xbc };
+	static const uint8_t want4[] = {0x04, 0x80, 0xff, 0xff, 0xfe, 0x4a, 0xbc};
 	/* [::1]:19132, family 10 little-endian, flowinfo 1, scope 2. */
 	static const uint8_t want6[] = {
-		0x06, 0x0a, 0x00, 0x4a, 0xbc, 0, 0, 0, 1,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-		0, 0, 0, 2,
+		0x06, 0x0a, 0x00, 0x4a, 0xbc, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+		0,    0,    0,    0,    0,    0, 0, 0, 0, 1, 0, 0, 0, 2,
 	};
-	struct rudp_wire_addr a4 = { .version = 4, .port = 19132, .ip = { 127, 0, 0, 1 } };
-	struct rudp_wire_addr a6 = { .version = 6, .port = 19132, .family = 10, .flowinfo = 1,
-				     .scope_id = 2 };
+	struct rudp_wire_addr a4 = {.version = 4, .port = 19132, .ip = {127, 0, 0, 1}};
+	struct rudp_wire_addr a6 = {.version = 6, .port = 19132, .family = 10, .flowinfo = 1, .scope_id = 2};
 	struct rudp_wire_addr out;
 	uint8_t buf[64];
 
@@ -463,8 +469,8 @@ static void test_vector_addresses(void **state)
 
 static void test_vector_dgram_header(void **state)
 {
-	static const uint8_t want[] = { 0x84, 0x56, 0x34, 0x12 };
-	struct rudp_wire_dgram_header in = { .flags = RUDP_DGRAM_NEEDS_B_AND_AS, .seq = 0x123456 }, out;
+	static const uint8_t want[] = {0x84, 0x56, 0x34, 0x12};
+	struct rudp_wire_dgram_header in = {.flags = RUDP_DGRAM_NEEDS_B_AND_AS, .seq = 0x123456}, out;
 	uint8_t buf[8];
 
 	(void)state;
@@ -484,15 +490,15 @@ static void test_vector_dgram_header(void **state)
 static void test_vector_ack(void **state)
 {
 	/* ACK, one record, a range 0x000102..0x000105. */
-	static const uint8_t want_ack[] = { 0xc0, 0x00, 0x01, 0x00, 0x02, 0x01, 0x00, 0x05, 0x01, 0x00 };
+	static const uint8_t want_ack[] = {0xc0, 0x00, 0x01, 0x00, 0x02, 0x01, 0x00, 0x05, 0x01, 0x00};
 	/* NACK, two records: single 7 and range 0xfffffe..0x000001 across the wrap. */
 	static const uint8_t want_nack[] = {
 		0xa0, 0x00, 0x02, 0x01, 0x07, 0x00, 0x00, 0x00, 0xfe, 0xff, 0xff, 0x01, 0x00, 0x00,
 	};
 	/* RakNet's ACK with "has B and AS" set carries a float before the count. */
-	static const uint8_t ack_bas[] = { 0xe0, 0x3f, 0x80, 0, 0, 0x00, 0x01, 0x01, 0x09, 0x00, 0x00 };
-	struct rudp_wire_range r1 = { 0x102, 0x105 };
-	struct rudp_wire_range r2[2] = { { 7, 7 }, { 0xfffffe, 1 } };
+	static const uint8_t ack_bas[] = {0xe0, 0x3f, 0x80, 0, 0, 0x00, 0x01, 0x01, 0x09, 0x00, 0x00};
+	struct rudp_wire_range r1 = {0x102, 0x105};
+	struct rudp_wire_range r2[2] = {{7, 7}, {0xfffffe, 1}};
 	struct rudp_wire_range out[4];
 	size_t count, dropped, enc;
 	uint8_t buf[64];
@@ -531,20 +537,23 @@ static void test_vector_frames(void **state)
 {
 	/* Reliable ordered (3 << 5 = 0x60), 3 bytes = 24 bits, reliable index 5,
 	 * order index 7 on channel 2, body "abc". */
-	static const uint8_t want_ro[] = { 0x60, 0x00, 0x18, 0x05, 0x00, 0x00, 0x07, 0x00, 0x00, 0x02, 'a',
-					   'b', 'c' };
+	static const uint8_t want_ro[] = {0x60, 0x00, 0x18, 0x05, 0x00, 0x00, 0x07,
+					  0x00, 0x00, 0x02, 'a',  'b',  'c'};
 	/* Reliable + split (0x40 | 0x10), 1 byte, reliable index 0x010203, count 4,
 	 * id 0x0102, index 3. */
 	static const uint8_t want_split[] = {
 		0x50, 0x00, 0x08, 0x03, 0x02, 0x01, 0, 0, 0, 4, 0x01, 0x02, 0, 0, 0, 3, 0xfe,
 	};
 	/* Unreliable sequenced: sequenced index then order index and channel. */
-	static const uint8_t want_us[] = { 0x20, 0x00, 0x08, 0x09, 0, 0, 0x0a, 0, 0, 0x1f, 0x42 };
+	static const uint8_t want_us[] = {0x20, 0x00, 0x08, 0x09, 0, 0, 0x0a, 0, 0, 0x1f, 0x42};
 	/* A body of 9 bits occupies 2 bytes. */
-	static const uint8_t odd_bits[] = { 0x00, 0x00, 0x09, 0xaa, 0xbb };
-	struct rudp_wire_frame f = { .reliability = RUDP_WIRE_RELIABLE_ORDERED, .reliable_index = 5,
-				     .order_index = 7, .order_channel = 2, .body = (const uint8_t *)"abc",
-				     .body_len = 3 };
+	static const uint8_t odd_bits[] = {0x00, 0x00, 0x09, 0xaa, 0xbb};
+	struct rudp_wire_frame f = {.reliability = RUDP_WIRE_RELIABLE_ORDERED,
+				    .reliable_index = 5,
+				    .order_index = 7,
+				    .order_channel = 2,
+				    .body = (const uint8_t *)"abc",
+				    .body_len = 3};
 	struct rudp_wire_frame out;
 	uint8_t buf[64];
 
@@ -564,10 +573,14 @@ static void test_vector_frames(void **state)
 	assert_int_equal(rudp_wire_encode_frame(buf, sizeof(buf), &f), sizeof(want_ro));
 	assert_memory_equal(buf, want_ro, sizeof(want_ro));
 
-	f = (struct rudp_wire_frame){ .reliability = RUDP_WIRE_RELIABLE, .split = true,
-				      .reliable_index = 0x010203,
-				      .split_count = 4, .split_id = 0x0102, .split_index = 3,
-				      .body = body_bytes, .body_len = 1 };
+	f = (struct rudp_wire_frame){.reliability = RUDP_WIRE_RELIABLE,
+				     .split = true,
+				     .reliable_index = 0x010203,
+				     .split_count = 4,
+				     .split_id = 0x0102,
+				     .split_index = 3,
+				     .body = body_bytes,
+				     .body_len = 1};
 	assert_int_equal(rudp_wire_encode_frame(buf, sizeof(buf), &f), sizeof(want_split));
 	assert_memory_equal(buf, want_split, sizeof(want_split));
 	assert_int_equal(rudp_wire_decode_frame(want_split, sizeof(want_split), &out), sizeof(want_split));
@@ -576,9 +589,12 @@ static void test_vector_frames(void **state)
 	assert_int_equal(out.split_id, 0x0102);
 	assert_int_equal(out.split_index, 3);
 
-	f = (struct rudp_wire_frame){ .reliability = RUDP_WIRE_UNRELIABLE_SEQUENCED, .sequenced_index = 9,
-				      .order_index = 10, .order_channel = 31, .body = (const uint8_t *)"B",
-				      .body_len = 1 };
+	f = (struct rudp_wire_frame){.reliability = RUDP_WIRE_UNRELIABLE_SEQUENCED,
+				     .sequenced_index = 9,
+				     .order_index = 10,
+				     .order_channel = 31,
+				     .body = (const uint8_t *)"B",
+				     .body_len = 1};
 	assert_int_equal(rudp_wire_encode_frame(buf, sizeof(buf), &f), sizeof(want_us));
 	assert_memory_equal(buf, want_us, sizeof(want_us));
 
@@ -588,21 +604,21 @@ static void test_vector_frames(void **state)
 
 static void test_vector_control(void **state)
 {
-	static const uint8_t want_req[] = { 0x09, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0x03, 0xe8,
-					    0x00 };
-	static const uint8_t want_pong[] = { 0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2 };
+	static const uint8_t want_req[] = {0x09, 0, 0, 0, 0, 0, 0,    0,    0x10,
+					   0,    0, 0, 0, 0, 0, 0x03, 0xe8, 0x00};
+	static const uint8_t want_pong[] = {0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2};
 	static const uint8_t want_nic[] = {
 		0x13, 0x04, 0x80, 0xff, 0xff, 0xfe, 0x4a, 0xbc, /* server address 127.0.0.1:19132 */
-		0x04, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00,       /* one internal address 0.0.0.0:0 */
-		0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2,
+		0x04, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, /* one internal address 0.0.0.0:0 */
+		0,    0,    0,    0,    0,    0,    0,    1,    0, 0, 0, 0, 0, 0, 0, 2,
 	};
-	struct rudp_wire_connection_request req = { .client_guid = 16, .time = 1000 };
-	struct rudp_wire_connected_pong pong = { .ping_time = 1, .pong_time = 2 };
-	struct rudp_wire_new_incoming_connection nic = { .server_addr = { .version = 4, .port = 19132,
-									  .ip = { 127, 0, 0, 1 } },
-							 .n_internal = 1,
-							 .request_time = 1,
-							 .accepted_time = 2 };
+	struct rudp_wire_connection_request req = {.client_guid = 16, .time = 1000};
+	struct rudp_wire_connected_pong pong = {.ping_time = 1, .pong_time = 2};
+	struct rudp_wire_new_incoming_connection nic = {
+		.server_addr = {.version = 4, .port = 19132, .ip = {127, 0, 0, 1}},
+		.n_internal = 1,
+		.request_time = 1,
+		.accepted_time = 2};
 	struct rudp_wire_new_incoming_connection nic_out;
 	uint8_t buf[128];
 
@@ -665,8 +681,8 @@ static void test_roundtrip_offline(void **state)
 		assert_true(o.server_guid == INT64_MIN);
 	}
 	{
-		static const uint16_t mtus[] = { 46, 576, 1200, 1400, 1492 };
-		struct rudp_wire_open_request_1 in = { .protocol = 10 }, o;
+		static const uint16_t mtus[] = {46, 576, 1200, 1400, 1492};
+		struct rudp_wire_open_request_1 in = {.protocol = 10}, o;
 
 		for (size_t i = 0; i < sizeof(mtus) / sizeof(mtus[0]); i++) {
 			in.mtu = mtus[i];
@@ -694,16 +710,16 @@ static void test_roundtrip_offline(void **state)
 		assert_int_equal(o.cookie, 0xdeadbeef);
 	}
 	{
-		const struct rudp_wire_open_request_2 *ins[] = { &in_req2_4, &in_req2_6, &in_req2_cookie4,
-								 &in_req2_cookie6 };
+		const struct rudp_wire_open_request_2 *ins[] = {&in_req2_4, &in_req2_6, &in_req2_cookie4,
+								&in_req2_cookie6};
 		struct rudp_wire_open_request_2 o;
 
 		for (int i = 0; i < 4; i++) {
 			rc = rudp_wire_encode_open_request_2(buf, sizeof(buf), ins[i]);
 			assert_int_equal(rc, 1 + 16 + (ins[i]->has_cookie ? 5 : 0) +
 						     (ins[i]->server_addr.version == 4 ? 7 : 29) + 2 + 8);
-			assert_int_equal(rudp_wire_decode_open_request_2(buf, (size_t)rc, ins[i]->has_cookie,
-									 &o), rc);
+			assert_int_equal(
+				rudp_wire_decode_open_request_2(buf, (size_t)rc, ins[i]->has_cookie, &o), rc);
 			assert_int_equal(o.has_cookie, ins[i]->has_cookie);
 			assert_int_equal(o.cookie, ins[i]->has_cookie ? ins[i]->cookie : 0);
 			assert_addr_equal(&o.server_addr, &ins[i]->server_addr);
@@ -712,7 +728,7 @@ static void test_roundtrip_offline(void **state)
 		}
 	}
 	{
-		const struct rudp_wire_open_reply_2 *ins[] = { &in_rep2_4, &in_rep2_6 };
+		const struct rudp_wire_open_reply_2 *ins[] = {&in_rep2_4, &in_rep2_6};
 		struct rudp_wire_open_reply_2 o;
 
 		for (int i = 0; i < 2; i++) {
@@ -819,8 +835,8 @@ static void test_roundtrip_trailing_tolerated(void **state)
 
 static void test_roundtrip_dgram_header(void **state)
 {
-	static const uint32_t seqs[] = { 0, 1, 0x7fffff, 0x800000, 0xfffffe, 0xffffff };
-	static const uint8_t flags[] = { 0x80, 0x84, 0x88, 0x90, 0x9c, 0x00 };
+	static const uint32_t seqs[] = {0, 1, 0x7fffff, 0x800000, 0xfffffe, 0xffffff};
+	static const uint8_t flags[] = {0x80, 0x84, 0x88, 0x90, 0x9c, 0x00};
 	struct rudp_wire_dgram_header in, o;
 	uint8_t buf[8];
 
@@ -839,8 +855,8 @@ static void test_roundtrip_dgram_header(void **state)
 
 static void test_roundtrip_frames(void **state)
 {
-	static const uint8_t plain[8] = { 0, 1, 2, 3, 4, 0, 2, 3 };
-	static const uint32_t idx[] = { 0, 1, 0x7fffff, 0xfffffe, 0xffffff };
+	static const uint8_t plain[8] = {0, 1, 2, 3, 4, 0, 2, 3};
+	static const uint32_t idx[] = {0, 1, 0x7fffff, 0xfffffe, 0xffffff};
 	static uint8_t big[8191];
 	uint8_t buf[9000];
 
@@ -851,8 +867,11 @@ static void test_roundtrip_frames(void **state)
 		for (int split = 0; split < 2; split++) {
 			for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++) {
 				struct rudp_wire_frame f = {
-					.reliability = rel, .split = split, .reliable_index = idx[i],
-					.sequenced_index = idx[(i + 1) % 5], .order_index = idx[(i + 2) % 5],
+					.reliability = rel,
+					.split = split,
+					.reliable_index = idx[i],
+					.sequenced_index = idx[(i + 1) % 5],
+					.order_index = idx[(i + 2) % 5],
 					.order_channel = (uint8_t)(i * 7 % 32),
 					.split_count = split ? 0xffffffffu : 0,
 					.split_id = (uint16_t)(split ? 0xffff : 0),
@@ -894,7 +913,7 @@ static void test_roundtrip_frame_set(void **state)
 	/* A datagram header followed by several frames, decoded in sequence. */
 	uint8_t buf[512];
 	size_t off = 0, n_frames = 0;
-	struct rudp_wire_dgram_header h = { .flags = 0x80, .seq = 0xffffff }, ho;
+	struct rudp_wire_dgram_header h = {.flags = 0x80, .seq = 0xffffff}, ho;
 	int rc;
 
 	(void)state;
@@ -934,8 +953,8 @@ static void test_roundtrip_ack(void **state)
 		in[i].start = s;
 		in[i].end = rudp_u24_add(s, len);
 	}
-	in[0] = (struct rudp_wire_range){ 0xffffff, 0xffffff };
-	in[1] = (struct rudp_wire_range){ 0xffffff, 0x000000 };
+	in[0] = (struct rudp_wire_range){0xffffff, 0xffffff};
+	in[1] = (struct rudp_wire_range){0xffffff, 0x000000};
 	for (int which = 0; which < 2; which++) {
 		size_t want_len = 3;
 
@@ -962,8 +981,8 @@ static void test_roundtrip_ack(void **state)
 
 static void test_roundtrip_internal_addrs(void **state)
 {
-	const struct rudp_wire_connection_accepted *accs[] = { &in_acc10, &in_acc20 };
-	const struct rudp_wire_new_incoming_connection *nics[] = { &in_nic10, &in_nic20 };
+	const struct rudp_wire_connection_accepted *accs[] = {&in_acc10, &in_acc20};
+	const struct rudp_wire_new_incoming_connection *nics[] = {&in_nic10, &in_nic20};
 	struct rudp_wire_connection_accepted ao;
 	struct rudp_wire_new_incoming_connection no;
 	uint8_t buf[2048];
@@ -1091,26 +1110,26 @@ struct named_dec {
 };
 
 static const struct named_dec all_decoders[] = {
-	{ "addr", dec_addr, 4, -1 },
-	{ "ping", dec_unconnected_ping, 0x01, 9 },
-	{ "pong", dec_unconnected_pong, 0x1c, 17 },
-	{ "req1", dec_open_request_1, 0x05, 1 },
-	{ "rep1", dec_open_reply_1, 0x06, 1 },
-	{ "req2c", dec_open_request_2_cookie, 0x07, 1 },
-	{ "req2", dec_open_request_2_plain, 0x07, 1 },
-	{ "rep2", dec_open_reply_2, 0x08, 1 },
-	{ "incompat", dec_incompatible_protocol, 0x19, 2 },
-	{ "reject", dec_offline_reject, 0x12, 1 },
-	{ "dgram", dec_dgram_header, 0x84, -1 },
-	{ "frame", dec_frame, 0x60, -1 },
-	{ "ack", dec_ack, 0xc0, -1 },
-	{ "nack", dec_ack, 0xa0, -1 },
-	{ "ack-nostore", dec_ack_no_store, 0xe0, -1 },
-	{ "creq", dec_connection_request, 0x09, -1 },
-	{ "accepted", dec_connection_accepted, 0x10, -1 },
-	{ "nic", dec_new_incoming_connection, 0x13, -1 },
-	{ "cping", dec_connected_ping, 0x00, -1 },
-	{ "cpong", dec_connected_pong, 0x03, -1 },
+	{"addr", dec_addr, 4, -1},
+	{"ping", dec_unconnected_ping, 0x01, 9},
+	{"pong", dec_unconnected_pong, 0x1c, 17},
+	{"req1", dec_open_request_1, 0x05, 1},
+	{"rep1", dec_open_reply_1, 0x06, 1},
+	{"req2c", dec_open_request_2_cookie, 0x07, 1},
+	{"req2", dec_open_request_2_plain, 0x07, 1},
+	{"rep2", dec_open_reply_2, 0x08, 1},
+	{"incompat", dec_incompatible_protocol, 0x19, 2},
+	{"reject", dec_offline_reject, 0x12, 1},
+	{"dgram", dec_dgram_header, 0x84, -1},
+	{"frame", dec_frame, 0x60, -1},
+	{"ack", dec_ack, 0xc0, -1},
+	{"nack", dec_ack, 0xa0, -1},
+	{"ack-nostore", dec_ack_no_store, 0xe0, -1},
+	{"creq", dec_connection_request, 0x09, -1},
+	{"accepted", dec_connection_accepted, 0x10, -1},
+	{"nic", dec_new_incoming_connection, 0x13, -1},
+	{"cping", dec_connected_ping, 0x00, -1},
+	{"cpong", dec_connected_pong, 0x03, -1},
 };
 #define N_DECODERS (sizeof(all_decoders) / sizeof(all_decoders[0]))
 
@@ -1176,15 +1195,12 @@ static void test_mutations(void **state)
 					buf[at] = (uint8_t)rng_next();
 			}
 			switch (rng_below(3)) {
-			case 0:
-				n = rng_below((uint32_t)n + 1);
-				break;
+			case 0: n = rng_below((uint32_t)n + 1); break;
 			case 1:
 				for (size_t k = 0, extra = rng_below(40); k < extra; k++)
 					buf[n++] = (uint8_t)rng_next();
 				break;
-			default:
-				break;
+			default: break;
 			}
 			feed(c->dec, buf, n);
 		}
@@ -1218,19 +1234,19 @@ static void test_bad_frames(void **state)
 	(void)state;
 	/* bit length 0 */
 	{
-		static const uint8_t b[] = { 0x00, 0x00, 0x00, 0xaa };
+		static const uint8_t b[] = {0x00, 0x00, 0x00, 0xaa};
 		assert_int_equal(rudp_wire_decode_frame(b, sizeof(b), &o), RUDP_WIRE_BAD_VALUE);
 	}
 	/* body past the end */
 	{
-		static const uint8_t b[] = { 0x00, 0x00, 0x11, 0xaa, 0xbb };
+		static const uint8_t b[] = {0x00, 0x00, 0x11, 0xaa, 0xbb};
 		assert_int_equal(rudp_wire_decode_frame(b, sizeof(b), &o), RUDP_WIRE_TRUNCATED);
 	}
 	/* channel 32 on reliable ordered, and on both sequenced kinds */
 	{
-		static const uint8_t hdr[] = { 0x60, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 32, 0xaa };
-		static const uint8_t us[] = { 0x20, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0xff, 0xaa };
-		static const uint8_t rs[] = { 0x80, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0xaa };
+		static const uint8_t hdr[] = {0x60, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 32, 0xaa};
+		static const uint8_t us[] = {0x20, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0xff, 0xaa};
+		static const uint8_t rs[] = {0x80, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0xaa};
 		assert_int_equal(rudp_wire_decode_frame(hdr, sizeof(hdr), &o), RUDP_WIRE_BAD_VALUE);
 		assert_int_equal(rudp_wire_decode_frame(us, sizeof(us), &o), RUDP_WIRE_BAD_VALUE);
 		assert_int_equal(rudp_wire_decode_frame(rs, sizeof(rs), &o), RUDP_WIRE_BAD_VALUE);
@@ -1245,9 +1261,9 @@ static void test_bad_frames(void **state)
 	}
 	/* split: count 0, index == count, index > count */
 	{
-		uint8_t b[] = { 0x10, 0x00, 0x08, 0, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 0, 0xaa };
+		uint8_t b[] = {0x10, 0x00, 0x08, 0, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 0, 0xaa};
 		assert_int_equal(rudp_wire_decode_frame(b, sizeof(b), &o), RUDP_WIRE_BAD_VALUE);
-		b[6] = 2;  /* count 2 */
+		b[6] = 2; /* count 2 */
 		b[12] = 2; /* index 2 */
 		assert_int_equal(rudp_wire_decode_frame(b, sizeof(b), &o), RUDP_WIRE_BAD_VALUE);
 		b[12] = 0xff;
@@ -1257,8 +1273,8 @@ static void test_bad_frames(void **state)
 	}
 
 	/* The encoder refuses the same things, plus unencodable sizes. */
-	f = (struct rudp_wire_frame){ .reliability = 3, .order_channel = 32, .body = body_bytes,
-				      .body_len = 1 };
+	f = (struct rudp_wire_frame){
+		.reliability = 3, .order_channel = 32, .body = body_bytes, .body_len = 1};
 	assert_int_equal(rudp_wire_encode_frame(buf, sizeof(buf), &f), RUDP_WIRE_BAD_VALUE);
 	f.order_channel = 31;
 	assert_true(rudp_wire_encode_frame(buf, sizeof(buf), &f) > 0);
@@ -1299,16 +1315,16 @@ static void test_bad_offline(void **state)
 		int magic_at;
 		uint8_t wrong_id;
 	} t[] = {
-		{ dec_unconnected_ping, 9, 0x03 },  { dec_unconnected_pong, 17, 0x01 },
-		{ dec_open_request_1, 1, 0x06 },    { dec_open_reply_1, 1, 0x05 },
-		{ dec_open_request_2_plain, 1, 0x08 }, { dec_open_reply_2, 1, 0x07 },
-		{ dec_incompatible_protocol, 2, 0x1a }, { dec_offline_reject, 1, 0x13 },
+		{dec_unconnected_ping, 9, 0x03},      {dec_unconnected_pong, 17, 0x01},
+		{dec_open_request_1, 1, 0x06},        {dec_open_reply_1, 1, 0x05},
+		{dec_open_request_2_plain, 1, 0x08},  {dec_open_reply_2, 1, 0x07},
+		{dec_incompatible_protocol, 2, 0x1a}, {dec_offline_reject, 1, 0x13},
 	};
-	const void *ins[] = { &in_ping1, &in_pong, &in_req1, &in_rep1, &in_req2_4, &in_rep2_4, &in_incompat,
-			      &in_reject[0] };
-	enc_fn encs[] = { enc_unconnected_ping, enc_unconnected_pong, enc_open_request_1, enc_open_reply_1,
-			  enc_open_request_2, enc_open_reply_2, enc_incompatible_protocol,
-			  enc_offline_reject };
+	const void *ins[] = {&in_ping1,  &in_pong,   &in_req1,     &in_rep1,
+			     &in_req2_4, &in_rep2_4, &in_incompat, &in_reject[0]};
+	enc_fn encs[] = {enc_unconnected_ping,      enc_unconnected_pong, enc_open_request_1,
+			 enc_open_reply_1,          enc_open_request_2,   enc_open_reply_2,
+			 enc_incompatible_protocol, enc_offline_reject};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		rc = encs[i](buf, sizeof(buf), ins[i]);
@@ -1341,10 +1357,10 @@ static void test_bad_offline(void **state)
 
 	/* Encoders refuse ids and sizes that have no valid encoding. */
 	{
-		struct rudp_wire_unconnected_ping ping = { .id = 0x03 };
-		struct rudp_wire_offline_reject rej = { .id = 0x13 };
-		struct rudp_wire_open_request_1 r1 = { .protocol = 11, .mtu = 45 };
-		struct rudp_wire_unconnected_pong pong = { .data = NULL, .data_len = 3 };
+		struct rudp_wire_unconnected_ping ping = {.id = 0x03};
+		struct rudp_wire_offline_reject rej = {.id = 0x13};
+		struct rudp_wire_open_request_1 r1 = {.protocol = 11, .mtu = 45};
+		struct rudp_wire_unconnected_pong pong = {.data = NULL, .data_len = 3};
 		struct rudp_wire_open_request_2 r2 = in_req2_4;
 		struct rudp_wire_open_reply_2 p2 = in_rep2_4;
 
@@ -1366,8 +1382,8 @@ static void test_bad_offline(void **state)
 
 	/* Address version other than 4 or 6. */
 	{
-		static const uint8_t a[] = { 0x05, 1, 2, 3, 4, 5, 6 };
-		struct rudp_wire_addr o, bad = { .version = 0 };
+		static const uint8_t a[] = {0x05, 1, 2, 3, 4, 5, 6};
+		struct rudp_wire_addr o, bad = {.version = 0};
 
 		assert_int_equal(rudp_wire_decode_addr(a, sizeof(a), &o), RUDP_WIRE_BAD_VALUE);
 		assert_int_equal(rudp_wire_encode_addr(buf, sizeof(buf), &bad), RUDP_WIRE_BAD_VALUE);
@@ -1388,7 +1404,7 @@ static void test_bad_datagrams(void **state)
 	(void)state;
 	/* Frame-set header: ACK, NACK and offline first bytes are not frame sets. */
 	{
-		uint8_t b[] = { 0xc0, 0, 0, 0 };
+		uint8_t b[] = {0xc0, 0, 0, 0};
 		assert_int_equal(rudp_wire_decode_dgram_header(b, 4, &h), RUDP_WIRE_BAD_ID);
 		b[0] = 0xa0;
 		assert_int_equal(rudp_wire_decode_dgram_header(b, 4, &h), RUDP_WIRE_BAD_ID);
@@ -1400,7 +1416,7 @@ static void test_bad_datagrams(void **state)
 	}
 	/* ACK decode: not an ACK, a backwards range, trailing bytes, truncated count. */
 	{
-		uint8_t b[] = { 0x84, 0x00, 0x01, 0x00, 0x05, 0, 0, 0x02, 0, 0 };
+		uint8_t b[] = {0x84, 0x00, 0x01, 0x00, 0x05, 0, 0, 0x02, 0, 0};
 		assert_int_equal(rudp_wire_decode_ack(b, sizeof(b), r, 4, &count, &dropped, &nack),
 				 RUDP_WIRE_BAD_ID);
 		b[0] = 0x40;
@@ -1425,7 +1441,7 @@ static void test_bad_datagrams(void **state)
 	}
 	/* ACK encode: nothing to send, backwards range. */
 	{
-		struct rudp_wire_range back = { 10, 9 };
+		struct rudp_wire_range back = {10, 9};
 		assert_int_equal(rudp_wire_encode_ack(buf, sizeof(buf), false, r, 0, &enc),
 				 RUDP_WIRE_BAD_VALUE);
 		assert_int_equal(rudp_wire_encode_ack(buf, sizeof(buf), false, &back, 1, &enc),
@@ -1520,7 +1536,7 @@ static void test_no_space_ack(void **state)
 {
 	/* ACKs encode as many records as fit: too small for even the first one
 	 * is NO_SPACE, in between is a shorter but valid ACK. */
-	struct rudp_wire_range in[5] = { { 1, 1 }, { 3, 9 }, { 11, 11 }, { 0xfffff0, 0x10 }, { 20, 20 } };
+	struct rudp_wire_range in[5] = {{1, 1}, {3, 9}, {11, 11}, {0xfffff0, 0x10}, {20, 20}};
 	size_t full = 3 + 4 + 7 + 4 + 7 + 4;
 
 	(void)state;
@@ -1610,7 +1626,7 @@ static void test_helpers(void **state)
 	assert_non_null(rudp_wire_strstatus(-100));
 	assert_int_equal(RUDP_WIRE_FRAME_HEADER_MAX, 23);
 	{
-		struct rudp_wire_frame f = { .reliability = 4, .split = true };
+		struct rudp_wire_frame f = {.reliability = 4, .split = true};
 		assert_int_equal(rudp_wire_frame_header_len(&f), RUDP_WIRE_FRAME_HEADER_MAX);
 	}
 }
