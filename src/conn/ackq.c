@@ -236,12 +236,16 @@ static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t 
 struct ack_sample {
 	bool have;
 	uint64_t sent_us;
+	uint64_t newest_acked_send_us; /* any copy, for loss inference */
 };
 
 static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
 {
 	f->state = FRAME_ACKED;
 	c->rel_unacked--;
+	c->probes_without_ack = 0;
+	if (f->last_send_us > sample->newest_acked_send_us)
+		sample->newest_acked_send_us = f->last_send_us;
 	/* Karn: a frame sent more than once cannot say which copy was acked. */
 	if (f->transmissions == 1 && (!sample->have || f->last_send_us > sample->sent_us)) {
 		sample->sent_us = f->last_send_us;
@@ -282,6 +286,33 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 					ack_frame(c, f, sample);
 			}
 		}
+	}
+}
+
+/*
+ * Time-based loss inference (the idea of TCP's RACK): a frame still unacked
+ * although a frame sent clearly after it has been acknowledged was lost, or
+ * its ACK was. Either way waiting for the RTO only stalls the window: the
+ * peer NACKs a lost datagram once, and that NACK or the ACK itself may be
+ * lost too. Resending early costs a duplicate the receiver drops by reliable
+ * index. "Clearly after" allows a quarter of the RTT (at least 1 ms) for
+ * reordering on the path.
+ */
+static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us)
+{
+	uint64_t reorder_window = c->rtt.srtt_us / 4;
+
+	if (newest_acked_send_us == 0)
+		return;
+	if (reorder_window < 1000)
+		reorder_window = 1000;
+	if (newest_acked_send_us <= reorder_window)
+		return;
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT && f->last_send_us < newest_acked_send_us - reorder_window)
+			f->state = FRAME_NACKED;
 	}
 }
 
@@ -327,6 +358,7 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	}
 	if (nack)
 		return 0;
+	infer_losses(c, sample.newest_acked_send_us);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
 		c->rel_sent--;

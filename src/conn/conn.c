@@ -632,6 +632,7 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 	if (c->state == RUDP_CONN_STATE_DISCONNECTING)
 		min_into(&d, c->disconnect_start_us + c->cfg.disconnect_linger_us);
 	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
+	min_into(&d, flush_probe_deadline(c));
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 

@@ -283,6 +283,7 @@ struct rudp_conn {
 	struct sent_history sent;
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
+	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 
 	/* acknowledgements */
 	struct ackq acks;
@@ -340,6 +341,8 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us);
 /* Queues a connected ping when nothing was sent for keepalive_us. */
 void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us);
 
+/* flush.c: when a tail-loss probe is due (UINT64_MAX: none). */
+uint64_t flush_probe_deadline(const struct rudp_conn *c);
 /* flush.c: builds and sends data datagrams; sets *blocked when the owner
  * refused one. Returns the number sent. */
 int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked);

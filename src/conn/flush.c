@@ -178,11 +178,55 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 	return true;
 }
 
+/*
+ * Tail-loss probe. When the last datagrams of a burst are lost, nothing
+ * later reaches the peer to reveal the gap (no NACK) and nothing later is
+ * acknowledged (no inferred loss), so only the RTO would recover, and an
+ * application waiting for those messages sends nothing meanwhile. So when
+ * frames are in flight and nothing was sent for about two RTTs, resend the
+ * newest one: its ACK, or the NACK its new sequence number provokes,
+ * recovers the rest at once. At most two probes go out per ACK progress, so
+ * a dead peer is left to the RTO's backoff.
+ */
+#define FLUSH_MAX_PROBES 2
+#define FLUSH_PROBE_SLACK_US 1000
+
+static struct sendq_frame *newest_in_flight(const struct rudp_conn *c)
+{
+	struct sendq_frame *newest = NULL;
+
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT && (!newest || f->last_send_us >= newest->last_send_us))
+			newest = f;
+	}
+	return newest;
+}
+
+uint64_t flush_probe_deadline(const struct rudp_conn *c)
+{
+	const struct sendq_frame *f;
+	uint64_t pto;
+
+	if (c->rel_unacked == 0 || c->probes_without_ack >= FLUSH_MAX_PROBES)
+		return UINT64_MAX;
+	f = newest_in_flight(c);
+	if (!f)
+		return UINT64_MAX;
+	pto = c->rtt.has_sample ? 2 * c->rtt.srtt_us + FLUSH_PROBE_SLACK_US : c->rtt.rto_us;
+	return f->last_send_us + pto;
+}
+
 int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 {
 	struct dgram_builder b = {0};
 
 	builder_reset(&b);
+	if (flush_probe_deadline(c) <= now_us) {
+		newest_in_flight(c)->state = FRAME_NACKED;
+		c->probes_without_ack++;
+	}
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 		enum flush_kind kind;

@@ -461,6 +461,44 @@ static void test_connect_timeout(void **state)
 	sim_delete(s);
 }
 
+/* The last datagram of a burst is lost: nothing after it can reveal the gap,
+ * so only a tail-loss probe (about two RTTs) recovers it before the RTO.
+ * With the RTO floor at 1 s, delivery within 200 ms proves the probe. */
+static void test_tail_loss_probe(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s;
+	struct rudp_conn_stats st;
+	uint8_t msg[50];
+	uint64_t start, sent_before;
+
+	(void)state;
+	cfg.rto_min_us = SEC;
+	cfg.rto_initial_us = SEC;
+	s = sim_new(77, &cfg, &clean_link);
+	connect_pair(s);
+	for (int i = 0; i < 50; i++)
+		sim_step(s);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	sent_before = st.datagrams_sent;
+	s->silent = true;
+	start = s->now;
+	sim_make_message(msg, sizeof(msg), 2, 0, 0);
+	assert_int_equal(rudp_conn_send(s->ep[0].c, msg, sizeof(msg), 2, 0, s->now), 0);
+	s->ep[0].sent = 1;
+	s->ep[0].tx_next[2][0] = 1;
+	while (st.datagrams_sent == sent_before) {
+		sim_step(s);
+		rudp_conn_get_stats(s->ep[0].c, &st);
+	}
+	s->silent = false;
+	assert_true(sim_run(s, sim_all_delivered, 10 * SEC));
+	assert_true(s->now - start < 200 * 1000);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	assert_int_equal(st.frames_retransmitted, 1);
+	sim_delete(s);
+}
+
 static void test_retransmit_backoff(void **state)
 {
 	struct rudp_conn_config cfg = test_config(1492);
@@ -485,8 +523,10 @@ static void test_retransmit_backoff(void **state)
 	while (s->now < start + 5 * SEC)
 		sim_step(s);
 	rudp_conn_get_stats(s->ep[0].c, &st);
-	/* RTO ~ 50 ms floor (RTT 20 ms): 50, 100, 200, 400, 800, 1600, then 2000-capped. */
-	assert_true(st.frames_retransmitted >= 5 && st.frames_retransmitted <= 8);
+	/* Two tail-loss probes (about 2 RTT apart, then no more without an ACK),
+	 * then the RTO ~ 50 ms floor (RTT 20 ms): 50, 100, 200, 400, 800, 1600,
+	 * then 2000-capped. */
+	assert_true(st.frames_retransmitted >= 7 && st.frames_retransmitted <= 10);
 	s->silent = false;
 	assert_true(sim_run(s, sim_all_delivered, 10 * SEC));
 	{
@@ -522,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_unacked_data_timeout),
 		cmocka_unit_test(test_connect_timeout),
 		cmocka_unit_test(test_retransmit_backoff),
+		cmocka_unit_test(test_tail_loss_probe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
