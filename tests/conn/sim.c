@@ -82,7 +82,9 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 	uint32_t copies = 1;
 
 	s->dgrams_sent++;
-	if (s->silent || rng_below(&s->rng, 1000) < s->link.loss_pm) {
+	if (s->silent || rng_below(&s->rng, 1000) < s->link.loss_pm ||
+	    (s->link.ack_loss_pm && len > 0 && (data[0] & RUDP_DGRAM_ACK) &&
+	     rng_below(&s->rng, 1000) < s->link.ack_loss_pm)) {
 		s->dgrams_lost++;
 		return;
 	}

@@ -32,6 +32,7 @@ struct sim_packet {
 
 struct sim_link {
 	uint32_t loss_pm; /* per mille */
+	uint32_t ack_loss_pm; /* per mille, extra loss for ACK datagrams only */
 	uint32_t dup_pm;
 	uint32_t reorder_pm; /* extra random delay up to reorder_us */
 	uint64_t delay_us;

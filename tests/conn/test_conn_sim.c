@@ -461,6 +461,39 @@ static void test_connect_timeout(void **state)
 	sim_delete(s);
 }
 
+/* Lost ACKs: the data arrived, but the sender hears nothing for some frames.
+ * Later ACKs show that frames sent after them got through, so the sender
+ * resends them at once instead of stalling its window until the RTO (1 s
+ * here). */
+static void test_lost_acks_inferred(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim_link link = {.delay_us = 10 * MS, .ack_loss_pm = 100};
+	struct sim *s;
+	uint64_t start;
+
+	(void)state;
+	cfg.rto_min_us = SEC;
+	cfg.rto_initial_us = SEC;
+	s = sim_new(31, &cfg, &link);
+	s->ep[0].work = (struct sim_workload){
+		.count = 3000,
+		.min_size = 600,
+		.max_size = 1000,
+		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
+		.channels = 1,
+	};
+	connect_pair(s);
+	start = s->now;
+	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
+	sim_assert_complete(s, 1);
+	print_message("3000 messages with 10 %% ACK loss: %.3f s of virtual time\n",
+		      (double)(s->now - start) / SEC);
+	/* Measured: 1.02 s; without the inference (probes and RTO only) 2.96 s. */
+	assert_true(s->now - start < 2 * SEC);
+	sim_delete(s);
+}
+
 /* The last datagram of a burst is lost: nothing after it can reveal the gap,
  * so only a tail-loss probe (about two RTTs) recovers it before the RTO.
  * With the RTO floor at 1 s, delivery within 200 ms proves the probe. */
@@ -563,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_connect_timeout),
 		cmocka_unit_test(test_retransmit_backoff),
 		cmocka_unit_test(test_tail_loss_probe),
+		cmocka_unit_test(test_lost_acks_inferred),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
