@@ -2,9 +2,17 @@
 /*
  * rudp-echo: an echo server and a verifying client over librudp.
  *
- *   rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--once] [--stats]
+ *   rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--threads N] [--io B]
+ *                    [--once] [--stats]
  *   rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]
- *                    [--protocol V] [--channel C] [--timeout MS] [--stats]
+ *                    [--batch B] [--io B] [--protocol V] [--channel C] [--timeout MS]
+ *                    [--stats]
+ *
+ * The server drains received messages with rudp_recv_batch() and echoes
+ * each peer's run of them with one rudp_send_batch(). With --threads N it
+ * runs N hosts, one per thread, on one port (SO_REUSEPORT): each client is
+ * served by one thread only, so the threads share nothing. --io picks the
+ * backend (uring, mmsg, auto; RUDP_IO in the environment overrides it).
  *
  * Every client message is 0xfe (the id Bedrock games use, so any RakNet echo
  * server passes it on), a 4-byte little-endian message id, then bytes derived
@@ -14,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +49,14 @@ static uint64_t now_ms(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--once] [--stats]\n"
+		"usage: rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--threads N] [--io B]\n"
+		"                        [--once] [--stats]\n"
 		"       rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]\n"
-		"                        [--protocol V] [--channel C] [--timeout MS] [--stats]\n");
+		"                        [--batch B] [--io B] [--protocol V] [--channel C] [--timeout MS]\n"
+		"                        [--stats]\n"
+		"  --io B       io backend: uring, mmsg or auto (default; RUDP_IO overrides)\n"
+		"  --threads N  server: N hosts on one port, one per thread (SO_REUSEPORT)\n"
+		"  --batch B    client: send with rudp_send_batch, at most B messages per call\n");
 }
 
 static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -71,6 +85,30 @@ static void print_peer_stats(const char *who, rudp_peer *peer)
 	       s.window_in_use, s.window_frames);
 }
 
+static int parse_io(const char *s, int *out)
+{
+	if (!strcmp(s, "auto"))
+		*out = RUDP_IO_AUTO;
+	else if (!strcmp(s, "mmsg"))
+		*out = RUDP_IO_MMSG;
+	else if (!strcmp(s, "uring"))
+		*out = RUDP_IO_URING;
+	else
+		return -1;
+	return 0;
+}
+
+static void print_host_stats(const char *who, rudp_host *host)
+{
+	rudp_host_stats s;
+	if (rudp_host_stats_get(host, &s) != 0)
+		return;
+	printf("%s host: io backend %s, datagrams received %" PRIu64 " / sent %" PRIu64
+	       ", io syscalls recv %" PRIu64 " / send %" PRIu64 ", dropped %" PRIu64 "\n",
+	       who, s.io_backend, s.datagrams_received, s.datagrams_sent, s.syscalls_recv, s.syscalls_send,
+	       s.datagrams_dropped);
+}
+
 static void log_to_stderr(void *ud, int level, const char *msg)
 {
 	(void)ud;
@@ -80,16 +118,88 @@ static void log_to_stderr(void *ud, int level, const char *msg)
 
 /* ---- server ---- */
 
+struct server_thread {
+	pthread_t tid;
+	int index;
+	rudp_host *host;
+	int once, stats;
+	uint64_t echoed, failed;
+	int clients_seen;
+	int rc;
+};
+
+/* Echoes one peer's run of received messages with one send batch. */
+static void echo_run(struct server_thread *t, rudp_peer *peer, const rudp_event *in, int k, rudp_message *out)
+{
+	for (int i = 0; i < k; i++)
+		out[i] = (rudp_message){in[i].data, in[i].len, in[i].reliability, in[i].channel};
+	int err = 0;
+	int q = rudp_send_batch(peer, out, (size_t)k, &err);
+	if (q < 0) {
+		t->failed += (uint64_t)k;
+		fprintf(stderr, "rudp-echo: echo failed: %s\n", rudp_strerror(q));
+		return;
+	}
+	t->echoed += (uint64_t)q;
+	if (q < k) {
+		t->failed += (uint64_t)(k - q);
+		fprintf(stderr, "rudp-echo: %d of %d echoes not queued: %s\n", k - q, k, rudp_strerror(err));
+	}
+}
+
+/* One host's loop: drain a batch, echo a batch. The host and its peers are
+ * touched by this thread only. */
+static void *server_loop(void *arg)
+{
+	struct server_thread *t = arg;
+	rudp_event in[256];
+	rudp_message out[256];
+	while (!stop_requested) {
+		int n = rudp_recv_batch(t->host, in, 256, 100);
+		if (n < 0) {
+			fprintf(stderr, "rudp-echo: service failed: %s\n", rudp_strerror(n));
+			t->rc = 1;
+			stop_requested = 1;
+			break;
+		}
+		if (n == 1 && in[0].type != RUDP_EVENT_RECEIVE) {
+			if (in[0].type == RUDP_EVENT_CONNECT) {
+				t->clients_seen++;
+			} else if (in[0].type == RUDP_EVENT_DISCONNECT) {
+				if (t->stats)
+					print_peer_stats("server", in[0].peer);
+				if (t->once)
+					stop_requested = 1;
+			}
+			continue;
+		}
+		for (int i = 0; i < n;) {
+			int j = i;
+			while (j < n && in[j].peer == in[i].peer)
+				j++;
+			echo_run(t, in[i].peer, in + i, j - i, out);
+			i = j;
+		}
+	}
+	return NULL;
+}
+
 static int run_server(int argc, char **argv)
 {
 	const char *bind = "0.0.0.0:19132";
-	uint32_t max_clients = 1024;
-	int once = 0, stats = 0;
+	uint32_t max_clients = 1024, threads = 1;
+	int once = 0, stats = 0, io = RUDP_IO_AUTO;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--bind") && i + 1 < argc) {
 			bind = argv[++i];
 		} else if (!strcmp(argv[i], "--max-clients") && i + 1 < argc) {
 			if (parse_u32(argv[++i], 1, 1u << 20, &max_clients) != 0)
+				return usage(), 2;
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			if (parse_u32(argv[++i], 1, 256, &threads) != 0)
+				return usage(), 2;
+		} else if (!strcmp(argv[i], "--io") && i + 1 < argc) {
+			if (parse_io(argv[++i], &io) != 0)
 				return usage(), 2;
 		} else if (!strcmp(argv[i], "--once")) {
 			once = 1;
@@ -100,59 +210,85 @@ static int run_server(int argc, char **argv)
 			return 2;
 		}
 	}
+	struct server_thread *th = calloc(threads, sizeof(*th));
+	if (!th) {
+		fprintf(stderr, "rudp-echo: out of memory\n");
+		return 1;
+	}
 	rudp_config cfg;
 	rudp_config_init(&cfg);
 	cfg.bind_address = bind;
 	cfg.max_peers = max_clients;
+	cfg.io_backend = io;
+	cfg.reuse_port = threads > 1;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 2;
-	rudp_host *host;
-	int r = rudp_host_create(&cfg, &host);
+	char local[64] = "";
+	int r = 0;
+	uint32_t made = 0;
+	for (; made < threads; made++) {
+		/* Port 0 asks the kernel for a port once; the other hosts join it. */
+		if (made == 1)
+			cfg.bind_address = local;
+		r = rudp_host_create(&cfg, &th[made].host);
+		if (r != 0)
+			break;
+		if (made == 0)
+			rudp_host_local_address(th[0].host, local, sizeof(local));
+	}
 	if (r != 0) {
-		fprintf(stderr, "rudp-echo: cannot create server on %s: %s%s%s\n", bind, rudp_strerror(r),
-			r == RUDP_E_SYSTEM ? ": " : "", r == RUDP_E_SYSTEM ? strerror(errno) : "");
+		fprintf(stderr, "rudp-echo: cannot create server %u on %s: %s%s%s\n", made, cfg.bind_address,
+			rudp_strerror(r), r == RUDP_E_SYSTEM || r == RUDP_E_UNSUPPORTED ? ": " : "",
+			r == RUDP_E_SYSTEM || r == RUDP_E_UNSUPPORTED ? strerror(errno) : "");
+		for (uint32_t i = 0; i < made; i++)
+			rudp_host_destroy(th[i].host);
+		free(th);
 		return 1;
 	}
-	char local[64];
-	rudp_host_local_address(host, local, sizeof(local));
-	printf("listening on %s\n", local);
+	rudp_host_stats hs;
+	rudp_host_stats_get(th[0].host, &hs);
+	printf("listening on %s (%u thread%s, io backend %s)\n", local, threads, threads > 1 ? "s" : "",
+	       hs.io_backend);
 	fflush(stdout);
 
-	rudp_event ev[256];
-	uint64_t echoed = 0, failed = 0;
-	int clients_seen = 0;
-	while (!stop_requested) {
-		int n = rudp_service(host, ev, 256, 100);
-		if (n < 0) {
-			fprintf(stderr, "rudp-echo: service failed: %s\n", rudp_strerror(n));
+	for (uint32_t i = 0; i < threads; i++) {
+		th[i].index = (int)i;
+		th[i].once = once;
+		th[i].stats = stats;
+	}
+	uint32_t started = 0;
+	for (; started + 1 < threads; started++) {
+		if (pthread_create(&th[started + 1].tid, NULL, server_loop, &th[started + 1]) != 0) {
+			fprintf(stderr, "rudp-echo: cannot start thread %u\n", started + 1);
+			stop_requested = 1;
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			switch (ev[i].type) {
-			case RUDP_EVENT_CONNECT: clients_seen++; break;
-			case RUDP_EVENT_RECEIVE:
-				r = rudp_send(ev[i].peer, ev[i].data, ev[i].len, ev[i].reliability,
-					      ev[i].channel);
-				if (r == 0) {
-					echoed++;
-				} else {
-					failed++;
-					fprintf(stderr, "rudp-echo: echo failed: %s\n", rudp_strerror(r));
-				}
-				break;
-			case RUDP_EVENT_DISCONNECT:
-				if (stats)
-					print_peer_stats("server", ev[i].peer);
-				if (once)
-					stop_requested = 1;
-				break;
-			}
+	}
+	server_loop(&th[0]); /* the main thread serves host 0 */
+	for (uint32_t i = 1; i <= started; i++)
+		pthread_join(th[i].tid, NULL);
+
+	uint64_t echoed = 0, failed = 0;
+	int clients = 0, rc = 0;
+	for (uint32_t i = 0; i < threads; i++) {
+		echoed += th[i].echoed;
+		failed += th[i].failed;
+		clients += th[i].clients_seen;
+		rc |= th[i].rc;
+		if (threads > 1)
+			printf("thread %u: echoed %" PRIu64 " messages for %d clients\n", i, th[i].echoed,
+			       th[i].clients_seen);
+		if (stats) {
+			char who[32];
+			snprintf(who, sizeof(who), "server %u", i);
+			print_host_stats(who, th[i].host);
 		}
+		rudp_host_destroy(th[i].host);
 	}
 	printf("server echoed %" PRIu64 " messages (%" PRIu64 " failed) for %d clients\n", echoed, failed,
-	       clients_seen);
-	rudp_host_destroy(host);
-	return failed ? 1 : 0;
+	       clients);
+	free(th);
+	return failed || rc ? 1 : 0;
 }
 
 /* ---- client ---- */
@@ -176,7 +312,8 @@ static int run_client(int argc, char **argv)
 {
 	const char *target = NULL;
 	uint32_t count = 1000, size = 64, window = 16, protocol = 11, channel = 0, timeout_ms = 60000;
-	int stats = 0;
+	uint32_t batch = 0;
+	int stats = 0, io = RUDP_IO_AUTO;
 	for (int i = 0; i < argc; i++) {
 		int bad = 0;
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc)
@@ -193,6 +330,10 @@ static int run_client(int argc, char **argv)
 			bad = parse_u32(argv[++i], 0, RUDP_CHANNELS - 1, &channel);
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			bad = parse_u32(argv[++i], 1, UINT32_MAX, &timeout_ms);
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			bad = parse_u32(argv[++i], 1, 1024, &batch);
+		else if (!strcmp(argv[i], "--io") && i + 1 < argc)
+			bad = parse_io(argv[++i], &io);
 		else if (!strcmp(argv[i], "--stats"))
 			stats = 1;
 		else
@@ -211,12 +352,14 @@ static int run_client(int argc, char **argv)
 	rudp_config cfg;
 	rudp_config_init(&cfg);
 	cfg.protocol_version = (uint8_t)protocol;
+	cfg.io_backend = io;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 1;
 	rudp_host *host;
 	int r = rudp_host_create(&cfg, &host);
 	if (r != 0) {
-		fprintf(stderr, "rudp-echo: cannot create client: %s\n", rudp_strerror(r));
+		fprintf(stderr, "rudp-echo: cannot create client: %s%s%s\n", rudp_strerror(r),
+			r == RUDP_E_UNSUPPORTED ? ": " : "", r == RUDP_E_UNSUPPORTED ? strerror(errno) : "");
 		return 1;
 	}
 	rudp_peer *peer;
@@ -227,8 +370,11 @@ static int run_client(int argc, char **argv)
 		return 1;
 	}
 
-	uint8_t *msg = malloc(size), *expect = malloc(size);
-	if (!msg || !expect) {
+	/* One buffer per message of a batch: rudp_send_batch() copies them. */
+	uint32_t slots = batch ? batch : 1;
+	uint8_t *msg = malloc((size_t)size * slots), *expect = malloc(size);
+	rudp_message *out = calloc(slots, sizeof(*out));
+	if (!msg || !expect || !out) {
 		fprintf(stderr, "rudp-echo: out of memory\n");
 		return 1;
 	}
@@ -245,7 +391,30 @@ static int run_client(int argc, char **argv)
 			failure = why;
 			break;
 		}
-		while (connected && sent < count && sent - verified < window) {
+		/* Batch mode sends what the window allows now, at most batch per
+		 * call: it never waits for a batch to fill. */
+		while (batch && connected && sent < count && sent - verified < window) {
+			uint32_t k = 0;
+			while (k < batch && sent + k < count && sent + k - verified < window) {
+				uint8_t *m = msg + (size_t)k * size;
+				fill_message(m, size, sent + k);
+				out[k] = (rudp_message){m, size, RUDP_RELIABLE_ORDERED, (uint8_t)channel};
+				k++;
+			}
+			int err = 0;
+			int q = rudp_send_batch(peer, out, k, &err);
+			if (q > 0)
+				sent += (uint32_t)q;
+			if (q < 0 || (q < (int)k && err != RUDP_E_QUEUE_FULL)) {
+				snprintf(why, sizeof(why), "send batch failed: %s",
+					 rudp_strerror(q < 0 ? q : err));
+				failure = why;
+				done = 1;
+			}
+			if (q < (int)k)
+				break; /* queue full: service first */
+		}
+		while (!batch && connected && sent < count && sent - verified < window) {
 			fill_message(msg, size, sent);
 			r = rudp_send(peer, msg, size, RUDP_RELIABLE_ORDERED, (int)channel);
 			if (r == RUDP_E_QUEUE_FULL)
@@ -325,6 +494,8 @@ static int run_client(int argc, char **argv)
 	}
 	if (peer && stats)
 		print_peer_stats("client", peer);
+	if (stats)
+		print_host_stats("client", host);
 	if (peer) {
 		/* Say goodbye properly, but do not hang on a dead server. */
 		rudp_disconnect(peer);
@@ -341,6 +512,7 @@ static int run_client(int argc, char **argv)
 	}
 	free(msg);
 	free(expect);
+	free(out);
 	rudp_host_destroy(host);
 	return rc;
 }

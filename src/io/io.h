@@ -2,11 +2,13 @@
 /*
  * io: moves batches of UDP datagrams between one socket and the host.
  *
- * The host sees only this interface, so a backend (recvmmsg/sendmmsg today,
- * io_uring later) is chosen once at host creation and never leaks upward.
- * Receive hands out a batch of datagrams that stay valid until the next
- * receive; send is two-step (take a slot, commit it) so the conn layer can
- * write a datagram straight into the batch that goes to the kernel.
+ * The host sees only this interface, so a backend (recvmmsg/sendmmsg, or
+ * io_uring) is chosen once at host creation (io_select.c) and never leaks
+ * upward. Receive hands out a batch of datagrams that stay valid until the
+ * next receive; send is two-step (take a slot, commit it) so the conn layer
+ * can write a datagram straight into the batch that goes to the kernel.
+ * Waiting also goes through the backend, because io_uring waits on its
+ * completion queue, not on the socket.
  */
 #ifndef RUDP_IO_H
 #define RUDP_IO_H
@@ -51,18 +53,50 @@ struct rudp_io_ops {
 	/* Hands every committed datagram to the kernel. Returns datagrams sent
 	 * or -errno; a datagram the kernel refuses is counted and dropped. */
 	int (*flush)(struct rudp_io *io);
+	/* Hands committed datagrams to the kernel, then waits up to timeout_ms
+	 * (0: not at all) until input may be waiting. Returns 0 (also on a
+	 * timeout or a signal) or -errno. */
+	int (*wait)(struct rudp_io *io, int timeout_ms);
 	void (*destroy)(struct rudp_io *io);
 };
 
 struct rudp_io {
 	const struct rudp_io_ops *ops;
-	int fd;
+	int fd; /* the UDP socket */
+	int poll_fd; /* readable when input is waiting: the socket (mmsg) or the ring (uring) */
 	uint32_t batch;
+	/* Reading costs no system call (io_uring reaps completions from shared
+	 * memory), so the host may read everything before it sends. */
+	bool recv_is_free;
 	struct rudp_io_stats stats;
 };
 
 /* The recvmmsg/sendmmsg backend over an already bound non-blocking fd. */
 struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
+
+/* The io_uring backend over an already bound fd (it clears O_NONBLOCK: the
+ * ring, not the socket, decides whether an operation waits). On failure
+ * returns NULL and stores a positive errno in *err: ENOSYS (not built, or
+ * no kernel support), EPERM (io_uring_disabled, seccomp), EINVAL (a kernel
+ * too old for multishot recvmsg or provided-buffer rings), ENOMEM. */
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err);
+
+/* Which backend the caller asked for (rudp_config.io_backend values). */
+enum rudp_io_choice {
+	RUDP_IO_CHOICE_AUTO = 0,
+	RUDP_IO_CHOICE_MMSG = 1,
+	RUDP_IO_CHOICE_URING = 2,
+};
+
+/* Picks and creates the backend (io_select.c). env is the RUDP_IO
+ * environment value or NULL; "uring"/"mmsg" in it override choice, "auto"
+ * or empty defer to choice. Writes one line for the host log into note
+ * (which backend and why) with its log level in *note_level (0 error, 1
+ * warning for a fallback, 2 info). Returns NULL with *err = RUDP_E_INVALID
+ * (a bad env value), RUDP_E_UNSUPPORTED (uring forced but unusable; errno
+ * says why) or RUDP_E_NOMEM. */
+struct rudp_io *rudp_io_open(int fd, uint32_t batch, int choice, const char *env, char *note, size_t note_len,
+			     int *note_level, int *err);
 
 static inline int rudp_io_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 {
@@ -79,6 +113,10 @@ static inline void rudp_io_tx_commit(struct rudp_io *io, size_t len, const struc
 static inline int rudp_io_flush(struct rudp_io *io)
 {
 	return io->ops->flush(io);
+}
+static inline int rudp_io_wait(struct rudp_io *io, int timeout_ms)
+{
+	return io->ops->wait(io, timeout_ms);
 }
 static inline void rudp_io_destroy(struct rudp_io *io)
 {

@@ -127,6 +127,17 @@ static void mmsg_tx_commit(struct rudp_io *io, size_t len, const struct sockaddr
 	m->tx_count++;
 }
 
+static int mmsg_wait(struct rudp_io *io, int timeout_ms)
+{
+	mmsg_flush(io);
+	if (timeout_ms <= 0)
+		return 0;
+	struct pollfd p = {.fd = io->fd, .events = POLLIN};
+	if (poll(&p, 1, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
 static void mmsg_destroy(struct rudp_io *io)
 {
 	struct io_mmsg *m = (struct io_mmsg *)io;
@@ -147,6 +158,7 @@ static const struct rudp_io_ops mmsg_ops = {
 	.tx_slot = mmsg_tx_slot,
 	.tx_commit = mmsg_tx_commit,
 	.flush = mmsg_flush,
+	.wait = mmsg_wait,
 	.destroy = mmsg_destroy,
 };
 
@@ -159,6 +171,7 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch)
 		return NULL;
 	m->base.ops = &mmsg_ops;
 	m->base.fd = fd;
+	m->base.poll_fd = fd;
 	m->base.batch = batch;
 	m->rx_hdrs = calloc(batch, sizeof(*m->rx_hdrs));
 	m->rx_iov = calloc(batch, sizeof(*m->rx_iov));

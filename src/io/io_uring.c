@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io_uring backend: receives stay posted, sends go out one flush per
+ * io_uring_enter, and in steady state no system call is made per datagram.
+ *
+ * Receive: one multishot recvmsg draws buffers from a provided-buffer ring,
+ * so every datagram the kernel reads becomes a completion (CQE) that names
+ * the buffer holding [io_uring_recvmsg_out | source address | payload].
+ * Reaping completions is a read of shared memory, not a system call. A
+ * buffer handed to the host stays out of the ring until the next recv call
+ * (the io contract: data valid until the next receive), then goes back. The
+ * kernel ends a multishot (a CQE without IORING_CQE_F_MORE) when it runs out
+ * of buffers or hits an error; it is re-armed once buffers are back. A
+ * datagram that finds no buffer stays in the socket queue, so ENOBUFS loses
+ * nothing.
+ *
+ * Send: each datagram is a sendmsg SQE over its own slot (buffer, iovec,
+ * msghdr, address), and flush submits them all with one io_uring_enter. A
+ * slot is reusable only once its CQE has come back: a send the kernel could
+ * not do at once (socket buffer full) finishes later, from the ring, so the
+ * socket must be blocking as far as io_uring is concerned (see create).
+ *
+ * Completions of both kinds share one CQ; they are reaped together, send
+ * CQEs free their slot at once and receive CQEs queue in rx_q (bounded: at
+ * most one per provided buffer) until recv hands them out.
+ *
+ * UDP GSO is not used: the sends of one flush already cost one system call,
+ * and GSO would only save per-datagram kernel work for runs of equal-size
+ * datagrams to one peer. Not implemented, so not measured (docs/io.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <liburing.h>
+
+#include "io.h"
+
+/* user_data of the receive request; send requests carry their slot index. */
+#define RECV_TAG UINT64_MAX
+#define BUF_GROUP 0
+/* Source address space in each receive buffer: our sockets are AF_INET or
+ * AF_INET6, and a sockaddr_storage holds either. */
+#define NAME_SPACE ((unsigned)sizeof(struct sockaddr_storage))
+#define RX_STRIDE (sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + RUDP_IO_SLOT_SIZE)
+/* How long destroy waits for sends still in the kernel before the memory
+ * they point at is freed. */
+#define DESTROY_DRAIN_MS 200
+
+struct rx_done {
+	uint32_t bid;
+	int32_t len; /* bytes the kernel wrote into the buffer */
+};
+
+struct tx_slot {
+	struct msghdr hdr;
+	struct iovec iov;
+	struct sockaddr_storage addr;
+};
+
+struct io_ring {
+	struct rudp_io base;
+	struct io_uring ring;
+	bool ring_ready;
+	/* receive */
+	struct io_uring_buf_ring *br;
+	size_t br_bytes;
+	bool br_registered;
+	uint8_t *rx_bufs;
+	uint32_t rx_count; /* provided buffers, a power of two */
+	struct msghdr rx_msg; /* the multishot template: name space, no control */
+	bool rx_armed;
+	struct rx_done *rx_q; /* ring of rx_count */
+	uint32_t rx_q_head, rx_q_len;
+	uint32_t *rx_held; /* buffers the last recv handed out */
+	uint32_t rx_held_len;
+	struct rudp_io_datagram *rx_out;
+	/* send */
+	struct tx_slot *tx;
+	uint8_t *tx_bufs;
+	uint32_t tx_cap;
+	uint32_t *tx_free; /* stack of free slot indexes */
+	uint32_t tx_free_len;
+	uint32_t tx_cur; /* slot given by tx_slot and not yet committed, or UINT32_MAX */
+	uint32_t tx_queued; /* committed, not yet submitted */
+	uint32_t tx_inflight; /* submitted, CQE not yet reaped */
+	int rx_error; /* a receive error to report from the next recv call */
+	unsigned fork_gen; /* fork_generation when the ring was made */
+	int broken; /* errno of a failed rebuild after fork: every call fails */
+};
+
+/* Bumped in the child after every fork(); a ring made before it belongs to
+ * the parent. A counter, not getpid(), so the check costs no system call. */
+static volatile unsigned fork_generation;
+static int adopt_after_fork(struct io_ring *r);
+
+/* Every entry point starts here. Returns 0 or -errno. */
+static int ring_check(struct io_ring *r)
+{
+	if (r->broken)
+		return -r->broken;
+	if (r->fork_gen != fork_generation)
+		return adopt_after_fork(r);
+	return 0;
+}
+
+static uint8_t *rx_buf(struct io_ring *r, uint32_t bid)
+{
+	return r->rx_bufs + (size_t)bid * RX_STRIDE;
+}
+
+static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
+{
+	uint64_t ud = io_uring_cqe_get_data64(cqe);
+	if (ud != RECV_TAG) {
+		if (ud < r->tx_cap) {
+			r->tx_free[r->tx_free_len++] = (uint32_t)ud;
+			r->tx_inflight--;
+		}
+		if (cqe->res < 0)
+			r->base.stats.send_errors++; /* dropped; reliability resends */
+		else
+			r->base.stats.bytes_sent += (uint64_t)cqe->res;
+		return;
+	}
+	if (!(cqe->flags & IORING_CQE_F_MORE))
+		r->rx_armed = false;
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		struct rx_done *d = &r->rx_q[(r->rx_q_head + r->rx_q_len) % r->rx_count];
+		d->bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		d->len = cqe->res;
+		r->rx_q_len++;
+		return;
+	}
+	switch (-cqe->res) {
+	case ENOBUFS: /* every buffer is out: the datagram waits in the socket */
+	case EINTR:
+	case EAGAIN:
+	/* ICMP errors reported on the socket say nothing about it. */
+	case ECONNREFUSED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case ECANCELED: break;
+	default:
+		if (cqe->res < 0)
+			r->rx_error = cqe->res;
+	}
+}
+
+static void reap(struct io_ring *r)
+{
+	struct io_uring_cqe *cqes[64];
+	for (;;) {
+		unsigned n = io_uring_peek_batch_cqe(&r->ring, cqes, 64);
+		if (n == 0)
+			return;
+		for (unsigned i = 0; i < n; i++)
+			on_cqe(r, cqes[i]);
+		io_uring_cq_advance(&r->ring, n);
+	}
+}
+
+/* Queues the multishot receive; returns false when no SQE was free (the
+ * caller submits and tries again later). */
+static bool arm_recv(struct io_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return false;
+	io_uring_prep_recvmsg_multishot(sqe, r->base.fd, &r->rx_msg, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = BUF_GROUP;
+	io_uring_sqe_set_data64(sqe, RECV_TAG);
+	r->rx_armed = true;
+	return true;
+}
+
+/* One io_uring_enter for everything prepared; *calls counts it. */
+static int submit_counted(struct io_ring *r, uint64_t *calls)
+{
+	if (io_uring_sq_ready(&r->ring) == 0)
+		return 0;
+	int n;
+	do {
+		n = io_uring_submit(&r->ring);
+		(*calls)++;
+	} while (n == -EINTR);
+	if (n < 0)
+		return n;
+	r->tx_inflight += r->tx_queued;
+	r->tx_queued = 0;
+	return n;
+}
+
+static int submit(struct io_ring *r)
+{
+	return submit_counted(r, &r->base.stats.send_calls);
+}
+
+static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	int c = ring_check(r);
+	if (c < 0)
+		return c;
+	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
+	for (uint32_t i = 0; i < r->rx_held_len; i++)
+		io_uring_buf_ring_add(r->br, rx_buf(r, r->rx_held[i]), (unsigned)RX_STRIDE,
+				      (unsigned short)r->rx_held[i], (int)mask, (int)i);
+	io_uring_buf_ring_advance(r->br, (int)r->rx_held_len);
+	r->rx_held_len = 0;
+
+	reap(r);
+	if (r->rx_error) {
+		int e = r->rx_error;
+		r->rx_error = 0;
+		return e;
+	}
+	/* Re-arm once buffers are back; rare (ENOBUFS or an error ended the
+	 * last one), so submitting at once costs nothing in steady state. */
+	if (!r->rx_armed && r->rx_q_len < r->rx_count) {
+		if (!arm_recv(r)) {
+			submit(r);
+			arm_recv(r);
+		}
+		int s = submit_counted(r, &io->stats.recv_calls);
+		if (s < 0)
+			return s;
+	}
+
+	int n = 0;
+	while ((uint32_t)n < io->batch && r->rx_q_len) {
+		struct rx_done d = r->rx_q[r->rx_q_head];
+		r->rx_q_head = (r->rx_q_head + 1) % r->rx_count;
+		r->rx_q_len--;
+		r->rx_held[r->rx_held_len++] = d.bid;
+		uint8_t *buf = rx_buf(r, d.bid);
+		struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, d.len, &r->rx_msg);
+		if (!o)
+			continue; /* cannot happen with our layout; never trust it blindly */
+		struct rudp_io_datagram *dg = &r->rx_out[n++];
+		socklen_t nl = o->namelen < NAME_SPACE ? o->namelen : NAME_SPACE;
+		memcpy(&dg->addr, io_uring_recvmsg_name(o), nl);
+		dg->addrlen = nl;
+		dg->data = io_uring_recvmsg_payload(o, &r->rx_msg);
+		dg->len = io_uring_recvmsg_payload_length(o, d.len, &r->rx_msg);
+		dg->truncated = (o->flags & MSG_TRUNC) != 0;
+		io->stats.bytes_received += dg->len;
+	}
+	io->stats.datagrams_received += (uint64_t)n;
+	*out = r->rx_out;
+	return n;
+}
+
+static int uring_flush(struct rudp_io *io)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	int c = ring_check(r);
+	if (c < 0)
+		return c;
+	uint32_t queued = r->tx_queued;
+	int s = submit(r);
+	reap(r);
+	if (s < 0) {
+		/* The ring refused the batch (it should not: SQEs were checked
+		 * when prepared). Count the datagrams as lost: reliability resends. */
+		io->stats.send_errors += queued;
+		return s;
+	}
+	return (int)queued;
+}
+
+/* Submits and waits until at least one send slot is free again. */
+static void wait_for_slot(struct io_ring *r)
+{
+	submit(r);
+	reap(r);
+	while (r->tx_free_len == 0) {
+		struct io_uring_cqe *cqe;
+		int e = io_uring_wait_cqe(&r->ring, &cqe);
+		r->base.stats.send_calls++;
+		if (e < 0 && e != -EINTR)
+			return; /* cannot happen short of a broken ring; tx_slot copes */
+		reap(r);
+	}
+}
+
+static uint8_t *uring_tx_slot(struct rudp_io *io)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	if (ring_check(r) < 0)
+		return r->tx_bufs; /* scratch: commit drops it */
+	if (r->tx_cur == UINT32_MAX) {
+		/* Hand the kernel a full batch before taking more slots: io_batch
+		 * datagrams per enter, as with sendmmsg. */
+		if (r->tx_queued >= io->batch || r->tx_free_len == 0)
+			wait_for_slot(r);
+		if (r->tx_free_len == 0)
+			return r->tx_bufs; /* broken ring: commit will drop it */
+		r->tx_cur = r->tx_free[--r->tx_free_len];
+	}
+	return r->tx_bufs + (size_t)r->tx_cur * RUDP_IO_SLOT_SIZE;
+}
+
+static void uring_tx_commit(struct rudp_io *io, size_t len, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	uint32_t i = r->tx_cur;
+	if (i == UINT32_MAX)
+		return;
+	struct tx_slot *t = &r->tx[i];
+	if (len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr))
+		return; /* the slot stays taken by tx_cur and is reused */
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe) {
+		/* The SQ holds tx_cap + 2 entries, so only a pending re-arm can
+		 * make it full; submitting makes room. */
+		submit(r);
+		sqe = io_uring_get_sqe(&r->ring);
+		if (!sqe) {
+			io->stats.send_errors++;
+			return;
+		}
+	}
+	memcpy(&t->addr, addr, addrlen);
+	t->iov.iov_base = r->tx_bufs + (size_t)i * RUDP_IO_SLOT_SIZE;
+	t->iov.iov_len = len;
+	memset(&t->hdr, 0, sizeof(t->hdr));
+	t->hdr.msg_name = &t->addr;
+	t->hdr.msg_namelen = addrlen;
+	t->hdr.msg_iov = &t->iov;
+	t->hdr.msg_iovlen = 1;
+	io_uring_prep_sendmsg(sqe, io->fd, &t->hdr, 0);
+	io_uring_sqe_set_data64(sqe, i);
+	r->tx_cur = UINT32_MAX;
+	r->tx_queued++;
+	io->stats.datagrams_sent++;
+}
+
+static int uring_wait(struct rudp_io *io, int timeout_ms)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	int c = ring_check(r);
+	if (c < 0)
+		return c;
+	reap(r);
+	if (timeout_ms <= 0 || r->rx_q_len > 0 || r->rx_error || !r->rx_armed) {
+		uring_flush(io);
+		return 0;
+	}
+	/* One enter submits the pending sends and waits. Sends on loopback
+	 * complete during the submit and their CQEs would end the wait at once,
+	 * so wait for one completion more than there are sends outstanding. */
+	unsigned want = r->tx_inflight + r->tx_queued + 1;
+	struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+				       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+	struct io_uring_cqe *cqe = NULL;
+	int e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, want, &ts, NULL);
+	io->stats.recv_calls++;
+	r->tx_inflight += r->tx_queued;
+	r->tx_queued = 0;
+	reap(r);
+	if (e < 0 && e != -ETIME && e != -EINTR && e != -EAGAIN && e != -EBUSY)
+		return e;
+	return 0;
+}
+
+static void uring_destroy(struct rudp_io *io)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	if (r->ring_ready && r->fork_gen != fork_generation) {
+		/* Inherited from the parent, which still owns the ring's requests
+		 * and buffers: drop only this process's mapping and fd. */
+		io_uring_queue_exit(&r->ring);
+	} else if (r->ring_ready) {
+		submit(r);
+		/* Sends still in the kernel point into tx_bufs: let them finish. */
+		struct timespec start;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		reap(r);
+		while (r->tx_inflight > 0) {
+			struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
+			struct io_uring_cqe *cqe;
+			io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
+			reap(r);
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >
+			    DESTROY_DRAIN_MS)
+				break;
+		}
+		if (r->br_registered)
+			io_uring_unregister_buf_ring(&r->ring, BUF_GROUP);
+		io_uring_queue_exit(&r->ring);
+	}
+	if (r->br)
+		munmap(r->br, r->br_bytes);
+	free(r->rx_bufs);
+	free(r->rx_q);
+	free(r->rx_held);
+	free(r->rx_out);
+	free(r->tx);
+	free(r->tx_bufs);
+	free(r->tx_free);
+	free(r);
+}
+
+static const struct rudp_io_ops uring_ops = {
+	.name = "uring",
+	.recv = uring_recv,
+	.tx_slot = uring_tx_slot,
+	.tx_commit = uring_tx_commit,
+	.flush = uring_flush,
+	.wait = uring_wait,
+	.destroy = uring_destroy,
+};
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* Makes the ring, registers the provided buffers (all of them back in the
+ * ring) and arms the receive. Returns 0 or a positive errno. */
+static int ring_start(struct io_ring *r)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	/* The CQ holds every completion that can be outstanding at once (one
+	 * per buffer and per send slot, plus the re-arm), so it never
+	 * overflows and multishot is never ended by overflow. */
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4);
+	int e = io_uring_queue_init_params(pow2_at_least(r->tx_cap + 2), &r->ring, &p);
+	if (e < 0)
+		return -e;
+	r->ring_ready = true;
+	r->base.poll_fd = r->ring.ring_fd;
+
+	struct io_uring_buf_reg reg;
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)r->br;
+	reg.ring_entries = r->rx_count;
+	reg.bgid = BUF_GROUP;
+	e = io_uring_register_buf_ring(&r->ring, &reg, 0);
+	if (e < 0)
+		return -e; /* EINVAL before 5.19 */
+	r->br_registered = true;
+	io_uring_buf_ring_init(r->br);
+	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
+	for (uint32_t i = 0; i < r->rx_count; i++)
+		io_uring_buf_ring_add(r->br, rx_buf(r, i), (unsigned)RX_STRIDE, (unsigned short)i, (int)mask,
+				      (int)i);
+	io_uring_buf_ring_advance(r->br, (int)r->rx_count);
+	r->rx_q_head = r->rx_q_len = r->rx_held_len = 0;
+	for (uint32_t i = 0; i < r->tx_cap; i++)
+		r->tx_free[i] = r->tx_cap - 1 - i;
+	r->tx_free_len = r->tx_cap;
+	r->tx_cur = UINT32_MAX;
+	r->tx_queued = r->tx_inflight = 0;
+	r->rx_error = 0;
+
+	r->rx_msg.msg_namelen = NAME_SPACE;
+	arm_recv(r);
+	e = submit_counted(r, &r->base.stats.recv_calls);
+	if (e < 0)
+		return -e;
+	/* A kernel without multishot recvmsg (before 6.0) rejects the request
+	 * at once, so its CQE is already here. */
+	reap(r);
+	if (!r->rx_armed || r->rx_error)
+		return r->rx_error ? -r->rx_error : EINVAL;
+	r->fork_gen = fork_generation;
+	return 0;
+}
+
+/* A ring belongs to the process that made it: its requests run in that
+ * process and write received data into that process's memory. A forked
+ * child that services the host (the parent leaving it alone) cancels the
+ * inherited receive, so the parent's ring stops taking datagrams, and makes
+ * its own ring. */
+static int adopt_after_fork(struct io_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, RECV_TAG, 0);
+		io_uring_sqe_set_data64(sqe, RECV_TAG - 1);
+		io_uring_submit(&r->ring);
+	}
+	/* Only this process's mapping and fd go; the parent keeps its ring. */
+	io_uring_queue_exit(&r->ring);
+	r->ring_ready = false;
+	r->br_registered = false;
+	r->rx_armed = false;
+	int e = ring_start(r);
+	if (e != 0) {
+		r->broken = e;
+		return -e;
+	}
+	return 0;
+}
+
+static void note_fork(void)
+{
+	fork_generation++;
+}
+
+static void register_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, note_fork);
+}
+
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_fork_handler);
+	*err = 0;
+	if (batch == 0 || batch > 1024) {
+		*err = EINVAL;
+		return NULL;
+	}
+	struct io_ring *r = calloc(1, sizeof(*r));
+	if (!r) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	r->base.ops = &uring_ops;
+	r->base.fd = fd;
+	r->base.batch = batch;
+	r->base.recv_is_free = true;
+	r->tx_cur = UINT32_MAX;
+	/* Four batches of receive buffers: the host holds one while the
+	 * kernel fills the others. 64 at least so small batches still absorb
+	 * a burst, 32768 at most (buffer ids are 16 bits). */
+	r->rx_count = pow2_at_least(batch * 4 < 64 ? 64 : batch * 4);
+	/* Two batches of send slots: one being filled while the last one's
+	 * completions, nearly always immediate, come back. */
+	r->tx_cap = batch * 2;
+
+	r->br_bytes = (size_t)r->rx_count * sizeof(struct io_uring_buf);
+	void *br = mmap(NULL, r->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	r->rx_bufs = malloc((size_t)r->rx_count * RX_STRIDE);
+	r->rx_q = calloc(r->rx_count, sizeof(*r->rx_q));
+	r->rx_held = calloc(r->rx_count, sizeof(*r->rx_held));
+	r->rx_out = calloc(batch, sizeof(*r->rx_out));
+	r->tx = calloc(r->tx_cap, sizeof(*r->tx));
+	r->tx_bufs = malloc((size_t)r->tx_cap * RUDP_IO_SLOT_SIZE);
+	r->tx_free = calloc(r->tx_cap, sizeof(*r->tx_free));
+	if (br != MAP_FAILED)
+		r->br = br;
+	if (!r->br || !r->rx_bufs || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx || !r->tx_bufs ||
+	    !r->tx_free) {
+		*err = ENOMEM;
+		uring_destroy(&r->base);
+		return NULL;
+	}
+
+	/* A non-blocking socket would make io_uring fail a send with EAGAIN
+	 * instead of finishing it when the buffer drains, and could end the
+	 * multishot receive whenever the queue is empty. Nothing else reads or
+	 * writes this socket directly. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		*err = errno;
+		uring_destroy(&r->base);
+		return NULL;
+	}
+	int e = ring_start(r);
+	if (e != 0) {
+		*err = e;
+		fcntl(fd, F_SETFL, fl);
+		uring_destroy(&r->base);
+		return NULL;
+	}
+	return &r->base;
+}

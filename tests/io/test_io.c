@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * I/O backend and batch API tests over real sockets on loopback: backend
+ * choice and its precedence, the io_uring receive path when its buffers run
+ * out, the fallback when a seccomp filter forbids io_uring_setup, the batch
+ * calls' partial acceptance and event order, and SO_REUSEPORT.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "rudp.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Log capture: how many lines, and the last one. */
+struct log_capture {
+	int lines;
+	char last[256];
+};
+
+static void capture_log(void *ud, int level, const char *msg)
+{
+	struct log_capture *c = ud;
+	(void)level;
+	c->lines++;
+	snprintf(c->last, sizeof(c->last), "%s", msg);
+}
+
+static const char *backend_of(rudp_host *h)
+{
+	rudp_host_stats s;
+	assert_int_equal(rudp_host_stats_get(h, &s), 0);
+	return s.io_backend;
+}
+
+/* Whether io_uring works here at all (built in, and the kernel allows it). */
+static int uring_usable(void)
+{
+	rudp_config c;
+	rudp_config_init(&c);
+	c.io_backend = RUDP_IO_URING;
+	rudp_host *h = NULL;
+	if (rudp_host_create(&c, &h) != 0)
+		return 0;
+	rudp_host_destroy(h);
+	return 1;
+}
+
+static void test_backend_choice(void **state)
+{
+	(void)state;
+	rudp_config c;
+	rudp_host *h = NULL;
+	struct log_capture log = {0};
+	unsetenv("RUDP_IO");
+	rudp_config_init(&c);
+	c.log = capture_log;
+	c.log_userdata = &log;
+	c.io_backend = RUDP_IO_MMSG;
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	assert_string_equal(backend_of(h), "mmsg");
+	assert_int_equal(log.lines, 1); /* the choice is logged once */
+	assert_non_null(strstr(log.last, "mmsg"));
+	/* With mmsg the descriptor to poll is the socket itself. */
+	assert_true(rudp_host_fd(h) >= 0);
+	rudp_host_destroy(h);
+
+	c.io_backend = 7;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	assert_null(h);
+
+	/* The environment beats the config field... */
+	c.io_backend = RUDP_IO_URING;
+	setenv("RUDP_IO", "mmsg", 1);
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	assert_string_equal(backend_of(h), "mmsg");
+	rudp_host_destroy(h);
+	/* ...except "auto", which leaves the field in charge. */
+	c.io_backend = RUDP_IO_MMSG;
+	setenv("RUDP_IO", "auto", 1);
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	assert_string_equal(backend_of(h), "mmsg");
+	rudp_host_destroy(h);
+	/* A typo is an error, not a silent fallback. */
+	setenv("RUDP_IO", "urnig", 1);
+	log.lines = 0;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	assert_null(h);
+	assert_int_equal(log.lines, 1);
+	assert_non_null(strstr(log.last, "urnig"));
+	unsetenv("RUDP_IO");
+
+	c.io_backend = RUDP_IO_URING;
+	int r = rudp_host_create(&c, &h);
+	if (!RUDP_HAVE_IO_URING) {
+		assert_int_equal(r, RUDP_E_UNSUPPORTED);
+		assert_null(h);
+		return;
+	}
+	if (r == RUDP_E_UNSUPPORTED) {
+		print_message("io_uring is built in but refused by this kernel: %s\n", log.last);
+		skip();
+	}
+	assert_int_equal(r, 0);
+	assert_string_equal(backend_of(h), "uring");
+	/* The ring's descriptor, not the socket, is what to poll. */
+	assert_true(rudp_host_fd(h) >= 0);
+	rudp_host_destroy(h);
+	/* auto prefers io_uring where it works. */
+	c.io_backend = RUDP_IO_AUTO;
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	assert_string_equal(backend_of(h), "uring");
+	rudp_host_destroy(h);
+}
+
+/* A connected server/client pair, both on the given backend. */
+struct pair {
+	rudp_host *server, *client;
+	rudp_peer *server_peer, *client_peer;
+};
+
+static void pair_open(struct pair *p, int backend, void (*tweak)(rudp_config *))
+{
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	sc.bind_address = "127.0.0.1:0";
+	sc.io_backend = cc.io_backend = backend;
+	if (tweak) {
+		tweak(&sc);
+		tweak(&cc);
+	}
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(rudp_host_create(&sc, &p->server), 0);
+	assert_int_equal(rudp_host_create(&cc, &p->client), 0);
+	assert_int_equal(rudp_host_local_address(p->server, addr, sizeof(addr)), 0);
+	assert_int_equal(rudp_connect(p->client, addr, &p->client_peer), 0);
+	rudp_event ev[8];
+	int client_up = 0;
+	for (uint64_t until = now_ms() + 3000; now_ms() < until && (!client_up || !p->server_peer);) {
+		int n = rudp_recv_batch(p->server, ev, 8, 1);
+		assert_true(n >= 0);
+		/* A connect comes alone, never mixed with messages. */
+		if (n == 1 && ev[0].type == RUDP_EVENT_CONNECT)
+			p->server_peer = ev[0].peer;
+		n = rudp_recv_batch(p->client, ev, 8, 1);
+		assert_true(n >= 0);
+		if (n == 1 && ev[0].type == RUDP_EVENT_CONNECT)
+			client_up = 1;
+	}
+	assert_true(client_up);
+	assert_non_null(p->server_peer);
+}
+
+static void pair_close(struct pair *p)
+{
+	rudp_host_destroy(p->client);
+	rudp_host_destroy(p->server);
+}
+
+static void fill(uint8_t *buf, size_t len, uint32_t id)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (id + 1);
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	buf[0] = 0xfe;
+	memcpy(buf + 1, &id, 4);
+}
+
+/* The server drains a batch and echoes a batch; the client sends count
+ * messages in batches of batch, checks every echo in order, and lets the
+ * server fall behind now and then so the receive buffers run out. */
+static void echo_with_batches(int backend, uint32_t count, uint32_t batch, int stall_every)
+{
+	struct pair p;
+	pair_open(&p, backend, NULL);
+	enum { SIZE = 100, WINDOW = 256 };
+	uint8_t msgs[64][SIZE], expect[SIZE];
+	rudp_message out[64];
+	rudp_event in[64];
+	uint32_t sent = 0, verified = 0, rounds = 0;
+	uint64_t until = now_ms() + 30000;
+	while (verified < count && now_ms() < until) {
+		while (sent < count && sent - verified < WINDOW) {
+			uint32_t k = 0;
+			for (; k < batch && sent + k < count && sent + k - verified < WINDOW; k++) {
+				fill(msgs[k], SIZE, sent + k);
+				out[k] = (rudp_message){msgs[k], SIZE, RUDP_RELIABLE_ORDERED, 1};
+			}
+			int err = -100;
+			int q = rudp_send_batch(p.client_peer, out, k, &err);
+			assert_int_equal(q, (int)k);
+			assert_int_equal(err, 0);
+			sent += k;
+		}
+		/* A stalled server lets hundreds of datagrams pile up: more than
+		 * the io_uring backend has buffers posted. */
+		if (!stall_every || ++rounds % (uint32_t)stall_every != 0) {
+			int n = rudp_recv_batch(p.server, in, 64, 0);
+			assert_true(n >= 0);
+			if (n > 0 && in[0].type == RUDP_EVENT_RECEIVE) {
+				for (int i = 0; i < n; i++) {
+					assert_int_equal(in[i].type, RUDP_EVENT_RECEIVE);
+					assert_ptr_equal(in[i].peer, p.server_peer);
+					out[i] = (rudp_message){in[i].data, in[i].len, in[i].reliability,
+								in[i].channel};
+				}
+				int err = -100;
+				assert_int_equal(rudp_send_batch(in[0].peer, out, (size_t)n, &err), n);
+				assert_int_equal(err, 0);
+			}
+		}
+		int n = rudp_recv_batch(p.client, in, 64, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(in[i].type, RUDP_EVENT_RECEIVE);
+			assert_int_equal(in[i].len, SIZE);
+			assert_int_equal(in[i].channel, 1);
+			fill(expect, SIZE, verified);
+			assert_memory_equal(in[i].data, expect, SIZE);
+			verified++;
+		}
+	}
+	assert_int_equal(verified, count);
+	pair_close(&p);
+}
+
+static void test_batch_echo_mmsg(void **state)
+{
+	(void)state;
+	echo_with_batches(RUDP_IO_MMSG, 20000, 16, 0);
+}
+
+static void test_batch_echo_uring_buffers_run_out(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	/* io_batch 64 gives 256 receive buffers; stalls let more pile up, so
+	 * the multishot receive ends with ENOBUFS and must be re-armed. */
+	echo_with_batches(RUDP_IO_URING, 20000, 64, 50);
+}
+
+static void small_queue(rudp_config *c)
+{
+	c->max_message_size = 2048;
+	c->max_queue_bytes = 4096;
+}
+
+static void test_send_batch_partial(void **state)
+{
+	(void)state;
+	int err = 0;
+	assert_int_equal(rudp_send_batch(NULL, NULL, 0, &err), RUDP_E_INVALID);
+	struct pair p;
+	pair_open(&p, RUDP_IO_AUTO, small_queue);
+	assert_int_equal(rudp_send_batch(p.client_peer, NULL, 1, &err), RUDP_E_INVALID);
+	assert_int_equal(rudp_send_batch(p.client_peer, NULL, 0, &err), 0);
+	assert_int_equal(err, 0);
+
+	/* A bad message in the middle: the prefix before it is queued, it and
+	 * everything after are not. */
+	static const uint8_t good[] = {0xfe, 1, 2, 3}, reserved[] = {0x00, 1}, bad_channel[] = {0xfe, 9};
+	rudp_message m[4] = {{good, sizeof(good), RUDP_RELIABLE_ORDERED, 0},
+			     {good, sizeof(good), RUDP_RELIABLE, 0},
+			     {reserved, sizeof(reserved), RUDP_RELIABLE, 0},
+			     {good, sizeof(good), RUDP_RELIABLE, 0}};
+	assert_int_equal(rudp_send_batch(p.client_peer, m, 4, &err), 2);
+	assert_int_equal(err, RUDP_E_RESERVED_ID);
+	m[0] = (rudp_message){bad_channel, sizeof(bad_channel), RUDP_RELIABLE_ORDERED, 32};
+	assert_int_equal(rudp_send_batch(p.client_peer, m, 4, NULL), 0);
+
+	/* The queue budget: 1000 B messages into a 4096 B queue. The server is
+	 * not serviced, so nothing is acknowledged meanwhile. */
+	static uint8_t big[1000];
+	memset(big, 0xab, sizeof(big));
+	big[0] = 0xfe;
+	rudp_message many[10];
+	for (int i = 0; i < 10; i++)
+		many[i] = (rudp_message){big, sizeof(big), RUDP_RELIABLE_ORDERED, 2};
+	int q = rudp_send_batch(p.client_peer, many, 10, &err);
+	assert_true(q > 0 && q < 10);
+	assert_int_equal(err, RUDP_E_QUEUE_FULL);
+
+	/* Exactly the 2 good ones and the q big ones arrive. */
+	int got_small = 0, got_big = 0;
+	rudp_event ev[16];
+	for (uint64_t until = now_ms() + 3000; now_ms() < until && got_small + got_big < 2 + q;) {
+		int n = rudp_recv_batch(p.server, ev, 16, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(ev[i].type, RUDP_EVENT_RECEIVE);
+			if (ev[i].len == sizeof(good))
+				got_small++;
+			else if (ev[i].len == sizeof(big))
+				got_big++;
+			else
+				fail_msg("unexpected message of %zu bytes", ev[i].len);
+		}
+		assert_true(rudp_recv_batch(p.client, ev, 16, 0) >= 0);
+	}
+	/* Nothing more trickles in. */
+	for (uint64_t until = now_ms() + 200; now_ms() < until;) {
+		assert_int_equal(rudp_recv_batch(p.server, ev, 16, 1), 0);
+		assert_true(rudp_recv_batch(p.client, ev, 16, 0) >= 0);
+	}
+	assert_int_equal(got_small, 2);
+	assert_int_equal(got_big, q);
+
+	/* A peer that is gone refuses everything. */
+	assert_int_equal(rudp_disconnect(p.client_peer), 0);
+	assert_int_equal(rudp_send_batch(p.client_peer, m + 1, 1, &err), 0);
+	assert_int_equal(err, RUDP_E_NOT_CONNECTED);
+	pair_close(&p);
+}
+
+/* Events keep their order: messages that arrived before a disconnect come
+ * out first, and the disconnect comes alone. */
+static void test_recv_batch_order(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_open(&p, RUDP_IO_AUTO, NULL);
+	assert_int_equal(rudp_recv_batch(NULL, NULL, 1, 0), RUDP_E_INVALID);
+	rudp_event ev[64];
+	assert_int_equal(rudp_recv_batch(p.server, ev, 0, 0), RUDP_E_INVALID);
+	uint8_t msgs[20][8];
+	rudp_message m[20];
+	for (int i = 0; i < 20; i++) {
+		fill(msgs[i], sizeof(msgs[i]), (uint32_t)i);
+		m[i] = (rudp_message){msgs[i], sizeof(msgs[i]), RUDP_RELIABLE_ORDERED, 0};
+	}
+	assert_int_equal(rudp_send_batch(p.client_peer, m, 20, NULL), 20);
+	assert_int_equal(rudp_disconnect(p.client_peer), 0);
+	int received = 0, disconnected = 0;
+	for (uint64_t until = now_ms() + 3000; now_ms() < until && !disconnected;) {
+		int n = rudp_recv_batch(p.server, ev, 7, 1); /* 7: batches end mid-way */
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].type == RUDP_EVENT_DISCONNECT) {
+				assert_int_equal(n, 1);
+				assert_int_equal(received, 20);
+				disconnected = 1;
+				continue;
+			}
+			assert_int_equal(ev[i].type, RUDP_EVENT_RECEIVE);
+			assert_memory_equal(ev[i].data, msgs[received], sizeof(msgs[0]));
+			received++;
+		}
+		rudp_service(p.client, ev, 64, 0);
+	}
+	assert_true(disconnected);
+	pair_close(&p);
+}
+
+/* Two hosts on one port with SO_REUSEPORT: the kernel spreads clients
+ * over both (by source address hash), and each host serves its own. */
+static void test_reuse_port(void **state)
+{
+	(void)state;
+	rudp_config c;
+	rudp_host *srv[2] = {NULL, NULL};
+	char addr[64];
+	rudp_config_init(&c);
+	c.bind_address = "127.0.0.1:0";
+	c.reuse_port = 1;
+	assert_int_equal(rudp_host_create(&c, &srv[0]), 0);
+	assert_int_equal(rudp_host_local_address(srv[0], addr, sizeof(addr)), 0);
+	c.bind_address = addr;
+	assert_int_equal(rudp_host_create(&c, &srv[1]), 0);
+
+	enum { CLIENTS = 24 };
+	rudp_host *cli[CLIENTS];
+	rudp_peer *peer[CLIENTS];
+	rudp_config cc;
+	rudp_config_init(&cc);
+	cc.io_batch = 8;
+	for (int i = 0; i < CLIENTS; i++) {
+		/* One loopback address each: the per-address handshake limit is
+		 * not what this test is about. */
+		char local[32];
+		snprintf(local, sizeof(local), "127.0.1.%d:0", i + 1);
+		cc.bind_address = local;
+		assert_int_equal(rudp_host_create(&cc, &cli[i]), 0);
+		assert_int_equal(rudp_connect(cli[i], addr, &peer[i]), 0);
+	}
+	int accepted[2] = {0, 0}, up = 0;
+	rudp_event ev[8];
+	for (uint64_t until = now_ms() + 5000;
+	     now_ms() < until && (up < CLIENTS || accepted[0] + accepted[1] < CLIENTS);) {
+		for (int s = 0; s < 2; s++) {
+			int n = rudp_service(srv[s], ev, 8, 0);
+			for (int i = 0; i < n; i++)
+				accepted[s] += ev[i].type == RUDP_EVENT_CONNECT;
+		}
+		for (int i = 0; i < CLIENTS; i++) {
+			int n = rudp_service(cli[i], ev, 8, 0);
+			for (int e = 0; e < n; e++)
+				up += ev[e].type == RUDP_EVENT_CONNECT;
+		}
+	}
+	assert_int_equal(up, CLIENTS);
+	assert_int_equal(accepted[0] + accepted[1], CLIENTS);
+	/* 24 random source ports all hashed to one socket: odds 2^-23. */
+	assert_true(accepted[0] > 0 && accepted[1] > 0);
+	for (int i = 0; i < CLIENTS; i++)
+		rudp_host_destroy(cli[i]);
+	rudp_host_destroy(srv[0]);
+	rudp_host_destroy(srv[1]);
+}
+
+#if defined(__x86_64__)
+#define AUDIT_ARCH_HERE AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define AUDIT_ARCH_HERE AUDIT_ARCH_AARCH64
+#endif
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+
+/* What container runtimes do: io_uring_setup fails with EPERM. */
+static int forbid_io_uring(void)
+{
+#ifdef AUDIT_ARCH_HERE
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_HERE, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = (unsigned short)(sizeof(f) / sizeof(f[0])), .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+#else
+	return -1;
+#endif
+}
+
+/* Runs in the forked child; returns its exit code (0 = all good). */
+static int seccomp_child(void)
+{
+	if (forbid_io_uring() != 0)
+		return 10;
+	if (syscall(__NR_io_uring_setup, 4, NULL) != -1 || errno != EPERM)
+		return 11; /* the filter is not doing its job */
+	unsetenv("RUDP_IO");
+	struct log_capture slog = {0}, clog = {0};
+	rudp_config sc, cc;
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	sc.bind_address = "127.0.0.1:0";
+	sc.log = cc.log = capture_log;
+	sc.log_userdata = &slog;
+	cc.log_userdata = &clog;
+	rudp_host *server = NULL, *client = NULL;
+	if (rudp_host_create(&sc, &server) != 0 || rudp_host_create(&cc, &client) != 0)
+		return 12;
+	rudp_host_stats st;
+	rudp_host_stats_get(server, &st);
+	if (strcmp(st.io_backend, "mmsg") != 0)
+		return 13;
+	rudp_host_stats_get(client, &st);
+	if (strcmp(st.io_backend, "mmsg") != 0)
+		return 13;
+	/* One log line each, saying why (when io_uring was built in). */
+	if (slog.lines != 1 || !strstr(slog.last, "mmsg") ||
+	    (RUDP_HAVE_IO_URING && !strstr(slog.last, "forbidden")))
+		return 14;
+	char addr[64];
+	rudp_host_local_address(server, addr, sizeof(addr));
+	rudp_peer *peer;
+	if (rudp_connect(client, addr, &peer) != 0)
+		return 15;
+	enum { COUNT = 500 };
+	uint8_t msg[64], expect[64];
+	uint32_t sent = 0, verified = 0;
+	int connected = 0;
+	rudp_event ev[64];
+	rudp_message out[64];
+	for (uint64_t until = now_ms() + 10000; now_ms() < until && verified < COUNT;) {
+		if (connected && sent < COUNT && sent - verified < 32) {
+			fill(msg, sizeof(msg), sent);
+			rudp_message m = {msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0};
+			if (rudp_send_batch(peer, &m, 1, NULL) == 1)
+				sent++;
+		}
+		int n = rudp_recv_batch(server, ev, 64, 0);
+		if (n > 0 && ev[0].type == RUDP_EVENT_RECEIVE) {
+			for (int i = 0; i < n; i++)
+				out[i] = (rudp_message){ev[i].data, ev[i].len, ev[i].reliability,
+							ev[i].channel};
+			if (rudp_send_batch(ev[0].peer, out, (size_t)n, NULL) != n)
+				return 16;
+		}
+		n = rudp_service(client, ev, 64, 1);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].type == RUDP_EVENT_CONNECT) {
+				connected = 1;
+			} else if (ev[i].type == RUDP_EVENT_RECEIVE) {
+				fill(expect, sizeof(expect), verified);
+				if (ev[i].len != sizeof(expect) ||
+				    memcmp(ev[i].data, expect, sizeof(expect)) != 0)
+					return 17;
+				verified++;
+			} else {
+				return 18;
+			}
+		}
+	}
+	rudp_host_destroy(client);
+	rudp_host_destroy(server);
+	return verified == COUNT ? 0 : 19;
+}
+
+static void test_seccomp_forces_fallback(void **state)
+{
+	(void)state;
+#ifndef AUDIT_ARCH_HERE
+	skip();
+#endif
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(seccomp_child());
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* Outside the filter this process still gets io_uring where the
+	 * kernel allows it: the filter, not the machine, made the difference. */
+	if (RUDP_HAVE_IO_URING && uring_usable()) {
+		rudp_config c;
+		rudp_host *h;
+		rudp_config_init(&c);
+		unsetenv("RUDP_IO");
+		assert_int_equal(rudp_host_create(&c, &h), 0);
+		assert_string_equal(backend_of(h), "uring");
+		rudp_host_destroy(h);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backend_choice),
+		cmocka_unit_test(test_reuse_port),
+		cmocka_unit_test(test_send_batch_partial),
+		cmocka_unit_test(test_recv_batch_order),
+		cmocka_unit_test(test_batch_echo_mmsg),
+		cmocka_unit_test(test_batch_echo_uring_buffers_run_out),
+		cmocka_unit_test(test_seccomp_forces_fallback),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
