@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send policy: staging FIFOs per (kind, priority), admission against the
+ * soft budget and the unreliable reserve, feeding the conn by priority with
+ * the anti-starvation rule, the writable signal, and statistics. policy.h
+ * states the rules; this file keeps them.
+ *
+ * Staged messages live in one byte ring per class (bodies never wrap, as in
+ * sendq.c), so steady traffic allocates nothing once the rings have grown
+ * to the budgets; rings only grow, and only as far as the budgets allow.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn_internal.h"
+#include "policy/policy.h"
+
+#define STAGE_MIN_MSGS 64u
+#define STAGE_MIN_BYTES 4096u
+
+struct staged_msg {
+	uint64_t pos; /* body position in the class's byte ring */
+	uint64_t age; /* staging serial: smaller is older, across classes */
+	uint32_t len;
+	uint32_t order_index;
+	uint32_t sequenced_index;
+	uint8_t reliability; /* effective: split unreliable messages are staged as reliable */
+	uint8_t channel;
+};
+
+struct stage_class {
+	struct staged_msg *msgs;
+	uint32_t cap; /* power of two */
+	uint32_t head;
+	uint32_t count;
+	uint8_t *bytes;
+	uint64_t bytes_cap; /* power of two */
+	uint64_t bytes_head;
+	uint64_t bytes_tail;
+	uint64_t body_bytes;
+	uint32_t passed; /* picks that went elsewhere while this class waited */
+};
+
+enum { KIND_REL = 0, KIND_UNREL = 1 };
+
+struct send_policy {
+	struct rudp_policy_config cfg;
+	struct rudp_conn *conn;
+	struct stage_class cls[2][RUDP_CONN_PRIORITIES];
+	uint32_t staged_msgs[2];
+	uint64_t staged_bytes[2];
+	uint64_t next_age;
+	bool refused; /* a send was refused and the writable signal is still owed */
+	struct rudp_policy_stats st; /* counters and peaks; byte gauges are computed */
+	bool have_final;
+	struct rudp_policy_stats final_st;
+};
+
+void rudp_policy_config_init(struct rudp_policy_config *cfg)
+{
+	/* 64 MiB in flight leaves the window (64 frames by default) as the
+	 * usual limit; the cap matters for large windows and slow links. */
+	cfg->max_in_flight_bytes = 64u << 20;
+	/* 256 KiB waiting: about 180 full datagrams, several flushes' worth at
+	 * any rate a game connection sees, yet small next to max_queue_bytes. */
+	cfg->reliable_soft_budget = 256u << 10;
+	cfg->unreliable_reserve = 64u << 10;
+	cfg->flush_budget = 256u << 10;
+	cfg->starvation_limit = 16;
+}
+
+int rudp_policy_config_check(const struct rudp_policy_config *cfg)
+{
+	if (!cfg || cfg->max_in_flight_bytes == 0 || cfg->reliable_soft_budget == 0 ||
+	    cfg->flush_budget == 0 || cfg->unreliable_reserve < RUDP_POLICY_MIN_RESERVE ||
+	    cfg->starvation_limit == 0 || cfg->starvation_limit > RUDP_POLICY_MAX_STARVATION)
+		return RUDP_CONN_E_ARG;
+	return 0;
+}
+
+struct send_policy *rudp_policy_create(const struct rudp_policy_config *cfg)
+{
+	struct send_policy *p;
+
+	if (rudp_policy_config_check(cfg) < 0)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (p)
+		p->cfg = *cfg;
+	return p;
+}
+
+void rudp_policy_destroy(struct send_policy *p)
+{
+	if (!p)
+		return;
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+			free(p->cls[k][i].msgs);
+			free(p->cls[k][i].bytes);
+		}
+	}
+	free(p);
+}
+
+static void copy_limits(struct rudp_conn *c, const struct send_policy *p)
+{
+	c->policy_flush_budget = p->cfg.flush_budget;
+}
+
+int rudp_policy_reconfigure(struct send_policy *p, const struct rudp_policy_config *cfg)
+{
+	if (!p || rudp_policy_config_check(cfg) < 0)
+		return RUDP_CONN_E_ARG;
+	p->cfg = *cfg;
+	if (p->conn)
+		copy_limits(p->conn, p);
+	return 0;
+}
+
+/* ---- staging FIFOs ---- */
+
+static uint64_t round_up_pow2(uint64_t v)
+{
+	uint64_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+static struct staged_msg *class_at(const struct stage_class *q, uint32_t i)
+{
+	return &q->msgs[(q->head + i) & (q->cap - 1)];
+}
+
+static const uint8_t *class_body(const struct stage_class *q, const struct staged_msg *m)
+{
+	return q->bytes + (m->pos & (q->bytes_cap - 1));
+}
+
+/* Room for one more message of len bytes; 0 or RUDP_CONN_E_NOMEM (nothing changed). */
+static int class_reserve(struct stage_class *q, uint32_t len)
+{
+	/* A body that would wrap skips to the ring's start, wasting less than len. */
+	uint64_t need = q->bytes_head - q->bytes_tail + 2ull * len;
+
+	if (q->count == q->cap) {
+		uint32_t cap = q->cap ? q->cap * 2 : STAGE_MIN_MSGS;
+		struct staged_msg *msgs = malloc((size_t)cap * sizeof(*msgs));
+
+		if (!msgs)
+			return RUDP_CONN_E_NOMEM;
+		for (uint32_t i = 0; i < q->count; i++)
+			msgs[i] = *class_at(q, i);
+		free(q->msgs);
+		q->msgs = msgs;
+		q->cap = cap;
+		q->head = 0;
+	}
+	if (need > q->bytes_cap) {
+		uint64_t cap = round_up_pow2(need < STAGE_MIN_BYTES ? STAGE_MIN_BYTES : need);
+		uint8_t *bytes;
+		uint64_t pos = 0;
+
+		if (cap > SIZE_MAX)
+			return RUDP_CONN_E_NOMEM;
+		bytes = malloc((size_t)cap);
+		if (!bytes)
+			return RUDP_CONN_E_NOMEM;
+		for (uint32_t i = 0; i < q->count; i++) {
+			struct staged_msg *m = class_at(q, i);
+
+			memcpy(bytes + pos, class_body(q, m), m->len);
+			m->pos = pos;
+			pos += m->len;
+		}
+		free(q->bytes);
+		q->bytes = bytes;
+		q->bytes_cap = cap;
+		q->bytes_tail = 0;
+		q->bytes_head = pos;
+	}
+	return 0;
+}
+
+static void class_push(struct stage_class *q, const struct staged_msg *tmpl, const uint8_t *data)
+{
+	uint64_t pos = q->bytes_head;
+	uint64_t phys = pos & (q->bytes_cap - 1);
+	struct staged_msg *m;
+
+	if (phys + tmpl->len > q->bytes_cap)
+		pos += q->bytes_cap - phys;
+	memcpy(q->bytes + (pos & (q->bytes_cap - 1)), data, tmpl->len);
+	q->bytes_head = pos + tmpl->len;
+	m = &q->msgs[(q->head + q->count) & (q->cap - 1)];
+	*m = *tmpl;
+	m->pos = pos;
+	q->count++;
+	q->body_bytes += tmpl->len;
+}
+
+static void class_pop(struct stage_class *q)
+{
+	q->body_bytes -= class_at(q, 0)->len;
+	q->head = (q->head + 1) & (q->cap - 1);
+	q->count--;
+	if (q->count == 0) {
+		q->bytes_head = q->bytes_tail = 0;
+		/* Waiting starts again from zero when the class has more to send. */
+		q->passed = 0;
+	} else {
+		q->bytes_tail = class_at(q, 0)->pos;
+	}
+}
+
+static void pop_head(struct send_policy *p, int kind, int prio)
+{
+	struct stage_class *q = &p->cls[kind][prio];
+
+	p->staged_msgs[kind]--;
+	p->staged_bytes[kind] -= class_at(q, 0)->len;
+	class_pop(q);
+}
+
+/*
+ * The next class to serve among the four of one kind (the caller knows one
+ * is non-empty): a class passed over starvation_limit times first (the most
+ * passed, then the higher priority), otherwise the highest non-empty one.
+ */
+static int peek_class(const struct send_policy *p, int kind)
+{
+	const struct stage_class *cls = p->cls[kind];
+	int best = -1;
+
+	for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+		if (cls[i].count && cls[i].passed >= p->cfg.starvation_limit &&
+		    (best < 0 || cls[i].passed > cls[best].passed))
+			best = i;
+	}
+	if (best < 0) {
+		for (int i = 0; i < RUDP_CONN_PRIORITIES && best < 0; i++) {
+			if (cls[i].count)
+				best = i;
+		}
+	}
+	return best;
+}
+
+/* peek_class, and the pick counts: the others waiting are passed over once. */
+static int pick_class(struct send_policy *p, int kind)
+{
+	struct stage_class *cls = p->cls[kind];
+	int best = peek_class(p, kind);
+
+	for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+		if (i != best && cls[i].count && cls[i].passed < UINT32_MAX)
+			cls[i].passed++;
+	}
+	cls[best].passed = 0;
+	return best;
+}
+
+/* Encoded bytes a staged message will take in the conn's queue. */
+static uint64_t staged_wire_bytes(const struct rudp_conn *c, const struct staged_msg *m)
+{
+	uint64_t nfrags = (m->len + c->frag_body_max - 1) / c->frag_body_max;
+	struct rudp_wire_frame wf = {.reliability = m->reliability, .split = nfrags > 1};
+
+	return m->len + nfrags * rudp_wire_frame_header_len(&wf);
+}
+
+/* Moves the head of one class into the conn's queues. */
+static int move_head(struct rudp_conn *c, struct send_policy *p, int kind, int prio)
+{
+	struct stage_class *q = &p->cls[kind][prio];
+	const struct staged_msg *m = class_at(q, 0);
+	struct conn_msg_indexes ix = {.order_index = m->order_index, .sequenced_index = m->sequenced_index};
+	int rc = conn_queue_indexed(c, class_body(q, m), m->len, m->reliability, m->channel, &ix);
+
+	if (rc < 0)
+		return rc;
+	pop_head(p, kind, prio);
+	return 0;
+}
+
+/* ---- gauges ---- */
+
+static uint64_t reliable_queue_bytes(const struct rudp_conn *c, const struct send_policy *p)
+{
+	return p->staged_bytes[KIND_REL] + c->rel_unsent_wire;
+}
+
+static uint64_t in_flight_bytes(const struct rudp_conn *c)
+{
+	return c->rel.wire_bytes - c->rel_unsent_wire;
+}
+
+static void raise_peak(uint64_t *peak, uint64_t v)
+{
+	if (v > *peak)
+		*peak = v;
+}
+
+/* ---- hooks ---- */
+
+/* Drops the oldest staged unreliable message of any priority. */
+static void evict_oldest_unreliable(struct send_policy *p)
+{
+	int oldest = -1;
+
+	for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+		const struct stage_class *q = &p->cls[KIND_UNREL][i];
+
+		if (q->count &&
+		    (oldest < 0 || class_at(q, 0)->age < class_at(&p->cls[KIND_UNREL][oldest], 0)->age))
+			oldest = i;
+	}
+	pop_head(p, KIND_UNREL, oldest);
+	p->st.dropped[RUDP_POLICY_DROP_RESERVE]++;
+}
+
+int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
+		 uint8_t priority)
+{
+	struct send_policy *p = c->policy;
+	uint8_t eff = conn_effective_reliability(c, len, rel);
+	int kind = rudp_wire_is_reliable(eff) ? KIND_REL : KIND_UNREL;
+	struct stage_class *q = &p->cls[kind][priority];
+	struct conn_msg_indexes ix;
+	struct staged_msg m;
+	int rc;
+
+	rc = conn_check_size(c, len);
+	if (rc < 0)
+		return rc;
+	if (kind == KIND_REL) {
+		/* Soft: a queue below the budget takes one more message whatever its
+		 * size, so a message larger than the budget can still be sent, and
+		 * "writable" (queue below the budget) means the next send succeeds. */
+		if (reliable_queue_bytes(c, p) >= p->cfg.reliable_soft_budget) {
+			p->refused = true;
+			p->st.sends_refused++;
+			return RUDP_CONN_E_WOULD_BLOCK;
+		}
+		/* The hard per-connection limit still holds with a policy. */
+		if (p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL] + c->rel.body_bytes +
+			    c->unrel.body_bytes + len >
+		    c->cfg.max_queue_bytes)
+			return RUDP_CONN_E_QUEUE_FULL;
+	}
+	rc = class_reserve(q, (uint32_t)len);
+	if (rc < 0)
+		return rc;
+	if (kind == KIND_UNREL) {
+		/* The newest unreliable message is the one worth sending: make room
+		 * by dropping the oldest (len <= one frame body < the reserve). */
+		while (p->staged_bytes[KIND_UNREL] + len > p->cfg.unreliable_reserve)
+			evict_oldest_unreliable(p);
+	}
+	conn_take_indexes(c, eff, channel, &ix);
+	memset(&m, 0, sizeof(m));
+	m.age = p->next_age++;
+	m.len = (uint32_t)len;
+	m.order_index = ix.order_index;
+	m.sequenced_index = ix.sequenced_index;
+	m.reliability = eff;
+	m.channel = channel;
+	class_push(q, &m, data);
+	p->staged_msgs[kind]++;
+	p->staged_bytes[kind] += len;
+	if (kind == KIND_REL)
+		raise_peak(&p->st.peak_reliable_queue_bytes, reliable_queue_bytes(c, p));
+	else
+		raise_peak(&p->st.peak_unreliable_queue_bytes, p->staged_bytes[KIND_UNREL]);
+	return 0;
+}
+
+void policy_feed(struct rudp_conn *c)
+{
+	struct send_policy *p = c->policy;
+
+	/* Reliable: only what can enter the window now, so the order in which
+	 * frames get reliable indexes (and go out) is the priority order. The
+	 * unsent test keeps at most about one flush of frames committed ahead. */
+	while (p->staged_msgs[KIND_REL] > 0) {
+		int prio;
+
+		if (c->rel.frames_count >= c->cfg.window_frames)
+			break;
+		if (c->rel_unsent_wire >= p->cfg.flush_budget)
+			break;
+		prio = peek_class(p, KIND_REL);
+		/* The in-flight cap: a message enters only when it fits under the
+		 * cap with everything sent and not yet released, or alone (a cap
+		 * below one message must not stall the connection). */
+		if (c->rel.frames_count > 0 &&
+		    c->rel.wire_bytes + staged_wire_bytes(c, class_at(&p->cls[KIND_REL][prio], 0)) >
+			    p->cfg.max_in_flight_bytes)
+			break;
+		if (move_head(c, p, KIND_REL, pick_class(p, KIND_REL)) < 0)
+			break;
+	}
+	/* Unreliable: about one flush's worth; the rest waits staged, where a
+	 * newer message can still evict it. */
+	while (p->staged_msgs[KIND_UNREL] > 0 && c->unrel.wire_bytes < p->cfg.flush_budget) {
+		if (move_head(c, p, KIND_UNREL, pick_class(p, KIND_UNREL)) < 0)
+			break;
+	}
+}
+
+static int drain(struct rudp_conn *c, struct send_policy *p)
+{
+	for (int kind = 0; kind < 2; kind++) {
+		while (p->staged_msgs[kind] > 0) {
+			int rc = move_head(c, p, kind, pick_class(p, kind));
+
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+void policy_drain_all(struct rudp_conn *c)
+{
+	/* Out of memory here leaves the rest staged; the close then counts it. */
+	drain(c, c->policy);
+}
+
+void policy_after_flush(struct rudp_conn *c, bool budget_spent)
+{
+	struct send_policy *p = c->policy;
+
+	if (budget_spent)
+		p->st.flushes_budget_limited++;
+	raise_peak(&p->st.peak_in_flight_bytes, in_flight_bytes(c));
+	if (p->refused && reliable_queue_bytes(c, p) < p->cfg.reliable_soft_budget) {
+		p->refused = false;
+		p->st.writable_signals++;
+		if (c->cb.writable)
+			c->cb.writable(c->cb.ud);
+	}
+}
+
+/* ---- attach, detach, stats ---- */
+
+int rudp_conn_set_policy(struct rudp_conn *c, struct send_policy *p)
+{
+	if (p && p->conn && p->conn != c)
+		return RUDP_CONN_E_ARG;
+	if (c->policy == p)
+		return 0;
+	if (c->policy) {
+		int rc = drain(c, c->policy);
+
+		if (rc < 0)
+			return rc;
+		c->policy->conn = NULL;
+		c->policy = NULL;
+	}
+	if (p) {
+		p->conn = c;
+		p->have_final = false;
+		copy_limits(c, p);
+		c->policy = p;
+	}
+	return 0;
+}
+
+struct send_policy *rudp_conn_get_policy(const struct rudp_conn *c)
+{
+	return c->policy;
+}
+
+void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats *out)
+{
+	const struct rudp_conn *c = p->conn;
+
+	if (!c && p->have_final) {
+		*out = p->final_st;
+		return;
+	}
+	*out = p->st;
+	for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+		out->reliable_staged_bytes[i] = p->cls[KIND_REL][i].body_bytes;
+		out->unreliable_staged_bytes[i] = p->cls[KIND_UNREL][i].body_bytes;
+	}
+	out->reliable_queue_bytes = p->staged_bytes[KIND_REL] + (c ? c->rel_unsent_wire : 0);
+	out->unreliable_queue_bytes = p->staged_bytes[KIND_UNREL];
+	out->in_flight_bytes = c ? in_flight_bytes(c) : 0;
+}
+
+void rudp_policy_conn_closing(struct rudp_conn *c)
+{
+	struct send_policy *p = c->policy;
+
+	if (!p)
+		return;
+	/* Whatever is still staged will never be sent: say so in the stats. */
+	p->st.dropped[RUDP_POLICY_DROP_CLOSED] += p->staged_msgs[KIND_REL] + p->staged_msgs[KIND_UNREL];
+	/* The final figures show what was held at the close. */
+	rudp_policy_get_stats(p, &p->final_st);
+	for (int kind = 0; kind < 2; kind++) {
+		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+			while (p->cls[kind][i].count)
+				pop_head(p, kind, i);
+		}
+	}
+	p->have_final = true;
+	p->refused = false;
+	p->conn = NULL;
+	c->policy = NULL;
+}
