@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rudp-bench internals shared by the orchestrator and the C drivers.
+ *
+ * Every column runs the same echo protocol. A message of `size` bytes is
+ *
+ *   [0]      0xfe (a Bedrock-style game id: never a RakNet control id)
+ *   [1..3]   zero
+ *   [4..7]   connection id, u32 little-endian
+ *   [8..11]  message id within the connection, u32 LE, from 0, in send order
+ *   [12..15] size, u32 LE
+ *   [16..23] client send time, CLOCK_MONOTONIC ns, u64 LE
+ *   [24..31] XXH3-64 of bytes [32..size) seeded with XXH3-64 of bytes [0..24)
+ *   [32..39] a value mixed from (connection, message id): a stale echo of
+ *            an older slot never passes
+ *   [40..]   random filler
+ *
+ * Stream transports (TCP, the QUIC stream) put a 4-byte LE length before
+ * each message. The client verifies every echo (wl_deliver): length,
+ * marker, connection id, message id == the next expected one (order, no
+ * loss, no duplicate) and the hash. One failure ends the run with an error.
+ */
+#ifndef RUDP_BENCH_H
+#define RUDP_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_HDR 40 /* bytes of the header above; the smallest message */
+#define BENCH_MARK 0xfe
+#define BENCH_MAX_SIZE (1u << 20)
+#define BENCH_MAX_CONNS 8192
+
+/* drv_rudp.c implements the rudp-batch and policy columns (they still need
+ * RUDP_HAVE_BATCH_API / RUDP_HAVE_SEND_POLICY_API from rudp.h). */
+#define BENCH_RUDP_BATCH_IMPL 1
+#define BENCH_RUDP_POLICY_IMPL 1
+
+/* Workload kinds, as named in JSON and on the command line. */
+enum wl_kind { WL_SINGLE, WL_SPARSE, WL_MANY, WL_LOADED };
+
+/* Fault a client driver injects into its delivery path (tests only). */
+enum wl_fault { FAULT_NONE, FAULT_CORRUPT, FAULT_REORDER, FAULT_DROP };
+
+/* What one client process runs. */
+struct wl_params {
+	enum wl_kind kind;
+	uint32_t size; /* bytes per message, >= BENCH_HDR */
+	uint32_t conns; /* connections */
+	uint32_t window; /* messages awaiting their echo per connection in the burst */
+	uint32_t warmup; /* sequential echoes per connection before timing (untimed) */
+	uint32_t samples; /* sequential RTT samples per connection (single, sparse) */
+	uint64_t messages; /* burst messages in total over all connections */
+	uint32_t mtu; /* datagram budget the driver should use (its own meaning) */
+	uint32_t stall_ms; /* no verified echo for this long: the run fails */
+	enum wl_fault fault;
+};
+
+/* Per connection engine state. */
+struct wl_conn {
+	uint8_t *slots; /* window slots of (4 + size) bytes: LE length, then the message */
+	uint32_t sent, done; /* messages sent / verified */
+	uint32_t pre; /* sequential messages (warmup + samples) before the burst */
+	uint32_t total; /* pre + this connection's burst share */
+	bool queued; /* on the ready list */
+	uint64_t connect_start_ns, connect_ns;
+};
+
+struct wl {
+	struct wl_params p;
+	uint32_t slot_count; /* slots per connection: max(window, 1) */
+	uint32_t slot_bytes;
+	struct wl_conn *c;
+	uint32_t *ready; /* ring of connection indexes that may send */
+	uint32_t ready_head, ready_len;
+	uint32_t at_barrier; /* connections done with their sequential phase */
+	bool burst; /* all connections passed the barrier */
+	uint64_t burst_start_ns, end_ns;
+	uint64_t verified, burst_verified, total;
+	uint64_t last_progress_ns;
+	float *rtt_us; /* samples kept for percentiles */
+	uint64_t rtt_n, rtt_cap;
+	/* fault injection state */
+	uint64_t fault_at; /* delivered-message index on connection 0 that the fault hits */
+	uint8_t *fault_hold;
+	uint32_t fault_hold_len;
+	bool fault_holding;
+	char err[256];
+};
+
+uint64_t bench_now_ns(void);
+
+/* Sets up the engine; returns 0 or -1 with w->err set. */
+int wl_init(struct wl *w, const struct wl_params *p);
+void wl_free(struct wl *w);
+
+/* Next connection allowed to send, or -1. A connection popped here must
+ * be given wl_next() until it returns NULL (it is re-queued as echoes
+ * free its window). */
+int wl_pop_ready(struct wl *w);
+
+/* Builds connection c's next message if its window and phase allow one:
+ * returns a pointer to the 4-byte LE length prefix followed by the message
+ * (4 + size bytes, stable until that message's echo is verified), else NULL. */
+uint8_t *wl_next(struct wl *w, uint32_t c);
+
+/* True while a connection may still send (used by drivers that loop per
+ * connection instead of using the ready list). */
+bool wl_can_send(const struct wl *w, uint32_t c);
+
+/* Verifies one echo that arrived on connection c. Returns 0, or -1 with
+ * w->err describing the mismatch: the run has failed. */
+int wl_deliver(struct wl *w, uint32_t c, const uint8_t *data, size_t len);
+
+/* The run is complete (every message verified). */
+static inline bool wl_finished(const struct wl *w)
+{
+	return w->verified == w->total;
+}
+
+/* Fails the run when nothing was verified for stall_ms. */
+int wl_check_stall(struct wl *w);
+
+/* Marks connection c as connected now (handshake timing). */
+void wl_connected(struct wl *w, uint32_t c);
+
+/* Prints the RESULT line the orchestrator parses. */
+void wl_report(struct wl *w);
+
+/* Client and server entry points of the C drivers. */
+struct drv_server_opts {
+	const char *bind; /* "ADDR:PORT" */
+	uint32_t mtu;
+	uint32_t conns_hint; /* expected connections (sizes tables) */
+	int ready_fd; /* write "ready\n" here once listening, -1: none */
+};
+
+struct drv_client_opts {
+	const char *connect; /* "ADDR:PORT" */
+};
+
+typedef int (*drv_server_fn)(const char *column, const struct drv_server_opts *o);
+typedef int (*drv_client_fn)(const char *column, const struct drv_client_opts *o, struct wl *w);
+
+int tcp_server(const char *column, const struct drv_server_opts *o);
+int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w);
+int udp_server(const char *column, const struct drv_server_opts *o);
+int udp_client(const char *column, const struct drv_client_opts *o, struct wl *w);
+int rudp_server_drv(const char *column, const struct drv_server_opts *o);
+int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w);
+int enet_server_drv(const char *column, const struct drv_server_opts *o);
+int enet_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w);
+int kcp_server_drv(const char *column, const struct drv_server_opts *o);
+int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w);
+
+/* Helpers for drivers. */
+extern volatile int bench_stop; /* set by SIGTERM/SIGINT in driver processes */
+void bench_install_stop_handler(void);
+int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
+void bench_signal_ready(int fd);
+void bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static inline void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+static inline uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void put_le64(uint8_t *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint64_t get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+#endif

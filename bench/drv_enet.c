@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * enet column: libenet reliable packets on channel 0 with the library's
+ * default settings. One client host holds every connection (ENet tells its
+ * peers apart by peer id, not by address).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#if defined(BENCH_HAVE_ENET)
+#include <enet/enet.h>
+
+static int parse_enet_addr(const char *s, ENetAddress *a)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	if (!colon || (size_t)(colon - s) >= sizeof host)
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	a->port = (enet_uint16)atoi(colon + 1);
+	return enet_address_set_host_ip(a, host) == 0 && a->port ? 0 : -1;
+}
+
+int enet_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	(void)column;
+	ENetAddress a;
+	if (enet_initialize() != 0 || parse_enet_addr(o->bind, &a) < 0) {
+		bench_fail("enet server: bad --bind %s or enet_initialize failed", o->bind);
+		return 2;
+	}
+	size_t peers = o->conns_hint + 64 > 1024 ? o->conns_hint + 64 : 1024;
+	if (peers > ENET_PROTOCOL_MAXIMUM_PEER_ID)
+		peers = ENET_PROTOCOL_MAXIMUM_PEER_ID;
+	ENetHost *h = enet_host_create(&a, peers, 1, 0, 0);
+	if (!h) {
+		bench_fail("enet server: cannot bind %s", o->bind);
+		return 1;
+	}
+	bench_signal_ready(o->ready_fd);
+	ENetEvent ev;
+	while (!bench_stop) {
+		int r = enet_host_service(h, &ev, 50);
+		bool echoed = false;
+		while (r > 0) {
+			if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+				/* Send the received packet back as it is: ENet owns it then. */
+				if (enet_peer_send(ev.peer, 0, ev.packet) < 0) {
+					bench_fail("enet server: enet_peer_send failed");
+					enet_packet_destroy(ev.packet);
+				}
+				echoed = true;
+			}
+			r = enet_host_check_events(h, &ev);
+		}
+		if (echoed)
+			enet_host_flush(h);
+	}
+	enet_host_destroy(h);
+	enet_deinitialize();
+	return 0;
+}
+
+static int handle(struct wl *w, ENetEvent *ev, uint32_t *connected)
+{
+	uint32_t c = (uint32_t)(uintptr_t)ev->peer->data;
+	switch (ev->type) {
+	case ENET_EVENT_TYPE_CONNECT:
+		wl_connected(w, c);
+		(*connected)++;
+		return 0;
+	case ENET_EVENT_TYPE_RECEIVE: {
+		int r = wl_deliver(w, c, ev->packet->data, ev->packet->dataLength);
+		enet_packet_destroy(ev->packet);
+		return r;
+	}
+	case ENET_EVENT_TYPE_DISCONNECT:
+		snprintf(w->err, sizeof w->err, "connection %u: disconnected", c);
+		return -1;
+	default: return 0;
+	}
+}
+
+int enet_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
+{
+	(void)column;
+	ENetAddress a;
+	if (enet_initialize() != 0 || parse_enet_addr(o->connect, &a) < 0) {
+		snprintf(w->err, sizeof w->err, "bad --connect %s or enet_initialize failed", o->connect);
+		return -1;
+	}
+	uint32_t nc = w->p.conns;
+	if (nc > ENET_PROTOCOL_MAXIMUM_PEER_ID) {
+		snprintf(w->err, sizeof w->err, "enet: at most %d connections",
+			 ENET_PROTOCOL_MAXIMUM_PEER_ID);
+		return -1;
+	}
+	ENetHost *h = enet_host_create(NULL, nc, 1, 0, 0);
+	ENetPeer **peer = calloc(nc, sizeof *peer);
+	int rc = -1;
+	if (!h || !peer) {
+		snprintf(w->err, sizeof w->err, "enet_host_create failed");
+		goto out;
+	}
+	for (uint32_t c = 0; c < nc; c++) {
+		w->c[c].connect_start_ns = bench_now_ns();
+		peer[c] = enet_host_connect(h, &a, 1, c);
+		if (!peer[c]) {
+			snprintf(w->err, sizeof w->err, "enet_host_connect failed");
+			goto out;
+		}
+		peer[c]->data = (void *)(uintptr_t)c;
+	}
+	enet_host_flush(h);
+	uint32_t connected = 0;
+	ENetEvent ev;
+	while (connected < nc || !wl_finished(w)) {
+		if (connected == nc) {
+			int c;
+			bool sent = false;
+			uint8_t *slot;
+			while ((c = wl_pop_ready(w)) >= 0)
+				while ((slot = wl_next(w, (uint32_t)c)) != NULL) {
+					ENetPacket *p = enet_packet_create(slot + 4, w->p.size,
+									   ENET_PACKET_FLAG_RELIABLE);
+					if (!p || enet_peer_send(peer[c], 0, p) < 0) {
+						snprintf(w->err, sizeof w->err, "enet: send failed");
+						goto out;
+					}
+					sent = true;
+				}
+			if (sent)
+				enet_host_flush(h);
+			if (wl_finished(w))
+				break;
+		}
+		int r = enet_host_service(h, &ev, 2);
+		while (r > 0) {
+			if (handle(w, &ev, &connected) < 0)
+				goto out;
+			r = enet_host_check_events(h, &ev);
+		}
+		if (r < 0) {
+			snprintf(w->err, sizeof w->err, "enet_host_service failed");
+			goto out;
+		}
+		if (wl_check_stall(w) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(peer);
+	if (h)
+		enet_host_destroy(h);
+	enet_deinitialize();
+	return rc;
+}
+
+#else
+
+int enet_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	(void)o;
+	bench_fail("%s: not built (libenet-dev was missing)", column);
+	return 2;
+}
+
+int enet_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
+{
+	(void)o;
+	snprintf(w->err, sizeof w->err, "%s: not built (libenet-dev was missing)", column);
+	return -1;
+}
+
+#endif

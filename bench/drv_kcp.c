@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcp column: the upstream C KCP core (ikcp.c from node-kcp 1.0.13, fetched
+ * at build time, unmodified) over UDP. Message mode, nodelay(1, 10, 2, 1),
+ * windows 64/64 for one connection and 64/128 for many, a 1400 B MTU by
+ * default, and an immediate flush after every send and every input so data
+ * and ACKs leave at once. The conversation id is the connection index + 1;
+ * the client uses one connected UDP socket per connection.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#if defined(BENCH_HAVE_KCP)
+#include "ikcp.h"
+
+#define KCP_BATCH 64
+#define KCP_DGRAM 2048
+#define KCP_SOCKBUF (4 * 1024 * 1024)
+
+static void set_bufs(int fd)
+{
+	int v = KCP_SOCKBUF;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
+static IUINT32 now_ms32(void)
+{
+	return (IUINT32)(bench_now_ns() / 1000000u);
+}
+
+static void configure(ikcpcb *k, uint32_t mtu, bool many)
+{
+	ikcp_nodelay(k, 1, 10, 2, 1);
+	ikcp_wndsize(k, 64, many ? 128 : 64);
+	ikcp_setmtu(k, (int)(mtu ? mtu : 1400));
+}
+
+/* ---- server ---- */
+
+struct ksess {
+	ikcpcb *kcp;
+	struct sockaddr_in addr;
+	int fd;
+};
+
+static int server_output(const char *buf, int len, ikcpcb *kcp, void *user)
+{
+	(void)kcp;
+	struct ksess *s = user;
+	return (int)sendto(s->fd, buf, (size_t)len, 0, (struct sockaddr *)&s->addr, sizeof s->addr);
+}
+
+int kcp_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	(void)column;
+	struct sockaddr_in sin;
+	if (bench_parse_addr(o->bind, &sin) < 0) {
+		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
+		return 2;
+	}
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0) {
+		bench_fail("kcp server: cannot bind %s: %s", o->bind, strerror(errno));
+		return 1;
+	}
+	set_bufs(fd);
+	bool many = o->conns_hint > 1;
+	struct ksess **sess = calloc(BENCH_MAX_CONNS + 1, sizeof *sess);
+	struct ksess **active = calloc(BENCH_MAX_CONNS + 1, sizeof *active);
+	size_t nactive = 0;
+	uint8_t *bufs = malloc((size_t)KCP_BATCH * KCP_DGRAM);
+	uint8_t *msg = malloc(BENCH_MAX_SIZE);
+	struct mmsghdr mm[KCP_BATCH];
+	struct iovec iov[KCP_BATCH];
+	struct sockaddr_in from[KCP_BATCH];
+	int ep = epoll_create1(0);
+	struct epoll_event e = {.events = EPOLLIN};
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+	bench_signal_ready(o->ready_fd);
+	IUINT32 last_update = 0;
+	while (!bench_stop) {
+		struct epoll_event evs[1];
+		epoll_wait(ep, evs, 1, nactive ? 2 : 100);
+		for (;;) {
+			for (int i = 0; i < KCP_BATCH; i++) {
+				iov[i].iov_base = bufs + (size_t)i * KCP_DGRAM;
+				iov[i].iov_len = KCP_DGRAM;
+				memset(&mm[i].msg_hdr, 0, sizeof mm[i].msg_hdr);
+				mm[i].msg_hdr.msg_iov = &iov[i];
+				mm[i].msg_hdr.msg_iovlen = 1;
+				mm[i].msg_hdr.msg_name = &from[i];
+				mm[i].msg_hdr.msg_namelen = sizeof from[i];
+			}
+			int n = recvmmsg(fd, mm, KCP_BATCH, MSG_DONTWAIT, NULL);
+			if (n <= 0)
+				break;
+			for (int i = 0; i < n; i++) {
+				if (mm[i].msg_len < 24)
+					continue;
+				IUINT32 conv = ikcp_getconv(iov[i].iov_base);
+				if (conv == 0 || conv > BENCH_MAX_CONNS)
+					continue;
+				struct ksess *s = sess[conv];
+				if (s && (s->addr.sin_addr.s_addr != from[i].sin_addr.s_addr ||
+					  s->addr.sin_port != from[i].sin_port)) {
+					/* A new client reuses the conversation id (split mode runs
+					 * several clients against one server): start afresh. */
+					ikcp_release(s->kcp);
+					s->kcp = ikcp_create(conv, s);
+					s->kcp->output = server_output;
+					s->addr = from[i];
+					configure(s->kcp, o->mtu, many);
+					ikcp_update(s->kcp, now_ms32());
+				}
+				if (!s) {
+					s = calloc(1, sizeof *s);
+					s->fd = fd;
+					s->addr = from[i];
+					s->kcp = ikcp_create(conv, s);
+					s->kcp->output = server_output;
+					configure(s->kcp, o->mtu, many);
+					/* ikcp_flush does nothing before the first update. */
+					ikcp_update(s->kcp, now_ms32());
+					sess[conv] = s;
+					active[nactive++] = s;
+				}
+				ikcp_input(s->kcp, (const char *)iov[i].iov_base, (long)mm[i].msg_len);
+				int len;
+				while ((len = ikcp_recv(s->kcp, (char *)msg, BENCH_MAX_SIZE)) > 0)
+					ikcp_send(s->kcp, (const char *)msg, len);
+				ikcp_flush(s->kcp);
+			}
+			if (n < KCP_BATCH)
+				break;
+		}
+		IUINT32 now = now_ms32();
+		if (now != last_update) {
+			last_update = now;
+			for (size_t i = 0; i < nactive; i++)
+				ikcp_update(active[i]->kcp, now);
+		}
+	}
+	for (size_t i = 0; i < nactive; i++) {
+		ikcp_release(active[i]->kcp);
+		free(active[i]);
+	}
+	free(sess);
+	free(active);
+	free(bufs);
+	free(msg);
+	close(ep);
+	close(fd);
+	return 0;
+}
+
+/* ---- client ---- */
+
+struct kconn {
+	ikcpcb *kcp;
+	int fd;
+};
+
+static int client_output(const char *buf, int len, ikcpcb *kcp, void *user)
+{
+	(void)kcp;
+	struct kconn *k = user;
+	return (int)send(k->fd, buf, (size_t)len, 0);
+}
+
+int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
+{
+	(void)column;
+	struct sockaddr_in sin;
+	if (bench_parse_addr(o->connect, &sin) < 0) {
+		snprintf(w->err, sizeof w->err, "bad --connect %s (want IPv4:port)", o->connect);
+		return -1;
+	}
+	uint32_t nc = w->p.conns;
+	struct kconn *k = calloc(nc, sizeof *k);
+	uint8_t *msg = malloc(w->p.size + 1);
+	uint8_t *dgram = malloc(KCP_DGRAM);
+	int ep = epoll_create1(0);
+	int rc = -1;
+	for (uint32_t c = 0; c < nc; c++)
+		k[c].fd = -1;
+	for (uint32_t c = 0; c < nc; c++) {
+		k[c].fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		if (k[c].fd < 0 || connect(k[c].fd, (struct sockaddr *)&sin, sizeof sin) < 0) {
+			snprintf(w->err, sizeof w->err, "udp socket: %s", strerror(errno));
+			goto out;
+		}
+		set_bufs(k[c].fd);
+		k[c].kcp = ikcp_create(c + 1, &k[c]);
+		k[c].kcp->output = client_output;
+		configure(k[c].kcp, w->p.mtu, nc > 1);
+		ikcp_update(k[c].kcp, now_ms32());
+		struct epoll_event e = {.events = EPOLLIN, .data.u32 = c};
+		epoll_ctl(ep, EPOLL_CTL_ADD, k[c].fd, &e);
+	}
+	struct epoll_event evs[256];
+	IUINT32 last_update = 0;
+	while (!wl_finished(w)) {
+		int c;
+		while ((c = wl_pop_ready(w)) >= 0) {
+			uint8_t *slot;
+			while ((slot = wl_next(w, (uint32_t)c)) != NULL)
+				if (ikcp_send(k[c].kcp, (const char *)slot + 4, (int)w->p.size) < 0) {
+					snprintf(w->err, sizeof w->err, "ikcp_send refused %u B", w->p.size);
+					goto out;
+				}
+			ikcp_flush(k[c].kcp);
+		}
+		if (wl_finished(w))
+			break;
+		int ne = epoll_wait(ep, evs, 256, 1);
+		for (int i = 0; i < ne; i++) {
+			uint32_t j = evs[i].data.u32;
+			ssize_t r;
+			while ((r = recv(k[j].fd, dgram, KCP_DGRAM, 0)) > 0)
+				ikcp_input(k[j].kcp, (const char *)dgram, (long)r);
+			int len;
+			while ((len = ikcp_recv(k[j].kcp, (char *)msg, (int)w->p.size + 1)) > 0)
+				if (wl_deliver(w, j, msg, (size_t)len) < 0)
+					goto out;
+			if (len < -2) {
+				snprintf(w->err, sizeof w->err, "connection %u: echo larger than %u B", j,
+					 w->p.size);
+				goto out;
+			}
+			ikcp_flush(k[j].kcp);
+		}
+		IUINT32 now = now_ms32();
+		if (now != last_update) {
+			last_update = now;
+			for (uint32_t i = 0; i < nc; i++)
+				ikcp_update(k[i].kcp, now);
+		}
+		if (wl_check_stall(w) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	for (uint32_t c = 0; c < nc; c++) {
+		if (k[c].kcp)
+			ikcp_release(k[c].kcp);
+		if (k[c].fd >= 0)
+			close(k[c].fd);
+	}
+	free(k);
+	free(msg);
+	free(dgram);
+	close(ep);
+	return rc;
+}
+
+#else
+
+int kcp_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	(void)o;
+	bench_fail("%s: not built (ikcp.c could not be fetched with npm at configure time)", column);
+	return 2;
+}
+
+int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
+{
+	(void)o;
+	snprintf(w->err, sizeof w->err, "%s: not built (ikcp.c could not be fetched with npm)", column);
+	return -1;
+}
+
+#endif

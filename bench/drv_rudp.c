@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librudp columns: reliable-ordered messages on channel 0, 64-frame window.
+ *   rudp-send:  rudp_send per message, events from rudp_service.
+ *   rudp-batch: the client submits up to 16 ready messages per
+ *               rudp_send_batch (never waiting to fill one); the server
+ *               drains with rudp_recv_batch and echoes with rudp_send_batch.
+ *   *-policy:   the same with the send-policy module on at its defaults.
+ * A client uses one host (one socket) per connection, since a server knows a
+ * peer by its address; the hosts are polled together with epoll.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "rudp.h"
+
+#define EVENTS 256
+
+static void log_err(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	if (level <= 1)
+		fprintf(stderr, "rudp: %s\n", msg);
+}
+
+static void base_config(rudp_config *cfg, uint32_t mtu)
+{
+	rudp_config_init(cfg);
+	cfg->mtu = (uint16_t)(mtu ? mtu : 1428);
+	cfg->window_frames = 64;
+	cfg->log = log_err;
+	cfg->log_level_max = 2;
+}
+
+/* Echoes the server could not queue yet (send policy backpressure): kept
+ * per peer in arrival order and sent on RUDP_EVENT_WRITABLE. Allocated only
+ * when a send is refused. */
+struct backlog {
+	uint8_t *buf;
+	size_t head, len, cap;
+	struct backlog *next_all;
+};
+
+static struct backlog *all_backlogs;
+
+static int backlog_push(rudp_peer *peer, const uint8_t *data, size_t len)
+{
+	struct backlog *b = rudp_peer_get_userdata(peer);
+	if (!b) {
+		b = calloc(1, sizeof *b);
+		if (!b)
+			return -1;
+		b->next_all = all_backlogs;
+		all_backlogs = b;
+		rudp_peer_set_userdata(peer, b);
+	}
+	if (b->head > 0 && b->head == b->len)
+		b->head = b->len = 0;
+	if (b->len + 4 + len > b->cap) {
+		size_t cap = (b->len + 4 + len) * 2;
+		uint8_t *n = realloc(b->buf, cap);
+		if (!n)
+			return -1;
+		b->buf = n;
+		b->cap = cap;
+	}
+	put_le32(b->buf + b->len, (uint32_t)len);
+	memcpy(b->buf + b->len + 4, data, len);
+	b->len += 4 + len;
+	return 0;
+}
+
+static bool backlog_busy(rudp_peer *peer)
+{
+	struct backlog *b = rudp_peer_get_userdata(peer);
+	return b && b->head < b->len;
+}
+
+static int backlog_drain(rudp_peer *peer)
+{
+	struct backlog *b = rudp_peer_get_userdata(peer);
+	while (b && b->head < b->len) {
+		uint32_t n = get_le32(b->buf + b->head);
+		int r = rudp_send(peer, b->buf + b->head + 4, n, RUDP_RELIABLE_ORDERED, 0);
+		if (r == RUDP_E_WOULD_BLOCK)
+			return 0;
+		if (r < 0)
+			return r;
+		b->head += 4 + n;
+	}
+	return 0;
+}
+
+static int echo_one(rudp_peer *peer, const uint8_t *data, size_t len)
+{
+	if (backlog_busy(peer))
+		return backlog_push(peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
+	int r = rudp_send(peer, data, len, RUDP_RELIABLE_ORDERED, 0);
+	if (r == RUDP_E_WOULD_BLOCK)
+		return backlog_push(peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
+	return r;
+}
+
+/* Echoes a run of received messages of one peer with one batch send. */
+static int echo_batch(rudp_peer *peer, const rudp_event *ev, int n)
+{
+	rudp_message out[EVENTS];
+	if (backlog_busy(peer)) {
+		for (int i = 0; i < n; i++)
+			if (backlog_push(peer, ev[i].data, ev[i].len) < 0)
+				return RUDP_E_NOMEM;
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		out[i] = (rudp_message){ev[i].data, ev[i].len, ev[i].reliability, ev[i].channel};
+	int err = 0;
+	int q = rudp_send_batch(peer, out, (size_t)n, &err);
+	if (q < 0)
+		return q;
+	if (q < n && err != RUDP_E_WOULD_BLOCK)
+		return err;
+	for (int i = q; i < n; i++)
+		if (backlog_push(peer, ev[i].data, ev[i].len) < 0)
+			return RUDP_E_NOMEM;
+	return 0;
+}
+
+static void set_policy(rudp_host *h, bool policy)
+{
+	if (!policy)
+		return;
+	/* BENCH.md: the module on at its defaults (64 MiB in flight, 256 KiB
+	 * reliable soft budget, 64 KiB unreliable reserve, 256 KiB per flush). */
+	rudp_send_options so;
+	rudp_send_options_init(&so);
+	rudp_host_set_send_options(h, &so);
+}
+
+int rudp_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	bool batch = strstr(column, "batch") != NULL, policy = strstr(column, "policy") != NULL;
+	rudp_config cfg;
+	base_config(&cfg, o->mtu);
+	cfg.bind_address = o->bind;
+	cfg.max_peers = o->conns_hint + 64 > 1024 ? o->conns_hint + 64 : 1024;
+	/* Thousands of clients connect at once: the handshake must not time out
+	 * while the server works through them. */
+	cfg.connect_timeout_ms = 30000;
+	cfg.handshake_timeout_ms = 30000;
+	cfg.max_pending_handshakes = cfg.max_peers;
+	cfg.max_pending_per_address = cfg.max_peers; /* every client is on one IP here */
+	cfg.offline_rate_per_address = 0;
+	rudp_host *h;
+	int r = rudp_host_create(&cfg, &h);
+	if (r < 0) {
+		bench_fail("rudp server: %s on %s", rudp_strerror(r), o->bind);
+		return 1;
+	}
+	set_policy(h, policy);
+	bench_signal_ready(o->ready_fd);
+	rudp_event ev[EVENTS];
+	int rc = 0;
+	while (!bench_stop && rc == 0) {
+		int n = batch ? rudp_recv_batch(h, ev, EVENTS, 50) : rudp_service(h, ev, EVENTS, 50);
+		if (n < 0) {
+			bench_fail("rudp server: service: %s", rudp_strerror(n));
+			rc = 1;
+			break;
+		}
+		for (int i = 0; i < n;) {
+			rudp_peer *peer = ev[i].peer;
+			if (ev[i].type == RUDP_EVENT_WRITABLE) {
+				r = backlog_drain(peer);
+			} else if (ev[i].type != RUDP_EVENT_RECEIVE) {
+				r = 0;
+			} else if (batch) {
+				int k = i;
+				while (k < n && ev[k].type == RUDP_EVENT_RECEIVE && ev[k].peer == peer)
+					k++;
+				r = echo_batch(peer, ev + i, k - i);
+				i = k;
+				goto checked;
+			} else {
+				r = echo_one(peer, ev[i].data, ev[i].len);
+			}
+			i++;
+		checked:
+			if (r < 0) {
+				/* Dropping an echo would fail the client's verifier; say why. */
+				bench_fail("rudp server: send: %s", rudp_strerror(r));
+				rc = 1;
+				break;
+			}
+		}
+		if (n > 0 && !batch)
+			rudp_flush(h);
+	}
+	rudp_host_destroy(h);
+	while (all_backlogs) {
+		struct backlog *b = all_backlogs;
+		all_backlogs = b->next_all;
+		free(b->buf);
+		free(b);
+	}
+	return rc;
+}
+
+struct rclient {
+	struct wl *w;
+	rudp_host **h;
+	rudp_peer **peer;
+	uint32_t *unsent; /* messages built but refused by the send policy: the last ids sent */
+	uint32_t connected;
+	bool batch;
+};
+
+static int handle(struct rclient *t, uint32_t c, const rudp_event *ev, int n)
+{
+	struct wl *w = t->w;
+	for (int i = 0; i < n; i++) {
+		switch (ev[i].type) {
+		case RUDP_EVENT_CONNECT:
+			wl_connected(w, c);
+			t->connected++;
+			break;
+		case RUDP_EVENT_RECEIVE:
+			if (wl_deliver(w, c, ev[i].data, ev[i].len) < 0)
+				return -1;
+			break;
+		case RUDP_EVENT_WRITABLE: break; /* the main loop retries refused messages */
+		case RUDP_EVENT_DISCONNECT:
+			snprintf(w->err, sizeof w->err, "connection %u: disconnected (%s)", c,
+				 rudp_reason_string(ev[i].reason));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static uint8_t *slot_of(struct wl *w, uint32_t c, uint32_t id)
+{
+	return w->c[c].slots + (size_t)(id % w->slot_count) * w->slot_bytes;
+}
+
+/* Sends connection c's refused messages, then new ones, up to 16 per batch
+ * call (never waiting to fill a batch). */
+static int send_ready(struct rclient *t, uint32_t c)
+{
+	struct wl *w = t->w;
+	for (;;) {
+		rudp_message m[16];
+		int k = 0;
+		uint32_t first = w->c[c].sent - t->unsent[c];
+		while (k < (t->batch ? 16 : 1) && t->unsent[c] > 0) {
+			m[k] = (rudp_message){slot_of(w, c, first + (uint32_t)k) + 4, w->p.size,
+					      RUDP_RELIABLE_ORDERED, 0};
+			k++;
+			t->unsent[c]--;
+		}
+		uint8_t *slot;
+		while (k < (t->batch ? 16 : 1) && t->unsent[c] == 0 && (slot = wl_next(w, c)) != NULL)
+			m[k++] = (rudp_message){slot + 4, w->p.size, RUDP_RELIABLE_ORDERED, 0};
+		if (k == 0)
+			break;
+		int q, err = 0;
+		if (t->batch) {
+			q = rudp_send_batch(t->peer[c], m, (size_t)k, &err);
+			if (q < 0)
+				err = q;
+		} else {
+			err = rudp_send(t->peer[c], m[0].data, m[0].len, RUDP_RELIABLE_ORDERED, 0);
+			q = err < 0 ? 0 : 1;
+		}
+		if (q < k) {
+			if (err != RUDP_E_WOULD_BLOCK) {
+				snprintf(w->err, sizeof w->err, "connection %u: send: %s", c,
+					 rudp_strerror(err));
+				return -1;
+			}
+			t->unsent[c] += (uint32_t)(k - q); /* retried after WRITABLE */
+			break;
+		}
+	}
+	if (!t->batch)
+		rudp_flush(t->h[c]);
+	return 0;
+}
+
+int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
+{
+	bool policy = strstr(column, "policy") != NULL;
+	uint32_t nc = w->p.conns;
+	struct rclient t = {.w = w, .batch = strstr(column, "batch") != NULL};
+	t.h = calloc(nc, sizeof *t.h);
+	t.peer = calloc(nc, sizeof *t.peer);
+	t.unsent = calloc(nc, sizeof *t.unsent);
+	int ep = epoll_create1(0);
+	int rc = -1;
+	rudp_event ev[EVENTS];
+	for (uint32_t c = 0; c < nc; c++) {
+		rudp_config cfg;
+		base_config(&cfg, w->p.mtu);
+		cfg.bind_address = "0.0.0.0:0";
+		cfg.max_peers = 1;
+		cfg.max_pending_handshakes = 1; /* may not exceed max_peers */
+		cfg.connect_timeout_ms = 30000;
+		/* Many hosts in one process: keep each one's socket buffers modest. */
+		if (nc > 64)
+			cfg.socket_rcvbuf = cfg.socket_sndbuf = 256 * 1024;
+		int r = rudp_host_create(&cfg, &t.h[c]);
+		if (r < 0) {
+			snprintf(w->err, sizeof w->err, "rudp_host_create: %s", rudp_strerror(r));
+			goto out;
+		}
+		set_policy(t.h[c], policy);
+		struct epoll_event e = {.events = EPOLLIN, .data.u32 = c};
+		epoll_ctl(ep, EPOLL_CTL_ADD, rudp_host_fd(t.h[c]), &e);
+	}
+	for (uint32_t c = 0; c < nc; c++) {
+		w->c[c].connect_start_ns = bench_now_ns();
+		int r = rudp_connect(t.h[c], o->connect, &t.peer[c]);
+		if (r < 0) {
+			snprintf(w->err, sizeof w->err, "rudp_connect %s: %s", o->connect, rudp_strerror(r));
+			goto out;
+		}
+		rudp_flush(t.h[c]);
+	}
+	struct epoll_event evs[256];
+	uint64_t last_all = 0;
+	while (t.connected < nc || !wl_finished(w)) {
+		if (t.connected == nc) {
+			int c;
+			while ((c = wl_pop_ready(w)) >= 0)
+				if (send_ready(&t, (uint32_t)c) < 0)
+					goto out;
+			if (wl_finished(w))
+				break;
+		}
+		if (nc == 1) {
+			int n = t.batch ? rudp_recv_batch(t.h[0], ev, EVENTS, 5)
+					: rudp_service(t.h[0], ev, EVENTS, 5);
+			if (n < 0 || handle(&t, 0, ev, n) < 0)
+				goto out;
+			if (t.unsent[0] && send_ready(&t, 0) < 0)
+				goto out;
+		} else {
+			int ne = epoll_wait(ep, evs, 256, 2);
+			for (int i = 0; i < ne; i++) {
+				uint32_t c = evs[i].data.u32;
+				int n = t.batch ? rudp_recv_batch(t.h[c], ev, EVENTS, 0)
+						: rudp_service(t.h[c], ev, EVENTS, 0);
+				if (n < 0 || handle(&t, c, ev, n) < 0)
+					goto out;
+			}
+			/* Timers (retransmission, acks) of quiet hosts, and refused sends. */
+			uint64_t now = bench_now_ns();
+			if (now - last_all > 5000000) {
+				last_all = now;
+				for (uint32_t c = 0; c < nc; c++) {
+					int n = rudp_service(t.h[c], ev, EVENTS, 0);
+					if (n < 0 || handle(&t, c, ev, n) < 0)
+						goto out;
+					if (t.unsent[c] && send_ready(&t, c) < 0)
+						goto out;
+				}
+			}
+		}
+		if (wl_check_stall(w) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	for (uint32_t c = 0; c < nc; c++)
+		rudp_host_destroy(t.h[c]);
+	free(t.h);
+	free(t.peer);
+	free(t.unsent);
+	close(ep);
+	return rc;
+}

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TCP columns. Records are a 4-byte LE length then the message.
+ *   tcp:       one whole-record write per message on both sides.
+ *   tcp-batch: the client writes all its ready messages with one writev; the
+ *              server echoes every complete record it has read with one write.
+ * TCP_NODELAY everywhere; buffers are allocated once per connection.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define TCP_RBUF (256 * 1024)
+
+struct tconn {
+	int fd;
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+static int set_nodelay(int fd)
+{
+	int one = 1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Waits until fd is writable. While waiting, `drain` (when given) consumes
+ * input so that two peers writing to each other never both block. */
+static int wait_writable(int fd, int (*drain)(void *), void *arg)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT | (drain ? POLLIN : 0)};
+		int r = poll(&p, 1, 200);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (bench_stop)
+			return -1;
+		if (r <= 0)
+			continue;
+		if ((p.revents & POLLIN) && drain && drain(arg) < 0)
+			return -1;
+		if (p.revents & (POLLOUT | POLLERR | POLLHUP))
+			return 0;
+	}
+}
+
+static int writev_full(int fd, struct iovec *iov, int n, int (*drain)(void *), void *arg)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN && wait_writable(fd, drain, arg) == 0)
+				continue;
+			return -1;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* ---- server ---- */
+
+static int server_echo(struct tconn *k, bool batch)
+{
+	for (;;) {
+		if (k->len == k->cap)
+			return -1; /* a record larger than the buffer: not ours */
+		ssize_t r = read(k->fd, k->buf + k->len, k->cap - k->len);
+		if (r == 0)
+			return -1;
+		if (r < 0)
+			return errno == EAGAIN ? 0 : -1;
+		k->len += (size_t)r;
+		size_t off = 0;
+		while (k->len - off >= 4) {
+			uint32_t n = get_le32(k->buf + off);
+			if (n > BENCH_MAX_SIZE || n + 4 > k->cap)
+				return -1;
+			if (k->len - off < 4 + (size_t)n)
+				break;
+			if (!batch) {
+				struct iovec iov = {k->buf + off, 4 + (size_t)n};
+				if (writev_full(k->fd, &iov, 1, NULL, NULL) < 0)
+					return -1;
+			}
+			off += 4 + n;
+		}
+		if (batch && off > 0) {
+			struct iovec iov = {k->buf, off};
+			if (writev_full(k->fd, &iov, 1, NULL, NULL) < 0)
+				return -1;
+		}
+		memmove(k->buf, k->buf + off, k->len - off);
+		k->len -= off;
+	}
+}
+
+int tcp_server(const char *column, const struct drv_server_opts *o)
+{
+	bool batch = strcmp(column, "tcp-batch") == 0;
+	struct sockaddr_in sin;
+	if (bench_parse_addr(o->bind, &sin) < 0) {
+		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
+		return 2;
+	}
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	int one = 1;
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(ls, 8192) < 0) {
+		bench_fail("tcp server: cannot listen on %s: %s", o->bind, strerror(errno));
+		return 1;
+	}
+	int ep = epoll_create1(0);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
+	epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
+	size_t cap = 1024;
+	struct tconn **conns = calloc(cap, sizeof *conns); /* by fd */
+	bench_signal_ready(o->ready_fd);
+	struct epoll_event evs[256];
+	while (!bench_stop) {
+		int n = epoll_wait(ep, evs, 256, 200);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == UINT64_MAX) {
+				int fd;
+				while ((fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+					set_nodelay(fd);
+					if ((size_t)fd >= cap) {
+						size_t nc = (size_t)fd * 2;
+						struct tconn **g = realloc(conns, nc * sizeof *g);
+						if (!g)
+							return 1;
+						memset(g + cap, 0, (nc - cap) * sizeof *g);
+						conns = g;
+						cap = nc;
+					}
+					struct tconn *k = calloc(1, sizeof *k);
+					k->fd = fd;
+					k->cap = TCP_RBUF + BENCH_MAX_SIZE / 4;
+					k->buf = malloc(k->cap);
+					conns[fd] = k;
+					struct epoll_event e = {.events = EPOLLIN, .data.u64 = (uint64_t)fd};
+					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+				}
+				continue;
+			}
+			struct tconn *k = conns[evs[i].data.u64];
+			if (k && server_echo(k, batch) < 0) {
+				close(k->fd);
+				conns[evs[i].data.u64] = NULL;
+				free(k->buf);
+				free(k);
+			}
+		}
+	}
+	for (size_t i = 0; i < cap; i++)
+		if (conns[i]) {
+			close(conns[i]->fd);
+			free(conns[i]->buf);
+			free(conns[i]);
+		}
+	free(conns);
+	close(ep);
+	close(ls);
+	return 0;
+}
+
+/* ---- client ---- */
+
+struct tclient {
+	struct wl *w;
+	struct tconn *k;
+	bool batch;
+	int ep;
+};
+
+struct drain_arg {
+	struct tclient *t;
+	uint32_t c;
+};
+
+static int client_read(struct tclient *t, uint32_t c)
+{
+	struct tconn *k = &t->k[c];
+	for (;;) {
+		ssize_t r = read(k->fd, k->buf + k->len, k->cap - k->len);
+		if (r == 0) {
+			snprintf(t->w->err, sizeof t->w->err, "connection %u closed by the server", c);
+			return -1;
+		}
+		if (r < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			snprintf(t->w->err, sizeof t->w->err, "connection %u: read: %s", c, strerror(errno));
+			return -1;
+		}
+		k->len += (size_t)r;
+		size_t off = 0;
+		while (k->len - off >= 4) {
+			uint32_t n = get_le32(k->buf + off);
+			if (n > BENCH_MAX_SIZE) {
+				snprintf(t->w->err, sizeof t->w->err, "connection %u: bad record length %u",
+					 c, n);
+				return -1;
+			}
+			if (k->len - off < 4 + (size_t)n)
+				break;
+			if (wl_deliver(t->w, c, k->buf + off + 4, n) < 0)
+				return -1;
+			off += 4 + n;
+		}
+		memmove(k->buf, k->buf + off, k->len - off);
+		k->len -= off;
+	}
+}
+
+static int drain_cb(void *arg)
+{
+	struct drain_arg *d = arg;
+	return client_read(d->t, d->c);
+}
+
+static int client_send(struct tclient *t, uint32_t c)
+{
+	struct iovec iov[64];
+	struct drain_arg d = {t, c};
+	uint32_t len = 4 + t->w->p.size;
+	for (;;) {
+		int n = 0;
+		uint8_t *slot;
+		while (n < 64 && (slot = wl_next(t->w, c)) != NULL) {
+			iov[n].iov_base = slot;
+			iov[n].iov_len = len;
+			n++;
+			if (!t->batch)
+				break;
+		}
+		if (n == 0)
+			return 0;
+		if (writev_full(t->k[c].fd, iov, n, drain_cb, &d) < 0) {
+			if (!t->w->err[0])
+				snprintf(t->w->err, sizeof t->w->err, "connection %u: write: %s", c,
+					 strerror(errno));
+			return -1;
+		}
+	}
+}
+
+int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w)
+{
+	struct tclient t = {.w = w, .batch = strcmp(column, "tcp-batch") == 0};
+	struct sockaddr_in sin;
+	if (bench_parse_addr(o->connect, &sin) < 0) {
+		snprintf(w->err, sizeof w->err, "bad --connect %s (want IPv4:port)", o->connect);
+		return -1;
+	}
+	uint32_t nc = w->p.conns;
+	t.k = calloc(nc, sizeof *t.k);
+	t.ep = epoll_create1(0);
+	int rc = -1;
+	uint32_t pending = nc;
+	for (uint32_t c = 0; c < nc; c++) {
+		struct tconn *k = &t.k[c];
+		k->cap = TCP_RBUF + 2 * ((size_t)w->p.size + 4);
+		k->buf = malloc(k->cap);
+		k->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (k->fd < 0 || !k->buf) {
+			snprintf(w->err, sizeof w->err, "socket: %s", strerror(errno));
+			goto out;
+		}
+		set_nodelay(k->fd);
+		w->c[c].connect_start_ns = bench_now_ns();
+		if (connect(k->fd, (struct sockaddr *)&sin, sizeof sin) < 0 && errno != EINPROGRESS) {
+			snprintf(w->err, sizeof w->err, "connect %s: %s", o->connect, strerror(errno));
+			goto out;
+		}
+		struct epoll_event e = {.events = EPOLLOUT, .data.u32 = c};
+		epoll_ctl(t.ep, EPOLL_CTL_ADD, k->fd, &e);
+	}
+	struct epoll_event evs[256];
+	while (pending > 0) {
+		int n = epoll_wait(t.ep, evs, 256, 100);
+		for (int i = 0; i < n; i++) {
+			uint32_t c = evs[i].data.u32;
+			int err = 0;
+			socklen_t el = sizeof err;
+			getsockopt(t.k[c].fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			if (err) {
+				snprintf(w->err, sizeof w->err, "connect %s: %s", o->connect, strerror(err));
+				goto out;
+			}
+			wl_connected(w, c);
+			struct epoll_event e = {.events = EPOLLIN, .data.u32 = c};
+			epoll_ctl(t.ep, EPOLL_CTL_MOD, t.k[c].fd, &e);
+			pending--;
+		}
+		if (wl_check_stall(w) < 0)
+			goto out;
+	}
+	w->last_progress_ns = bench_now_ns();
+	while (!wl_finished(w)) {
+		int c;
+		while ((c = wl_pop_ready(w)) >= 0)
+			if (client_send(&t, (uint32_t)c) < 0)
+				goto out;
+		if (wl_finished(w))
+			break;
+		int n = epoll_wait(t.ep, evs, 256, 10);
+		for (int i = 0; i < n; i++)
+			if (client_read(&t, evs[i].data.u32) < 0)
+				goto out;
+		if (wl_check_stall(w) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	for (uint32_t c = 0; c < nc; c++) {
+		if (t.k[c].fd > 0)
+			close(t.k[c].fd);
+		free(t.k[c].buf);
+	}
+	free(t.k);
+	close(t.ep);
+	return rc;
+}

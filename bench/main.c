@@ -1,0 +1,801 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rudp-bench: librudp beside TCP, KCP, quic-go, ENet and raw UDP on the same
+ * verified echo workloads (see BENCH.md for the method).
+ *
+ *   rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]
+ *              [--rounds N] [--loss PCT] [--delay MS] [--json FILE] [--out DIR] [--no-netns]
+ *   rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--ready-fd FD]
+ *   rudp-bench client --column C --connect ADDR:PORT [--workload W] [--size N]
+ *              [--connections N] [--window N] [--warmup N] [--samples N] [--messages N] [--mtu N]
+ *   rudp-bench --list
+ *
+ * The orchestrator (no sub-command) starts a server process and a client
+ * process of this same binary for every run, each in a fresh namespace,
+ * and collects the client's verified figures and both peak RSS values.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench_config.h"
+#include "netns.h"
+#include "report.h"
+#include "rudp.h"
+
+/* The batch and policy columns exist only when the library has those APIs
+ * and this file's drivers implement them. */
+#if defined(RUDP_HAVE_BATCH_API) && BENCH_RUDP_BATCH_IMPL
+#define BENCH_HAVE_RUDP_BATCH 1
+#else
+#define BENCH_HAVE_RUDP_BATCH 0
+#endif
+#if defined(RUDP_HAVE_SEND_POLICY_API) && BENCH_RUDP_POLICY_IMPL
+#define BENCH_HAVE_RUDP_POLICY 1
+#else
+#define BENCH_HAVE_RUDP_POLICY 0
+#endif
+
+/* ---- columns ---- */
+
+const struct column_info columns[NCOLUMNS] = {
+	{"tcp", "TCP", tcp_server, tcp_client, true},
+	{"tcp-batch", "TCP (batch)", tcp_server, tcp_client, true},
+	{"rudp-send", "rudp (send)", rudp_server_drv, rudp_client_drv, true},
+	{"rudp-batch", "rudp (batch)", rudp_server_drv, rudp_client_drv, true},
+	{"rudp-send-policy", "rudp (send + policy)", rudp_server_drv, rudp_client_drv, true},
+	{"rudp-batch-policy", "rudp (batch + policy)", rudp_server_drv, rudp_client_drv, true},
+	{"kcp", "C KCP", kcp_server_drv, kcp_client_drv, true},
+	{"quic-go", "quic-go", NULL, NULL, true},
+	{"enet", "ENet", enet_server_drv, enet_client_drv, true},
+	{"raw-udp", "raw UDP", udp_server, udp_client, false},
+};
+
+static char quic_path[PATH_MAX + 32];
+
+/* Why a column cannot run here, or NULL when it can. */
+const char *column_unavailable(int i)
+{
+	const char *n = columns[i].name;
+	if (!strcmp(n, "rudp-batch"))
+		return BENCH_HAVE_RUDP_BATCH ? NULL : "n/a: not built";
+	if (!strcmp(n, "rudp-send-policy"))
+		return BENCH_HAVE_RUDP_POLICY ? NULL : "n/a: not built";
+	if (!strcmp(n, "rudp-batch-policy"))
+		return BENCH_HAVE_RUDP_POLICY && BENCH_HAVE_RUDP_BATCH ? NULL : "n/a: not built";
+	if (!strcmp(n, "kcp"))
+		return BENCH_KCP_BUILT ? NULL : "n/a: not built (npm unreachable at build)";
+	if (!strcmp(n, "enet"))
+		return BENCH_ENET_BUILT ? NULL : "n/a: not built (no libenet-dev)";
+	if (!strcmp(n, "quic-go")) {
+		if (!BENCH_QUIC_BUILT)
+			return "n/a: not built (" BENCH_QUIC_WHY ")";
+		if (!quic_path[0])
+			return "n/a: rudp-bench-quic not found";
+	}
+	return NULL;
+}
+
+int column_index(const char *name)
+{
+	for (int i = 0; i < NCOLUMNS; i++)
+		if (!strcmp(columns[i].name, name))
+			return i;
+	return -1;
+}
+
+static void find_quic(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(quic_path, sizeof quic_path, "%s/rudp-bench-quic", self);
+			if (access(quic_path, X_OK) == 0)
+				return;
+		}
+	}
+	snprintf(quic_path, sizeof quic_path, "%s", BENCH_QUIC_INSTALLED);
+	if (access(quic_path, X_OK) != 0)
+		quic_path[0] = '\0';
+}
+
+/* ---- server / client sub-commands ---- */
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || !*s || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int kind_from_name(const char *s)
+{
+	static const char *names[] = {"single", "sparse", "many", "loaded"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+static void sub_usage(void)
+{
+	fprintf(stderr,
+		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N]\n"
+		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
+		"loaded]\n"
+		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
+		"                  [--messages N] [--mtu N] [--stall-ms N]\n");
+}
+
+static int sub_main(int argc, char **argv, bool server)
+{
+	const char *column = NULL, *addr = NULL;
+	struct wl_params p = {.kind = WL_SINGLE,
+			      .size = 800,
+			      .conns = 1,
+			      .window = 64,
+			      .warmup = 100,
+			      .samples = 300,
+			      .messages = 10000,
+			      .mtu = 0,
+			      .stall_ms = 15000};
+	uint32_t conns_hint = 1;
+	int ready_fd = -1;
+	static const struct option opts[] = {{"column", 1, 0, 'c'},       {"bind", 1, 0, 'b'},
+					     {"connect", 1, 0, 'C'},      {"mtu", 1, 0, 'm'},
+					     {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
+					     {"workload", 1, 0, 'W'},     {"size", 1, 0, 's'},
+					     {"connections", 1, 0, 'N'},  {"window", 1, 0, 'w'},
+					     {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
+					     {"messages", 1, 0, 'M'},     {"stall-ms", 1, 0, 't'},
+					     {"inject-fault", 1, 0, 'F'}, {0, 0, 0, 0}};
+	int o;
+	uint64_t v;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (o) {
+		case 'c': column = optarg; break;
+		case 'b':
+		case 'C': addr = optarg; break;
+		case 'm':
+			bad = parse_uint(optarg, 9000, &v) || (v && v < 576);
+			p.mtu = (uint32_t)v;
+			break;
+		case 'n':
+			bad = parse_uint(optarg, BENCH_MAX_CONNS, &v);
+			conns_hint = (uint32_t)v;
+			break;
+		case 'r':
+			bad = parse_uint(optarg, 1024, &v);
+			ready_fd = (int)v;
+			break;
+		case 'W':
+			bad = (kind_from_name(optarg) < 0);
+			p.kind = (enum wl_kind)kind_from_name(optarg);
+			break;
+		case 's':
+			bad = parse_uint(optarg, BENCH_MAX_SIZE, &v) || v < BENCH_HDR;
+			p.size = (uint32_t)v;
+			break;
+		case 'N':
+			bad = parse_uint(optarg, BENCH_MAX_CONNS, &v) || v == 0;
+			p.conns = (uint32_t)v;
+			break;
+		case 'w':
+			bad = parse_uint(optarg, 4096, &v) || v == 0;
+			p.window = (uint32_t)v;
+			break;
+		case 'u':
+			bad = parse_uint(optarg, 1u << 30, &v);
+			p.warmup = (uint32_t)v;
+			break;
+		case 'S':
+			bad = parse_uint(optarg, 1u << 30, &v);
+			p.samples = (uint32_t)v;
+			break;
+		case 'M':
+			bad = parse_uint(optarg, 1ull << 34, &v);
+			p.messages = v;
+			break;
+		case 't':
+			bad = parse_uint(optarg, 3600000, &v) || v == 0;
+			p.stall_ms = (uint32_t)v;
+			break;
+		case 'F':
+			p.fault = !strcmp(optarg, "corrupt")   ? FAULT_CORRUPT
+				  : !strcmp(optarg, "reorder") ? FAULT_REORDER
+				  : !strcmp(optarg, "drop")    ? FAULT_DROP
+							       : FAULT_NONE;
+			bad = p.fault == FAULT_NONE;
+			break;
+		default: sub_usage(); return 2;
+		}
+		if (bad) {
+			for (int i = 0; opts[i].name; i++)
+				if (opts[i].val == o)
+					fprintf(stderr, "rudp-bench: bad value for --%s: %s\n", opts[i].name,
+						optarg);
+			return 2;
+		}
+	}
+	if (!column || !addr) {
+		sub_usage();
+		return 2;
+	}
+	int ci = column_index(column);
+	if (ci < 0) {
+		fprintf(stderr, "rudp-bench: unknown column %s\n", column);
+		return 2;
+	}
+	const char *why = column_unavailable(ci);
+	if (why) {
+		fprintf(stderr, "rudp-bench: %s: %s\n", column, why);
+		return 3;
+	}
+	if (!strcmp(column, "quic-go")) {
+		/* The Go driver takes the same arguments after its mode. */
+		char **qargv = calloc((size_t)argc + 2, sizeof *qargv);
+		if (!qargv)
+			return 1;
+		qargv[0] = quic_path;
+		qargv[1] = server ? "server" : "client";
+		for (int i = 1; i < argc; i++)
+			qargv[i + 1] = argv[i];
+		execv(quic_path, qargv);
+		free(qargv);
+		fprintf(stderr, "rudp-bench: cannot run %s: %s\n", quic_path, strerror(errno));
+		return 1;
+	}
+	bench_install_stop_handler();
+	if (server) {
+		struct drv_server_opts so = {
+			.bind = addr, .mtu = p.mtu, .conns_hint = conns_hint, .ready_fd = ready_fd};
+		return columns[ci].server(column, &so);
+	}
+	if (p.kind == WL_SPARSE) {
+		p.window = 1;
+		p.messages = 0;
+	}
+	struct wl w;
+	if (wl_init(&w, &p) < 0) {
+		fprintf(stderr, "rudp-bench: %s\n", w.err);
+		return 2;
+	}
+	struct drv_client_opts co = {.connect = addr};
+	int r = columns[ci].client(column, &co, &w);
+	if (r < 0 || !wl_finished(&w)) {
+		fprintf(stderr, "rudp-bench: %s client FAILED: %s\n", column,
+			w.err[0] ? w.err : "incomplete");
+		wl_free(&w);
+		return 1;
+	}
+	wl_report(&w);
+	wl_free(&w);
+	return 0;
+}
+
+/* ---- orchestrator ---- */
+
+static volatile sig_atomic_t interrupted;
+static pid_t live_pids[8];
+static char live_ns[4][64];
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void track_pid(pid_t p)
+{
+	for (int i = 0; i < 8; i++)
+		if (live_pids[i] == 0) {
+			live_pids[i] = p;
+			return;
+		}
+}
+
+static void untrack_pid(pid_t p)
+{
+	for (int i = 0; i < 8; i++)
+		if (live_pids[i] == p)
+			live_pids[i] = 0;
+}
+
+static void track_ns(const char *n)
+{
+	for (int i = 0; i < 4; i++)
+		if (!live_ns[i][0]) {
+			snprintf(live_ns[i], sizeof live_ns[i], "%s", n);
+			return;
+		}
+}
+
+/* Kills what a run started and deletes its namespaces; also the exit path
+ * after SIGINT/SIGTERM or a failure. */
+static void cleanup_all(void)
+{
+	for (int i = 0; i < 8; i++)
+		if (live_pids[i] > 0) {
+			kill(live_pids[i], SIGKILL);
+			waitpid(live_pids[i], NULL, 0);
+			live_pids[i] = 0;
+		}
+	for (int i = 0; i < 4; i++)
+		if (live_ns[i][0]) {
+			ns_delete(live_ns[i]);
+			live_ns[i][0] = '\0';
+		}
+}
+
+/* Waits for pid until deadline (monotonic ns); SIGKILL after it. */
+static int wait_until(pid_t pid, uint64_t deadline, int *status, struct rusage *ru)
+{
+	for (;;) {
+		pid_t r = wait4(pid, status, WNOHANG, ru);
+		if (r == pid) {
+			untrack_pid(pid);
+			return 0;
+		}
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (interrupted || bench_now_ns() > deadline) {
+			kill(pid, SIGKILL);
+			wait4(pid, status, 0, ru);
+			untrack_pid(pid);
+			return -1;
+		}
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static pid_t spawn(const char *ns, int cpu, char **argv, int out_fd, int ready_fd)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (ns && ns_enter(ns) < 0) {
+		fprintf(stderr, "rudp-bench: cannot enter namespace %s: %s\n", ns, strerror(errno));
+		_exit(126);
+	}
+	if (cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		sched_setaffinity(0, sizeof set, &set);
+	}
+	if (out_fd >= 0)
+		dup2(out_fd, 1);
+	if (ready_fd >= 0 && ready_fd != 3) {
+		dup2(ready_fd, 3);
+		close(ready_fd);
+	}
+	execv("/proc/self/exe", argv);
+	_exit(127);
+}
+
+static bool have_root;
+
+static int parse_result(const char *out, struct run *r)
+{
+	const char *p = strstr(out, "RESULT ");
+	if (!p)
+		return -1;
+	unsigned long long burst_msgs = 0, burst_ns = 0, verified = 0, messages = 0;
+	int n = sscanf(p,
+		       "RESULT verified=%llu messages=%llu burst_messages=%llu burst_ns=%llu rtt_p50_us=%lf "
+		       "rtt_p95_us=%lf rtt_p99_us=%lf connect_p50_ms=%lf connect_p99_ms=%lf",
+		       &verified, &messages, &burst_msgs, &burst_ns, &r->rtt_p50_us, &r->rtt_p95_us,
+		       &r->rtt_p99_us, &r->connect_p50_ms, &r->connect_p99_ms);
+	if (n != 9)
+		return -1;
+	r->verified_msgs = verified;
+	r->messages = messages;
+	r->verified = verified == messages;
+	r->throughput =
+		burst_ns ? (double)burst_msgs * r->row->size / ((double)burst_ns / 1e9) / 1048576.0 : -1;
+	return 0;
+}
+
+static void fmt_u(char *buf, size_t n, uint64_t v)
+{
+	snprintf(buf, n, "%" PRIu64, v);
+}
+
+/* Runs one (row, column, round). Fills r; returns 0 or -1 (r->error says why). */
+static int run_one(struct run *r, int seq, bool use_ns)
+{
+	const struct row *row = r->row;
+	const char *col = columns[r->column].name;
+	char ns_c[64] = "", ns_s[64] = "";
+	const char *addr_ip = "127.0.0.1";
+	pid_t emu = -1;
+	int rc = -1;
+	r->rcvbuf_errors = -1;
+	if (use_ns) {
+		snprintf(ns_s, sizeof ns_s, "rudpb-%d-%d", (int)getpid(), seq);
+		if (ns_create(ns_s) < 0) {
+			snprintf(r->error, sizeof r->error, "cannot create namespace %s", ns_s);
+			return -1;
+		}
+		track_ns(ns_s);
+		if (row->delay_ms > 0) {
+			snprintf(ns_c, sizeof ns_c, "rudpb-%d-%dc", (int)getpid(), seq);
+			if (ns_create(ns_c) < 0) {
+				snprintf(r->error, sizeof r->error, "cannot create namespace %s", ns_c);
+				goto out;
+			}
+			track_ns(ns_c);
+			emu = emu_start(ns_c, ns_s, row->delay_ms / 2.0, row->loss_pct);
+			if (emu < 0) {
+				snprintf(r->error, sizeof r->error, "TUN link emulator failed to start");
+				goto out;
+			}
+			track_pid(emu);
+			addr_ip = EMU_SERVER_IP;
+			snprintf(r->impairment, sizeof r->impairment,
+				 "tun-emulator: %.1f ms each way, %.2g %% drop each way; MTU 1500",
+				 row->delay_ms / 2.0, row->loss_pct);
+		} else {
+			snprintf(ns_c, sizeof ns_c, "%s", ns_s);
+			if (row->loss_pct > 0) {
+				if (ns_add_loss(ns_s, row->loss_pct) < 0) {
+					snprintf(r->error, sizeof r->error, "nft loss rule failed");
+					goto out;
+				}
+				snprintf(r->impairment, sizeof r->impairment,
+					 "nft numgen drop %.2g %% on input (both directions); lo MTU 1500",
+					 row->loss_pct);
+			} else {
+				snprintf(r->impairment, sizeof r->impairment, "none; lo MTU 1500");
+			}
+		}
+	} else {
+		snprintf(r->impairment, sizeof r->impairment, "none; host loopback (no namespace)");
+	}
+	char addr[64];
+	int port = use_ns ? 19500 : 20000 + seq % 20000;
+	snprintf(addr, sizeof addr, "%s:%d", addr_ip, port);
+	char mtu[16], conns[16], size[16], window[16], warmup[16], samples[16], messages[16], stall[16];
+	snprintf(mtu, sizeof mtu, "%u", row_mtu(row, r->column));
+	snprintf(conns, sizeof conns, "%u", row->conns);
+	snprintf(size, sizeof size, "%u", row->size);
+	snprintf(window, sizeof window, "%u", row->window);
+	snprintf(warmup, sizeof warmup, "%u", row->warmup);
+	snprintf(samples, sizeof samples, "%u", row->samples);
+	fmt_u(messages, sizeof messages, row->messages);
+	snprintf(stall, sizeof stall, "%u", row->delay_ms > 0 || row->loss_pct > 0 ? 30000 : 15000);
+	static const char *kinds[] = {"single", "sparse", "many", "loaded"};
+	int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int rp[2], op[2];
+	if (pipe2(rp, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0)
+		goto out;
+	/* The ready pipe's write end must survive exec in the server: fd 3 without CLOEXEC. */
+	char *sargv[] = {"rudp-bench", "server",  "--column", (char *)col,  "--bind", addr, "--mtu",
+			 mtu,          "--conns", conns,      "--ready-fd", "3",      NULL};
+	fcntl(rp[1], F_SETFD, 0);
+	pid_t srv = spawn(use_ns ? ns_s : NULL, cpus > 1 ? 0 : -1, sargv, -1, rp[1]);
+	close(rp[1]);
+	if (srv < 0) {
+		close(rp[0]);
+		close(op[0]);
+		close(op[1]);
+		goto out;
+	}
+	track_pid(srv);
+	struct pollfd pf = {.fd = rp[0], .events = POLLIN};
+	char rbuf[16] = "";
+	if (poll(&pf, 1, 15000) <= 0 || read(rp[0], rbuf, sizeof rbuf - 1) < 5) {
+		snprintf(r->error, sizeof r->error, "server did not start");
+		close(rp[0]);
+		close(op[0]);
+		close(op[1]);
+		int st;
+		struct rusage ru;
+		wait_until(srv, bench_now_ns(), &st, &ru);
+		goto out;
+	}
+	close(rp[0]);
+	char *cargv[] = {"rudp-bench", "client", "--column",      (char *)col,
+			 "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
+			 "--size",     size,     "--connections", conns,
+			 "--window",   window,   "--warmup",      warmup,
+			 "--samples",  samples,  "--messages",    messages,
+			 "--mtu",      mtu,      "--stall-ms",    stall,
+			 NULL};
+	fcntl(op[1], F_SETFD, 0);
+	uint64_t t0 = bench_now_ns();
+	pid_t cli = spawn(use_ns ? ns_c : NULL, cpus > 1 ? 1 : -1, cargv, op[1], -1);
+	close(op[1]);
+	track_pid(cli);
+	/* Read the client's stdout until it closes, then reap it. */
+	char out[4096];
+	size_t olen = 0;
+	uint64_t deadline = t0 + (uint64_t)row->timeout_s * 1000000000ull;
+	for (;;) {
+		struct pollfd q = {.fd = op[0], .events = POLLIN};
+		int pr = poll(&q, 1, 200);
+		if (interrupted || bench_now_ns() > deadline)
+			break;
+		if (pr <= 0)
+			continue;
+		ssize_t n = read(op[0], out + olen, sizeof out - 1 - olen);
+		if (n <= 0)
+			break;
+		olen += (size_t)n;
+		if (olen == sizeof out - 1)
+			break;
+	}
+	out[olen] = '\0';
+	close(op[0]);
+	int cst = 0, sst = 0;
+	struct rusage cru, sru;
+	memset(&cru, 0, sizeof cru);
+	memset(&sru, 0, sizeof sru);
+	int cw = wait_until(cli, deadline, &cst, &cru);
+	r->seconds = (double)(bench_now_ns() - t0) / 1e9;
+	/* Counters before the server (and with it a namespace) goes away. */
+	if (use_ns) {
+		long a = ns_rcvbuf_errors(ns_s);
+		long b = strcmp(ns_c, ns_s) ? ns_rcvbuf_errors(ns_c) : 0;
+		r->rcvbuf_errors = (a < 0 || b < 0) ? -1 : a + b;
+	} else {
+		r->rcvbuf_errors = -1;
+	}
+	kill(srv, SIGTERM);
+	wait_until(srv, bench_now_ns() + 3000000000ull, &sst, &sru);
+	r->rss_client_kib = cru.ru_maxrss;
+	r->rss_server_kib = sru.ru_maxrss;
+	if (interrupted) {
+		snprintf(r->error, sizeof r->error, "interrupted");
+		goto out;
+	}
+	if (cw < 0) {
+		snprintf(r->error, sizeof r->error, "client timed out after %u s", row->timeout_s);
+		goto out;
+	}
+	if (!WIFEXITED(cst) || WEXITSTATUS(cst) != 0) {
+		snprintf(r->error, sizeof r->error, "client failed (exit %d; its error is printed above)",
+			 WIFEXITED(cst) ? WEXITSTATUS(cst) : 128 + WTERMSIG(cst));
+		goto out;
+	}
+	if (parse_result(out, r) < 0 || !r->verified) {
+		snprintf(r->error, sizeof r->error, "client printed no complete verified result");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (emu > 0) {
+		kill(emu, SIGTERM);
+		int st;
+		struct rusage ru;
+		wait_until(emu, bench_now_ns() + 2000000000ull, &st, &ru);
+	}
+	if (ns_c[0] && strcmp(ns_c, ns_s))
+		ns_delete(ns_c);
+	if (ns_s[0])
+		ns_delete(ns_s);
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(live_ns[i], ns_s) || !strcmp(live_ns[i], ns_c))
+			live_ns[i][0] = '\0';
+	r->ok = rc == 0;
+	if (!r->ok)
+		r->verified = false;
+	return rc;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]\n"
+		"                  [--rounds N] [--loss PCT] [--delay MS] [--json FILE] [--out DIR] "
+		"[--no-netns]\n"
+		"                  [--list]\n"
+		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
+		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
+		"         enet raw-udp; workloads: single sparse many loaded\n");
+}
+
+static void list_columns(void)
+{
+	for (int i = 0; i < NCOLUMNS; i++) {
+		const char *why = column_unavailable(i);
+		printf("%-18s %-22s %s\n", columns[i].name, columns[i].title, why ? why : column_version(i));
+	}
+}
+
+static void fmt_dur(char *b, size_t n, double s)
+{
+	if (s < 0)
+		snprintf(b, n, "?");
+	else if (s >= 3600)
+		snprintf(b, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+	else
+		snprintf(b, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+int main(int argc, char **argv)
+{
+	find_quic();
+	if (argc > 1 && (!strcmp(argv[1], "server") || !strcmp(argv[1], "client")))
+		return sub_main(argc - 1, argv + 1, !strcmp(argv[1], "server"));
+
+	struct plan_opts po = {.mode = MODE_QUICK, .rounds = 0, .loss_pct = -1, .delay_ms = -1};
+	const char *json_path = NULL, *outdir = "rudp-bench-results";
+	bool no_ns = false, list = false, out_given = false;
+	static const struct option opts[] = {
+		{"full", 0, 0, 'f'},     {"smoke", 0, 0, 'k'}, {"quick", 0, 0, 'q'},  {"columns", 1, 0, 'c'},
+		{"workload", 1, 0, 'w'}, {"case", 1, 0, 'a'},  {"rounds", 1, 0, 'r'}, {"loss", 1, 0, 'l'},
+		{"delay", 1, 0, 'd'},    {"json", 1, 0, 'j'},  {"out", 1, 0, 'o'},    {"no-netns", 0, 0, 'n'},
+		{"list", 0, 0, 'L'},     {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
+	int o;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end;
+		switch (o) {
+		case 'f': po.mode = MODE_FULL; break;
+		case 'k': po.mode = MODE_SMOKE; break;
+		case 'q': po.mode = MODE_QUICK; break;
+		case 'c': po.columns = optarg; break;
+		case 'w': po.workloads = optarg; break;
+		case 'a': po.case_filter = optarg; break;
+		case 'r':
+			po.rounds = (int)strtol(optarg, &end, 10);
+			if (*end || po.rounds < 1 || po.rounds > 100) {
+				fprintf(stderr, "rudp-bench: --rounds wants 1..100\n");
+				return 2;
+			}
+			break;
+		case 'l':
+			po.loss_pct = strtod(optarg, &end);
+			if (*end || po.loss_pct < 0 || po.loss_pct > 50) {
+				fprintf(stderr, "rudp-bench: --loss wants a percentage 0..50\n");
+				return 2;
+			}
+			break;
+		case 'd':
+			po.delay_ms = strtod(optarg, &end);
+			if (*end || po.delay_ms < 0 || po.delay_ms > 2000) {
+				fprintf(stderr,
+					"rudp-bench: --delay wants a round-trip delay in ms, 0..2000\n");
+				return 2;
+			}
+			break;
+		case 'j': json_path = optarg; break;
+		case 'o':
+			outdir = optarg;
+			out_given = true;
+			break;
+		case 'n': no_ns = true; break;
+		case 'L': list = true; break;
+		default: usage(); return o == 'h' ? 0 : 2;
+		}
+	}
+	if (optind < argc) {
+		usage();
+		return 2;
+	}
+	if (list) {
+		list_columns();
+		return 0;
+	}
+	have_root = geteuid() == 0 && !no_ns && access("/run", W_OK) == 0;
+	if (have_root) {
+		char *probe[] = {"ip", "-V", NULL};
+		if (run_cmd(probe, NULL) < 0) {
+			fprintf(stderr, "rudp-bench: iproute2 (ip) not found: running without namespaces\n");
+			have_root = false;
+		}
+	}
+	struct plan plan;
+	if (plan_build(&plan, &po, have_root) < 0)
+		return 2;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_interrupt;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct meta meta;
+	meta_fill(&meta, &plan, have_root);
+	printf("rudp-bench %s mode, commit %s, %s, %d CPUs, kernel %s\n", meta.mode, meta.commit, meta.cpu,
+	       meta.cpus, meta.kernel);
+	for (size_t i = 0; i < plan.nskipped; i++)
+		printf("skipped: %s\n", plan.skipped[i]);
+	fflush(stdout);
+
+	double spent = 0, estimate_total = 0;
+	for (size_t i = 0; i < plan.nruns; i++)
+		estimate_total += plan.runs[i].row->estimate_s;
+	int failures = 0;
+	bool tty = isatty(2);
+	uint64_t start = bench_now_ns();
+	for (size_t i = 0; i < plan.nruns && !interrupted; i++) {
+		struct run *r = &plan.runs[i];
+		double est_left = 0;
+		for (size_t j = i; j < plan.nruns; j++)
+			est_left += plan.runs[j].row->estimate_s;
+		/* Scale the static estimate by how fast the runs so far went. */
+		double done_est = estimate_total - est_left;
+		if (done_est > 0 && spent > 0)
+			est_left *= spent / done_est;
+		char left[32];
+		fmt_dur(left, sizeof left, est_left);
+		fprintf(stderr, "%s[%zu/%zu] %s %s · %s · round %d · about %s left%s", tty ? "\r\033[K" : "",
+			i + 1, plan.nruns, r->row->workload_name, r->row->label, columns[r->column].name,
+			r->round + 1, left, tty ? "" : "\n");
+		fflush(stderr);
+		uint64_t t = bench_now_ns();
+		if (run_one(r, (int)i, have_root) < 0) {
+			failures++;
+			fprintf(stderr, "%sFAILED: %s %s %s round %d: %s\n", tty ? "\r\033[K" : "",
+				r->row->workload_name, r->row->label, columns[r->column].name, r->round + 1,
+				r->error);
+		}
+		spent += (double)(bench_now_ns() - t) / 1e9;
+	}
+	cleanup_all();
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	char took[32];
+	fmt_dur(took, sizeof took, (double)(bench_now_ns() - start) / 1e9);
+	meta.seconds = (double)(bench_now_ns() - start) / 1e9;
+	if (interrupted)
+		fprintf(stderr, "rudp-bench: interrupted; namespaces and processes cleaned up\n");
+
+	char dir[PATH_MAX] = "";
+	if (po.mode != MODE_SMOKE || out_given) {
+		if (make_results_dir(outdir, &meta, dir, sizeof dir) < 0)
+			fprintf(stderr, "rudp-bench: cannot create a results folder under %s\n", outdir);
+	}
+	report_print(stdout, &plan, &meta, dir[0] ? dir : NULL);
+	if (dir[0]) {
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof path, "%s/runs.json", dir);
+		json_write(path, &plan, &meta);
+		snprintf(path, sizeof path, "%s/report.md", dir);
+		FILE *f = fopen(path, "w");
+		if (f) {
+			report_print(f, &plan, &meta, dir);
+			fclose(f);
+		}
+		printf("\nresults: %s (report.md, runs.json, charts)\n", dir);
+	}
+	if (json_path && json_write(json_path, &plan, &meta) < 0)
+		fprintf(stderr, "rudp-bench: cannot write %s\n", json_path);
+	printf("%s: %zu runs, %d failed, took %s\n", failures ? "FAILED" : "done", plan.nruns, failures,
+	       took);
+	plan_free(&plan);
+	return failures || interrupted ? 1 : 0;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which runs a mode makes: the workload rows of BENCH.md (full), a short
+ * selection (quick), or a few seconds per column (smoke), filtered by the
+ * command line, each row repeated for its rounds with the column order
+ * rotated every round.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+static const char *kind_names[] = {"single", "sparse", "many", "loaded"};
+
+uint32_t row_mtu(const struct row *row, int column)
+{
+	const char *n = columns[column].name;
+	bool rudp = !strncmp(n, "rudp-", 5);
+	if (row->kind == WL_MANY || row->kind == WL_LOADED)
+		return rudp || !strcmp(n, "kcp") ? 1400 : 0;
+	if (rudp)
+		return 1428;
+	return !strcmp(n, "kcp") ? 1400 : 0;
+}
+
+static void loss_label(char *b, size_t n, double loss, double delay)
+{
+	if (delay > 0 && loss > 0)
+		snprintf(b, n, "%g ms RTT + %g %%", delay, loss);
+	else if (delay > 0)
+		snprintf(b, n, "%g ms RTT", delay);
+	else if (loss > 0)
+		snprintf(b, n, "%g %%", loss);
+	else
+		snprintf(b, n, "no loss");
+}
+
+static void thousands(char *b, size_t n, uint64_t v)
+{
+	if (v >= 1000)
+		snprintf(b, n, "%llu,%03llu", (unsigned long long)(v / 1000), (unsigned long long)(v % 1000));
+	else
+		snprintf(b, n, "%llu", (unsigned long long)v);
+}
+
+static struct row mk(enum wl_kind kind, uint32_t size, uint32_t conns, uint64_t messages, double loss,
+		     double delay)
+{
+	struct row r;
+	memset(&r, 0, sizeof r);
+	r.kind = kind;
+	r.workload_name = kind_names[kind];
+	r.size = size;
+	r.conns = conns;
+	r.messages = messages;
+	r.loss_pct = loss;
+	r.delay_ms = delay;
+	char l[64], c[32];
+	loss_label(l, sizeof l, loss, delay);
+	thousands(c, sizeof c, conns);
+	switch (kind) {
+	case WL_SINGLE:
+		r.window = 64;
+		r.warmup = 100;
+		r.samples = 300;
+		snprintf(r.label, sizeof r.label, "%s B, %s",
+			 size >= 1000  ? "4,096"
+			 : size == 800 ? "800"
+				       : "64",
+			 l);
+		if (size != 800 && size != 64 && size != 4096)
+			snprintf(r.label, sizeof r.label, "%u B, %s", size, l);
+		break;
+	case WL_SPARSE:
+		r.window = 1;
+		r.warmup = 1000;
+		r.samples = 10000;
+		r.messages = 0;
+		snprintf(r.label, sizeof r.label, "%u B, %s", size, l);
+		break;
+	case WL_MANY:
+	case WL_LOADED:
+		r.window = 16;
+		r.warmup = 20;
+		r.samples = 0;
+		snprintf(r.label, sizeof r.label, "%u B x %s, %s", size, c, l);
+		break;
+	}
+	return r;
+}
+
+static void finish_row(struct row *r)
+{
+	double bytes = (double)r->messages * r->size + (double)r->conns * (r->warmup + r->samples) * r->size;
+	double rate = r->loss_pct > 0 ? 8e6 : 60e6; /* bytes/s a typical column reaches here */
+	if (r->delay_ms > 0)
+		rate = 64.0 * r->size / (r->delay_ms / 1000.0) / 2;
+	double seq = (double)(r->warmup + r->samples) * (r->delay_ms > 0 ? r->delay_ms / 1000.0 : 60e-6);
+	r->estimate_s = 0.6 + bytes / rate + seq + r->conns * 0.0005;
+	double t = r->estimate_s * 20 + 60;
+	r->timeout_s = t > 1800 ? 1800 : (unsigned)t;
+}
+
+static bool in_list(const char *list, const char *name)
+{
+	if (!list)
+		return true;
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return true;
+		p += len + (e ? 1 : 0);
+	}
+	return false;
+}
+
+/* Every name in list must be one of names[0..n). */
+static int check_list(const char *list, const char *what, const char *const *names, int n)
+{
+	if (!list)
+		return 0;
+	char *dup = strdup(list), *save = NULL;
+	int rc = 0;
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		bool found = false;
+		for (int i = 0; i < n; i++)
+			found |= !strcmp(t, names[i]);
+		if (!found) {
+			fprintf(stderr, "rudp-bench: unknown %s '%s'\n", what, t);
+			rc = -1;
+		}
+	}
+	free(dup);
+	return rc;
+}
+
+static void add_skip(struct plan *p, const char *fmt, const char *a, const char *b)
+{
+	if (p->nskipped >= 64)
+		return;
+	char buf[256];
+	snprintf(buf, sizeof buf, fmt, a, b);
+	p->skipped[p->nskipped++] = strdup(buf);
+}
+
+int plan_build(struct plan *p, const struct plan_opts *o, bool root)
+{
+	memset(p, 0, sizeof *p);
+	p->mode = o->mode;
+	const char *colnames[NCOLUMNS];
+	for (int i = 0; i < NCOLUMNS; i++)
+		colnames[i] = columns[i].name;
+	if (check_list(o->columns, "column", colnames, NCOLUMNS) < 0 ||
+	    check_list(o->workloads, "workload", kind_names, 4) < 0)
+		return -1;
+	for (int i = 0; i < NCOLUMNS; i++)
+		p->col_on[i] = in_list(o->columns, columns[i].name);
+
+	struct row all[64];
+	size_t n = 0;
+	switch (o->mode) {
+	case MODE_SMOKE:
+		all[n] = mk(WL_SINGLE, 800, 1, 400, 0, 0);
+		all[n].warmup = 10;
+		all[n++].samples = 20;
+		all[n] = mk(WL_MANY, 800, 4, 400, 0, 0);
+		all[n++].warmup = 5;
+		break;
+	case MODE_QUICK:
+		all[n++] = mk(WL_SINGLE, 800, 1, 50000, 0, 0);
+		all[n++] = mk(WL_SINGLE, 64, 1, 50000, 0, 0);
+		all[n++] = mk(WL_SINGLE, 800, 1, 10000, 1, 0);
+		all[n] = mk(WL_SPARSE, 800, 1, 0, 0, 0);
+		all[n].warmup = 200;
+		all[n++].samples = 2000;
+		all[n++] = mk(WL_MANY, 800, 64, 65536, 0, 0);
+		break;
+	case MODE_FULL:
+		all[n++] = mk(WL_SINGLE, 800, 1, 200000, 0, 0);
+		all[n++] = mk(WL_SINGLE, 800, 1, 50000, 1, 0);
+		all[n++] = mk(WL_SINGLE, 800, 1, 50000, 5, 0);
+		all[n++] = mk(WL_SINGLE, 64, 1, 300000, 0, 0);
+		all[n++] = mk(WL_SINGLE, 64, 1, 100000, 1, 0);
+		all[n++] = mk(WL_SINGLE, 64, 1, 100000, 5, 0);
+		all[n++] = mk(WL_SINGLE, 4096, 1, 50000, 0, 0);
+		all[n++] = mk(WL_SINGLE, 800, 1, 3000, 1, 10);
+		all[n++] = mk(WL_SPARSE, 800, 1, 0, 0, 0);
+		for (int loss = 0; loss <= 1; loss++) {
+			static const uint32_t c800[] = {64, 256, 1024, 2048}, c64[] = {64, 1024};
+			for (int i = 0; i < 4; i++)
+				all[n++] = mk(WL_MANY, 800, c800[i], 1048576, loss, 0);
+			for (int i = 0; i < 2; i++)
+				all[n++] = mk(WL_MANY, 64, c64[i], 1048576, loss, 0);
+			for (int s = 0; s < 2; s++)
+				for (int i = 0; i < 2; i++)
+					all[n++] = mk(WL_LOADED, s ? 800 : 64, c64[i], 262144, loss, 0);
+		}
+		break;
+	}
+	/* --loss / --delay replace the fixed impairment of every selected row. */
+	if (o->loss_pct >= 0 || o->delay_ms >= 0) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (all[i].loss_pct > 0 || all[i].delay_ms > 0)
+				continue; /* keep one copy of each case: its no-loss row */
+			struct row r = all[i];
+			double loss = o->loss_pct >= 0 ? o->loss_pct : 0,
+			       delay = o->delay_ms >= 0 ? o->delay_ms : 0;
+			struct row c = mk(r.kind, r.size, r.conns, r.messages, loss, delay);
+			c.warmup = r.warmup;
+			c.samples = r.samples;
+			if (delay > 0 && c.messages > 20000)
+				c.messages = 20000; /* a window per RTT: keep the row within minutes */
+			all[m++] = c;
+		}
+		n = m;
+	}
+	p->rows = calloc(n ? n : 1, sizeof *p->rows);
+	int on_cols = 0;
+	for (int i = 0; i < NCOLUMNS; i++)
+		on_cols += p->col_on[i] && !column_unavailable(i);
+	p->runs = calloc(n * NCOLUMNS * 5 + 1, sizeof *p->runs);
+	for (size_t i = 0; i < n; i++) {
+		struct row *r = &all[i];
+		if (!in_list(o->workloads, r->workload_name))
+			continue;
+		if (o->case_filter && !strstr(r->label, o->case_filter))
+			continue;
+		if ((r->loss_pct > 0 || r->delay_ms > 0) && !root) {
+			add_skip(p, "%s %s: needs root for a namespace with loss or delay", r->workload_name,
+				 r->label);
+			continue;
+		}
+		r->rounds = o->rounds ? o->rounds : o->mode == MODE_FULL ? (r->kind == WL_SPARSE ? 5 : 3) : 1;
+		if (r->rounds > 5)
+			r->rounds = 5;
+		finish_row(r);
+		p->rows[p->nrows] = *r;
+		struct row *pr = &p->rows[p->nrows++];
+		for (int round = 0; round < pr->rounds; round++)
+			for (int k = 0; k < NCOLUMNS; k++) {
+				int c = (k + round) % NCOLUMNS; /* rotate the order each round */
+				if (!p->col_on[c] || column_unavailable(c))
+					continue;
+				if (!columns[c].reliable && (pr->loss_pct > 0 || pr->delay_ms > 0))
+					continue;
+				struct run *run = &p->runs[p->nruns++];
+				run->row = pr;
+				run->column = c;
+				run->round = round;
+				run->throughput = -1;
+			}
+	}
+	if (p->nruns == 0) {
+		fprintf(stderr,
+			"rudp-bench: nothing to run (%d usable columns selected; check the filters)\n",
+			on_cols);
+		plan_free(p);
+		return -1;
+	}
+	return 0;
+}
+
+void plan_free(struct plan *p)
+{
+	free(p->rows);
+	free(p->runs);
+	for (size_t i = 0; i < p->nskipped; i++)
+		free(p->skipped[i]);
+	memset(p, 0, sizeof *p);
+}

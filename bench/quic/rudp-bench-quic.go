@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+
+// rudp-bench-quic is the quic-go column of rudp-bench: one bidirectional
+// stream per connection, TLS 1.3, congestion and flow control left on. It
+// speaks the echo protocol of bench/bench.h (a 4-byte LE length before each
+// message on the stream) and verifies every echo the same way the C
+// drivers do: length, marker, connection id, message id in order, tag and
+// XXH3 (libxxhash through cgo, the very function the C side uses).
+//
+// It is started by rudp-bench with the arguments of `rudp-bench server` and
+// `rudp-bench client`, and prints the same RESULT line. Built offline
+// against Debian's quic-go (GO111MODULE=off GOPATH=/usr/share/gocode).
+package main
+
+/*
+#cgo LDFLAGS: -lxxhash
+#include <stdint.h>
+#include <stddef.h>
+#include <xxhash.h>
+static uint64_t bench_hash(const void *m, size_t len)
+{
+	return XXH3_64bits_withSeed((const uint8_t *)m + 32, len - 32, XXH3_64bits(m, 24));
+}
+*/
+import "C"
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	quic "github.com/lucas-clemente/quic-go"
+)
+
+const (
+	hdr     = 40
+	mark    = 0xfe
+	maxSize = 1 << 20
+)
+
+var epoch = time.Now()
+
+func nowNs() uint64 { return uint64(time.Since(epoch).Nanoseconds()) }
+
+func hash(m []byte) uint64 {
+	return uint64(C.bench_hash(unsafe.Pointer(&m[0]), C.size_t(len(m))))
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+func tag(c, id uint32) uint64 { return mix64(uint64(c)<<32 | uint64(id)) }
+
+func fail(format string, a ...interface{}) {
+	fmt.Fprintf(os.Stderr, "rudp-bench: quic-go client FAILED: "+format+"\n", a...)
+	os.Exit(1)
+}
+
+func tlsConfig() *tls.Config {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rudp-bench"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"rudp-bench"}}
+}
+
+func quicConfig() *quic.Config {
+	return &quic.Config{
+		HandshakeIdleTimeout: 30 * time.Second,
+		MaxIdleTimeout:       60 * time.Second,
+		MaxIncomingStreams:   16,
+	}
+}
+
+func server(bind string, readyFd int) {
+	ln, err := quic.ListenAddr(bind, tlsConfig(), quicConfig())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rudp-bench: quic-go server: %v\n", err)
+		os.Exit(1)
+	}
+	if readyFd >= 0 {
+		f := os.NewFile(uintptr(readyFd), "ready")
+		f.Write([]byte("ready\n"))
+		f.Close()
+	}
+	for {
+		conn, err := ln.Accept(context.Background())
+		if err != nil {
+			return
+		}
+		go func() {
+			for {
+				st, err := conn.AcceptStream(context.Background())
+				if err != nil {
+					return
+				}
+				go echo(st)
+			}
+		}()
+	}
+}
+
+// echo writes each whole record back with one Write, as the TCP column does.
+func echo(st quic.Stream) {
+	buf := make([]byte, 4+maxSize)
+	for {
+		if _, err := io.ReadFull(st, buf[:4]); err != nil {
+			return
+		}
+		n := binary.LittleEndian.Uint32(buf)
+		if n > maxSize {
+			return
+		}
+		if _, err := io.ReadFull(st, buf[4:4+n]); err != nil {
+			return
+		}
+		if _, err := st.Write(buf[:4+n]); err != nil {
+			return
+		}
+	}
+}
+
+type params struct {
+	kind                                string
+	size, conns, window, warmup, samples uint32
+	messages                            uint64
+	stallMs                             uint32
+	fault                               string
+}
+
+type conn struct {
+	id         uint32
+	slots      []byte
+	slotBytes  uint32
+	sent, done uint32
+	pre, total uint32
+	connectNs  uint64
+	rtt        []float32
+	endNs      uint64
+	faultAt    uint32
+	held       []byte
+	holding    bool
+	fault      string
+}
+
+var progress int64
+
+func (k *conn) build(p *params, id uint32) []byte {
+	slot := k.slots[(id%p.window)*k.slotBytes : (id%p.window+1)*k.slotBytes]
+	m := slot[4:]
+	binary.LittleEndian.PutUint32(slot, p.size)
+	m[0], m[1], m[2], m[3] = mark, 0, 0, 0
+	binary.LittleEndian.PutUint32(m[4:], k.id)
+	binary.LittleEndian.PutUint32(m[8:], id)
+	binary.LittleEndian.PutUint32(m[12:], p.size)
+	binary.LittleEndian.PutUint64(m[16:], nowNs())
+	binary.LittleEndian.PutUint64(m[32:], tag(k.id, id))
+	binary.LittleEndian.PutUint64(m[24:], hash(m))
+	return slot
+}
+
+func (k *conn) verify(p *params, m []byte) {
+	want := k.done
+	if uint32(len(m)) != p.size {
+		fail("connection %d message %d: echo of %d B, expected %d B", k.id, want, len(m), p.size)
+	}
+	if m[0] != mark || binary.LittleEndian.Uint32(m[12:]) != p.size {
+		fail("connection %d message %d: header corrupted", k.id, want)
+	}
+	if c := binary.LittleEndian.Uint32(m[4:]); c != k.id {
+		fail("connection %d: received connection %d's message", k.id, c)
+	}
+	id := binary.LittleEndian.Uint32(m[8:])
+	if id != want {
+		fail("connection %d: message %d arrived where %d was due (lost, reordered or duplicated)", k.id, id, want)
+	}
+	if binary.LittleEndian.Uint64(m[32:]) != tag(k.id, id) || binary.LittleEndian.Uint64(m[24:]) != hash(m) {
+		fail("connection %d message %d: payload hash mismatch", k.id, id)
+	}
+	now := nowNs()
+	sample := (id >= p.warmup && id < k.pre) || (id >= k.pre && (p.kind == "many" || p.kind == "loaded"))
+	if sample {
+		k.rtt = append(k.rtt, float32(float64(now-binary.LittleEndian.Uint64(m[16:]))/1000.0))
+	}
+	k.done++
+	k.endNs = now
+	atomic.AddInt64(&progress, 1)
+}
+
+// deliver applies the test-only fault on connection 0, then verifies.
+func (k *conn) deliver(p *params, m []byte) {
+	if k.id == 0 && k.fault != "" {
+		if k.holding {
+			k.holding = false
+			k.verify(p, m)
+			k.verify(p, k.held)
+			return
+		}
+		if k.done == k.faultAt {
+			f := k.fault
+			k.fault = ""
+			switch f {
+			case "drop":
+				return
+			case "reorder":
+				k.held = append([]byte(nil), m...)
+				k.holding = true
+				k.fault = "reorder"
+				return
+			case "corrupt":
+				c := append([]byte(nil), m...)
+				c[len(c)-1] ^= 1
+				k.verify(p, c)
+				return
+			}
+		}
+	}
+	k.verify(p, m)
+}
+
+func readRecord(st quic.Stream, buf []byte, p *params) []byte {
+	if _, err := io.ReadFull(st, buf[:4]); err != nil {
+		fail("read: %v", err)
+	}
+	n := binary.LittleEndian.Uint32(buf)
+	if n > p.size+1 || n < 1 {
+		fail("bad record length %d", n)
+	}
+	if _, err := io.ReadFull(st, buf[4:4+n]); err != nil {
+		fail("read: %v", err)
+	}
+	return buf[4 : 4+n]
+}
+
+func percentile(v []float32, q float64) float64 {
+	if len(v) == 0 {
+		return -1
+	}
+	return float64(v[int(q*float64(len(v)-1)+0.5)])
+}
+
+func client(addr string, p *params) {
+	conns := make([]*conn, p.conns)
+	var ready, finished sync.WaitGroup
+	start := make(chan struct{})
+	var burstStart uint64
+	ready.Add(int(p.conns))
+	finished.Add(int(p.conns))
+	tlsc := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"rudp-bench"}}
+	go func() {
+		last, lastNs := int64(-1), nowNs()
+		for {
+			time.Sleep(100 * time.Millisecond)
+			cur := atomic.LoadInt64(&progress)
+			if cur != last {
+				last, lastNs = cur, nowNs()
+			} else if nowNs()-lastNs > uint64(p.stallMs)*1e6 {
+				fail("stalled: no verified echo for %d ms (%d verified)", p.stallMs, cur)
+			}
+		}
+	}()
+	for i := uint32(0); i < p.conns; i++ {
+		share := p.messages / uint64(p.conns)
+		if uint64(i) < p.messages%uint64(p.conns) {
+			share++
+		}
+		k := &conn{id: i, slotBytes: 4 + p.size, pre: p.warmup + p.samples}
+		k.total = k.pre + uint32(share)
+		k.slots = make([]byte, p.window*k.slotBytes)
+		rand.Read(k.slots)
+		if share >= 2 {
+			k.faultAt = k.pre + uint32(share)/2
+		} else {
+			k.faultAt = k.pre / 2
+		}
+		k.fault = p.fault
+		conns[i] = k
+		go func(k *conn) {
+			defer finished.Done()
+			t0 := nowNs()
+			qc, err := quic.DialAddr(addr, tlsc, quicConfig())
+			if err != nil {
+				fail("dial %s: %v", addr, err)
+			}
+			st, err := qc.OpenStreamSync(context.Background())
+			if err != nil {
+				fail("open stream: %v", err)
+			}
+			k.connectNs = nowNs() - t0
+			buf := make([]byte, 4+p.size+1)
+			for k.sent < k.pre { // sequential: warm-up, then RTT samples
+				if _, err := st.Write(k.build(p, k.sent)); err != nil {
+					fail("write: %v", err)
+				}
+				k.sent++
+				k.deliver(p, readRecord(st, buf, p))
+			}
+			ready.Done()
+			<-start
+			sem := make(chan struct{}, p.window)
+			go func() {
+				for id := k.pre; id < k.total; id++ {
+					sem <- struct{}{}
+					if _, err := st.Write(k.build(p, id)); err != nil {
+						fail("write: %v", err)
+					}
+				}
+			}()
+			for k.done < k.total {
+				k.deliver(p, readRecord(st, buf, p))
+				<-sem
+			}
+		}(k)
+	}
+	ready.Wait()
+	burstStart = nowNs()
+	close(start)
+	finished.Wait()
+	var rtt, cms []float32
+	var verified, total, burstMsgs, end uint64
+	for _, k := range conns {
+		rtt = append(rtt, k.rtt...)
+		cms = append(cms, float32(float64(k.connectNs)/1e6))
+		verified += uint64(k.done)
+		total += uint64(k.total)
+		burstMsgs += uint64(k.total - k.pre)
+		if k.endNs > end {
+			end = k.endNs
+		}
+	}
+	sort.Slice(rtt, func(a, b int) bool { return rtt[a] < rtt[b] })
+	sort.Slice(cms, func(a, b int) bool { return cms[a] < cms[b] })
+	burstNs := uint64(0)
+	if burstMsgs > 0 {
+		burstNs = end - burstStart
+	}
+	fmt.Printf("RESULT verified=%d messages=%d burst_messages=%d burst_ns=%d rtt_p50_us=%.2f rtt_p95_us=%.2f "+
+		"rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f\n", verified, total, burstMsgs, burstNs,
+		percentile(rtt, 0.5), percentile(rtt, 0.95), percentile(rtt, 0.99), percentile(cms, 0.5),
+		percentile(cms, 0.99))
+}
+
+func main() {
+	if len(os.Args) < 2 || (os.Args[1] != "server" && os.Args[1] != "client") {
+		fmt.Fprintln(os.Stderr, "usage: rudp-bench-quic server|client (started by rudp-bench)")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	column := fs.String("column", "quic-go", "")
+	bind := fs.String("bind", "", "")
+	connect := fs.String("connect", "", "")
+	fs.Int("mtu", 0, "quic-go 0.29 has no datagram size setting; path MTU discovery is on")
+	fs.Int("conns", 1, "")
+	readyFd := fs.Int("ready-fd", -1, "")
+	p := &params{}
+	fs.StringVar(&p.kind, "workload", "single", "")
+	size := fs.Uint("size", 800, "")
+	connections := fs.Uint("connections", 1, "")
+	window := fs.Uint("window", 64, "")
+	warmup := fs.Uint("warmup", 100, "")
+	samples := fs.Uint("samples", 300, "")
+	fs.Uint64Var(&p.messages, "messages", 10000, "")
+	stall := fs.Uint("stall-ms", 15000, "")
+	fs.StringVar(&p.fault, "inject-fault", "", "")
+	fs.Parse(os.Args[2:])
+	if *column != "quic-go" {
+		fmt.Fprintf(os.Stderr, "rudp-bench-quic: column %s is not quic-go\n", *column)
+		os.Exit(2)
+	}
+	p.size, p.conns, p.window = uint32(*size), uint32(*connections), uint32(*window)
+	p.warmup, p.samples, p.stallMs = uint32(*warmup), uint32(*samples), uint32(*stall)
+	if p.kind == "sparse" {
+		p.window, p.messages = 1, 0
+	}
+	if p.size < hdr || p.size > maxSize || p.conns == 0 || p.window == 0 {
+		fmt.Fprintf(os.Stderr, "rudp-bench-quic: bad workload\n")
+		os.Exit(2)
+	}
+	if p.fault != "" && p.fault != "drop" && p.fault != "reorder" && p.fault != "corrupt" {
+		fmt.Fprintf(os.Stderr, "rudp-bench-quic: bad --inject-fault %s\n", p.fault)
+		os.Exit(2)
+	}
+	if os.Args[1] == "server" {
+		server(*bind, *readyFd)
+		return
+	}
+	client(*connect, p)
+}

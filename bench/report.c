@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Output: Markdown tables in BENCH.md's layout (median of the rounds with
+ * min-max), peak RSS client/server, SVG charts through gnuplot, and the
+ * JSON file with every run's raw figures. A cell of a failed run says FAIL:
+ * a figure is never taken from it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_config.h"
+#include "netns.h"
+#include "report.h"
+#include "rudp.h"
+
+#if defined(BENCH_HAVE_ENET)
+#include <enet/enet.h>
+#endif
+
+const char *column_version(int i)
+{
+	static char buf[NCOLUMNS][160];
+	const char *n = columns[i].name;
+	if (!strncmp(n, "tcp", 3) || !strcmp(n, "raw-udp")) {
+		struct utsname u;
+		uname(&u);
+		snprintf(buf[i], sizeof buf[i], "Linux %s kernel stack", u.release);
+	} else if (!strncmp(n, "rudp-", 5)) {
+		snprintf(buf[i], sizeof buf[i], "librudp %s", RUDP_VERSION_STRING);
+	} else if (!strcmp(n, "kcp")) {
+		snprintf(buf[i], sizeof buf[i], "%s", BENCH_KCP_VERSION);
+	} else if (!strcmp(n, "quic-go")) {
+		snprintf(buf[i], sizeof buf[i], "%s", BENCH_QUIC_VERSION);
+	} else if (!strcmp(n, "enet")) {
+#if defined(BENCH_HAVE_ENET)
+		snprintf(buf[i], sizeof buf[i], "libenet %d.%d.%d (Debian libenet-dev)", ENET_VERSION_MAJOR,
+			 ENET_VERSION_MINOR, ENET_VERSION_PATCH);
+#else
+		snprintf(buf[i], sizeof buf[i], "not built");
+#endif
+	}
+	return buf[i];
+}
+
+static void read_cpu(char *out, size_t n)
+{
+	snprintf(out, n, "unknown CPU");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "model name", 10)) {
+			char *c = strchr(line, ':');
+			if (c) {
+				c += 2;
+				c[strcspn(c, "\n")] = '\0';
+				snprintf(out, n, "%s", c);
+			}
+			break;
+		}
+	fclose(f);
+}
+
+void meta_fill(struct meta *m, const struct plan *p, bool root)
+{
+	memset(m, 0, sizeof *m);
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(m->commit, sizeof m->commit, "%s", BENCH_COMMIT);
+	read_cpu(m->cpu, sizeof m->cpu);
+	struct utsname u;
+	uname(&u);
+	snprintf(m->kernel, sizeof m->kernel, "%s %s", u.sysname, u.release);
+	snprintf(m->compiler, sizeof m->compiler, "%s", BENCH_COMPILER);
+	snprintf(m->mode, sizeof m->mode, "%s",
+		 p->mode == MODE_FULL    ? "full"
+		 : p->mode == MODE_SMOKE ? "smoke"
+					 : "quick");
+	m->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	m->root = root;
+}
+
+int make_results_dir(const char *base, const struct meta *m, char *out, size_t n)
+{
+	char stamp[32];
+	snprintf(stamp, sizeof stamp, "%s", m->date);
+	/* "2026-10-01T12:00:00Z" -> "20261001T120000Z": no colons in paths. */
+	char compact[32];
+	size_t j = 0;
+	for (size_t i = 0; stamp[i] && j < sizeof compact - 1; i++)
+		if (stamp[i] != '-' && stamp[i] != ':')
+			compact[j++] = stamp[i];
+	compact[j] = '\0';
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -1;
+	if (snprintf(out, n, "%s/%s_%s", base, compact, m->commit) >= (int)n)
+		return -1;
+	if (mkdir(out, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* ---- statistics ---- */
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+struct agg {
+	int n, failed;
+	const char *error;
+	double med, min, max;
+};
+
+typedef double (*metric_fn)(const struct run *r);
+
+static struct agg aggregate(const struct plan *p, const struct row *row, int col, metric_fn f)
+{
+	struct agg a = {0};
+	double v[8];
+	for (size_t i = 0; i < p->nruns; i++) {
+		const struct run *r = &p->runs[i];
+		if (r->row != row || r->column != col)
+			continue;
+		if (!r->ok) {
+			if (r->error[0] || r->seconds > 0) {
+				a.failed++;
+				if (!a.error)
+					a.error = r->error;
+			}
+			continue;
+		}
+		double x = f(r);
+		if (x < 0 || a.n >= 8)
+			continue;
+		v[a.n++] = x;
+	}
+	if (a.n) {
+		qsort(v, (size_t)a.n, sizeof v[0], cmp_d);
+		a.min = v[0];
+		a.max = v[a.n - 1];
+		a.med = a.n % 2 ? v[a.n / 2] : (v[a.n / 2 - 1] + v[a.n / 2]) / 2;
+	}
+	return a;
+}
+
+static double m_tput(const struct run *r)
+{
+	return r->throughput;
+}
+static double m_p50(const struct run *r)
+{
+	return r->rtt_p50_us;
+}
+static double m_p95(const struct run *r)
+{
+	return r->rtt_p95_us;
+}
+static double m_p99(const struct run *r)
+{
+	return r->rtt_p99_us;
+}
+static double m_p50ms(const struct run *r)
+{
+	return r->rtt_p50_us < 0 ? -1 : r->rtt_p50_us / 1000;
+}
+static double m_p99ms(const struct run *r)
+{
+	return r->rtt_p99_us < 0 ? -1 : r->rtt_p99_us / 1000;
+}
+static double m_c50(const struct run *r)
+{
+	return r->connect_p50_ms;
+}
+static double m_c99(const struct run *r)
+{
+	return r->connect_p99_ms;
+}
+static double m_rssc(const struct run *r)
+{
+	return r->rss_client_kib / 1024.0;
+}
+static double m_rsss(const struct run *r)
+{
+	return r->rss_server_kib / 1024.0;
+}
+static double m_rcvbuf(const struct run *r)
+{
+	return (double)r->rcvbuf_errors;
+}
+
+static bool row_has_runs(const struct plan *p, const struct row *row)
+{
+	for (size_t i = 0; i < p->nruns; i++)
+		if (p->runs[i].row == row && (p->runs[i].ok || p->runs[i].error[0]))
+			return true;
+	return false;
+}
+
+/* Text of a cell that has no figure, or NULL. */
+static const char *no_figure(const struct plan *p, const struct row *row, int col, struct agg *a)
+{
+	const char *why = column_unavailable(col);
+	if (why)
+		return why;
+	if (!columns[col].reliable && (row->loss_pct > 0 || row->delay_ms > 0))
+		return "n/a: no reliability";
+	if (a->failed)
+		return "FAIL";
+	if (a->n == 0)
+		return row_has_runs(p, row) ? "n/a" : "not run";
+	return NULL;
+}
+
+static void cell_range(char *b, size_t n, const struct agg *a, int prec)
+{
+	if (a->n > 1)
+		snprintf(b, n, "%.*f (%.*f-%.*f)", prec, a->med, prec, a->min, prec, a->max);
+	else
+		snprintf(b, n, "%.*f", prec, a->med);
+}
+
+static void header(FILE *f, const struct plan *p, const char *first)
+{
+	fprintf(f, "| %s | path |", first);
+	for (int c = 0; c < NCOLUMNS; c++)
+		if (p->col_on[c])
+			fprintf(f, " %s |", columns[c].title);
+	fprintf(f, "\n|---|---|");
+	for (int c = 0; c < NCOLUMNS; c++)
+		if (p->col_on[c])
+			fprintf(f, "---|");
+	fprintf(f, "\n");
+}
+
+static const char *row_path(const struct plan *p, const struct row *row)
+{
+	for (size_t i = 0; i < p->nruns; i++)
+		if (p->runs[i].row == row && p->runs[i].impairment[0])
+			return p->runs[i].impairment;
+	return "";
+}
+
+/* One table: one metric (or up to three joined with " / "). */
+static void table(FILE *f, const struct plan *p, enum wl_kind kind, const char *first, metric_fn *fs, int nf,
+		  int prec, bool range)
+{
+	header(f, p, first);
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		fprintf(f, "| %s | %s |", row->label, row_path(p, row));
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (!p->col_on[c])
+				continue;
+			char cell[160] = "";
+			for (int k = 0; k < nf; k++) {
+				struct agg a = aggregate(p, row, c, fs[k]);
+				const char *nf_ = no_figure(p, row, c, &a);
+				if (nf_) {
+					snprintf(cell, sizeof cell, "%s", nf_);
+					break;
+				}
+				char part[64];
+				if (range)
+					cell_range(part, sizeof part, &a, prec);
+				else
+					snprintf(part, sizeof part, "%.*f", prec, a.med);
+				size_t len = strlen(cell);
+				snprintf(cell + len, sizeof cell - len, "%s%s", k ? " / " : "", part);
+			}
+			fprintf(f, " %s |", cell);
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+}
+
+static void rss_table(FILE *f, const struct plan *p, enum wl_kind kind)
+{
+	fprintf(f, "Peak RSS, client / server (MiB, median), and UDP RcvbufErrors in the namespace where "
+		   "any:\n\n");
+	header(f, p, "case");
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		fprintf(f, "| %s | |", row->label);
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (!p->col_on[c])
+				continue;
+			struct agg a = aggregate(p, row, c, m_rssc), b = aggregate(p, row, c, m_rsss);
+			struct agg e = aggregate(p, row, c, m_rcvbuf);
+			const char *nf_ = no_figure(p, row, c, &a);
+			if (nf_)
+				fprintf(f, " %s |", nf_);
+			else if (e.n && e.max > 0)
+				fprintf(f, " %.1f / %.1f; rcvbuf %.0f |", a.med, b.med, e.max);
+			else
+				fprintf(f, " %.1f / %.1f |", a.med, b.med);
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+}
+
+static void failures(FILE *f, const struct plan *p, enum wl_kind kind)
+{
+	bool any = false;
+	for (size_t i = 0; i < p->nruns; i++) {
+		const struct run *r = &p->runs[i];
+		if (r->row->kind != kind || r->ok || !r->error[0])
+			continue;
+		if (!any)
+			fprintf(f, "Failed runs (no figure is taken from them):\n\n");
+		any = true;
+		fprintf(f, "- %s, %s, round %d: %s\n", r->row->label, columns[r->column].name, r->round + 1,
+			r->error);
+	}
+	if (any)
+		fprintf(f, "\n");
+}
+
+static bool kind_present(const struct plan *p, enum wl_kind k)
+{
+	for (size_t i = 0; i < p->nrows; i++)
+		if (p->rows[i].kind == k)
+			return true;
+	return false;
+}
+
+/* Clustered bars of the median of metric fn per row and column. */
+static void chart(const struct plan *p, enum wl_kind kind, const char *dir, const char *name,
+		  const char *ylabel, metric_fn fn, struct meta *m, FILE *md)
+{
+	char dat[4200], gp[4200], svg[4200];
+	snprintf(dat, sizeof dat, "%s/%s.dat", dir, name);
+	snprintf(gp, sizeof gp, "%s/%s.gp", dir, name);
+	snprintf(svg, sizeof svg, "%s/%s.svg", dir, name);
+	FILE *d = fopen(dat, "w");
+	if (!d)
+		return;
+	fprintf(d, "case");
+	int ncol = 0;
+	for (int c = 0; c < NCOLUMNS; c++)
+		if (p->col_on[c] && !column_unavailable(c)) {
+			fprintf(d, "\t\"%s\"", columns[c].name);
+			ncol++;
+		}
+	fprintf(d, "\n");
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		fprintf(d, "\"%s\"", row->label);
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (!p->col_on[c] || column_unavailable(c))
+				continue;
+			struct agg a = aggregate(p, row, c, fn);
+			if (a.n && !a.failed)
+				fprintf(d, "\t%g", a.med);
+			else
+				fprintf(d, "\tNaN");
+		}
+		fprintf(d, "\n");
+	}
+	fclose(d);
+	FILE *g = fopen(gp, "w");
+	if (!g)
+		return;
+	fprintf(g,
+		"set terminal svg size 1000,480 dynamic background rgb 'white'\nset output '%s'\n"
+		"set datafile missing 'NaN'\nset style data histograms\nset style histogram clustered gap 1\n"
+		"set style fill solid 0.85 border -1\nset key outside right top\nset ylabel '%s'\n"
+		"set title 'rudp-bench %s (median of rounds)'\nset xtics rotate by -20\nset grid ytics\n"
+		"plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)\n",
+		svg, ylabel, name, ncol + 1, dat);
+	fclose(g);
+	char *argv[] = {"gnuplot", gp, NULL};
+	if (run_cmd(argv, NULL) == 0) {
+		fprintf(md, "![%s](%s.svg)\n\n", name, name);
+	} else {
+		snprintf(m->chart_note, sizeof m->chart_note,
+			 "no charts: gnuplot is not installed or failed");
+		unlink(gp);
+	}
+}
+
+void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir)
+{
+	fprintf(f, "\n## rudp-bench %s run, %s, commit %s\n\n", m->mode, m->date, m->commit);
+	fprintf(f, "CPU: %s (%d online); kernel: %s; compiler: %s; %s\n\n", m->cpu, m->cpus, m->kernel,
+		m->compiler,
+		m->root ? "root: private namespace per run" : "not root: host loopback, no loss/delay rows");
+	fprintf(f, "| column | version |\n|---|---|\n");
+	for (int c = 0; c < NCOLUMNS; c++) {
+		if (!p->col_on[c])
+			continue;
+		const char *why = column_unavailable(c);
+		fprintf(f, "| %s | %s |\n", columns[c].name, why ? why : column_version(c));
+	}
+	fprintf(f, "\n");
+	for (size_t i = 0; i < p->nskipped; i++)
+		fprintf(f, "Skipped: %s\n\n", p->skipped[i]);
+	bool charts = dir != NULL;
+	if (kind_present(p, WL_SINGLE)) {
+		fprintf(f, "### Single connection: throughput (MiB/s, median (min-max))\n\n");
+		metric_fn fs[] = {m_tput};
+		table(f, p, WL_SINGLE, "case", fs, 1, 2, true);
+		metric_fn rt[] = {m_p50, m_p99};
+		fprintf(f, "Sequential RTT samples p50 / p99 (µs, median):\n\n");
+		table(f, p, WL_SINGLE, "case", rt, 2, 1, false);
+		rss_table(f, p, WL_SINGLE);
+		failures(f, p, WL_SINGLE);
+		if (charts)
+			chart(p, WL_SINGLE, dir, "single", "MiB/s", m_tput, m, f);
+	}
+	if (kind_present(p, WL_SPARSE)) {
+		fprintf(f, "### Sparse RTT: p50 / p95 / p99 (µs, median of rounds)\n\n");
+		metric_fn fs[] = {m_p50, m_p95, m_p99};
+		table(f, p, WL_SPARSE, "case", fs, 3, 1, false);
+		rss_table(f, p, WL_SPARSE);
+		failures(f, p, WL_SPARSE);
+		if (charts)
+			chart(p, WL_SPARSE, dir, "sparse", "p50 RTT (us)", m_p50, m, f);
+	}
+	if (kind_present(p, WL_MANY)) {
+		fprintf(f, "### Many connections: throughput (MiB/s, median (min-max))\n\n");
+		metric_fn fs[] = {m_tput};
+		table(f, p, WL_MANY, "case", fs, 1, 2, true);
+		fprintf(f, "Connection set-up, all at once: handshake p50 / p99 (ms, median):\n\n");
+		metric_fn cs[] = {m_c50, m_c99};
+		table(f, p, WL_MANY, "case", cs, 2, 2, false);
+		rss_table(f, p, WL_MANY);
+		failures(f, p, WL_MANY);
+		if (charts)
+			chart(p, WL_MANY, dir, "many", "MiB/s", m_tput, m, f);
+	}
+	if (kind_present(p, WL_LOADED)) {
+		fprintf(f, "### Latency under load: p50 / p99 (ms, median)\n\n");
+		metric_fn fs[] = {m_p50ms, m_p99ms};
+		table(f, p, WL_LOADED, "case", fs, 2, 2, false);
+		rss_table(f, p, WL_LOADED);
+		failures(f, p, WL_LOADED);
+		if (charts)
+			chart(p, WL_LOADED, dir, "loaded", "p99 RTT under load (us)", m_p99, m, f);
+	}
+	if (charts && m->chart_note[0])
+		fprintf(f, "%s\n\n", m->chart_note);
+	else if (!charts)
+		fprintf(f, "(no charts: no results folder in this mode)\n\n");
+}
+
+static void jstr(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void jnum(FILE *f, const char *key, double v)
+{
+	if (v < 0 || isnan(v))
+		fprintf(f, "\"%s\": null", key);
+	else
+		fprintf(f, "\"%s\": %.3f", key, v);
+}
+
+int json_write(const char *path, const struct plan *p, const struct meta *m)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "{\n  \"meta\": {\"date\": ");
+	jstr(f, m->date);
+	fprintf(f, ", \"commit\": ");
+	jstr(f, m->commit);
+	fprintf(f, ", \"mode\": ");
+	jstr(f, m->mode);
+	fprintf(f, ", \"cpu\": ");
+	jstr(f, m->cpu);
+	fprintf(f, ", \"cpus\": %d, \"kernel\": ", m->cpus);
+	jstr(f, m->kernel);
+	fprintf(f, ", \"compiler\": ");
+	jstr(f, m->compiler);
+	fprintf(f, ", \"root\": %s, \"seconds\": %.1f,\n    \"columns\": {", m->root ? "true" : "false",
+		m->seconds);
+	bool first = true;
+	for (int c = 0; c < NCOLUMNS; c++) {
+		const char *why = column_unavailable(c);
+		fprintf(f, "%s\"%s\": ", first ? "" : ", ", columns[c].name);
+		jstr(f, why ? why : column_version(c));
+		first = false;
+	}
+	fprintf(f, "}},\n  \"runs\": [");
+	static const char *kinds[] = {"single", "sparse", "many", "loaded"};
+	bool first_run = true;
+	for (size_t i = 0; i < p->nruns; i++) {
+		const struct run *r = &p->runs[i];
+		if (!r->ok && !r->error[0])
+			continue; /* not reached (interrupted) */
+		fprintf(f,
+			"%s\n    {\"column\": \"%s\", \"workload\": \"%s\", \"size\": %u, \"connections\": "
+			"%u, ",
+			first_run ? "" : ",", columns[r->column].name, kinds[r->row->kind], r->row->size,
+			r->row->conns);
+		first_run = false;
+		fprintf(f,
+			"\"loss_pct\": %g, \"delay_ms\": %g, \"round\": %d, \"messages\": %llu, "
+			"\"verified\": %s, ",
+			r->row->loss_pct, r->row->delay_ms, r->round + 1,
+			(unsigned long long)(r->ok ? r->messages : 0),
+			r->ok && r->verified ? "true" : "false");
+		jnum(f, "throughput_mib_s", r->ok ? r->throughput : -1);
+		fprintf(f, ", ");
+		jnum(f, "rtt_p50_us", r->ok ? r->rtt_p50_us : -1);
+		fprintf(f, ", ");
+		jnum(f, "rtt_p95_us", r->ok ? r->rtt_p95_us : -1);
+		fprintf(f, ", ");
+		jnum(f, "rtt_p99_us", r->ok ? r->rtt_p99_us : -1);
+		fprintf(f, ", \"rss_client_kib\": %ld, \"rss_server_kib\": %ld, ", r->rss_client_kib,
+			r->rss_server_kib);
+		if (r->rcvbuf_errors < 0)
+			fprintf(f, "\"rcvbuf_errors\": null, ");
+		else
+			fprintf(f, "\"rcvbuf_errors\": %ld, ", r->rcvbuf_errors);
+		jnum(f, "connect_p50_ms", r->ok ? r->connect_p50_ms : -1);
+		fprintf(f, ", ");
+		jnum(f, "connect_p99_ms", r->ok ? r->connect_p99_ms : -1);
+		fprintf(f, ", \"impairment\": ");
+		jstr(f, r->impairment);
+		fprintf(f, ", \"seconds\": %.2f", r->seconds);
+		if (!r->ok) {
+			fprintf(f, ", \"error\": ");
+			jstr(f, r->error);
+		}
+		fprintf(f, "}");
+	}
+	fprintf(f, "\n  ]\n}\n");
+	return fclose(f) == 0 ? 0 : -1;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* The run plan (workload rows x columns x rounds), results, and the
+ * Markdown / JSON / SVG output (plan.c, report.c). */
+#ifndef RUDP_BENCH_REPORT_H
+#define RUDP_BENCH_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench.h"
+
+#define NCOLUMNS 10
+
+struct column_info {
+	const char *name; /* as on the command line and in JSON */
+	const char *title; /* as in the report */
+	drv_server_fn server;
+	drv_client_fn client;
+	bool reliable; /* can run lossy rows */
+};
+
+extern const struct column_info columns[NCOLUMNS];
+const char *column_unavailable(int i);
+const char *column_version(int i);
+int column_index(const char *name);
+
+enum bench_mode { MODE_QUICK, MODE_FULL, MODE_SMOKE };
+
+struct row {
+	enum wl_kind kind;
+	const char *workload_name;
+	char label[128]; /* "800 B, 1 %", "800 B x 1,024, no loss" */
+	uint32_t size, conns, window, warmup, samples;
+	uint64_t messages;
+	double loss_pct, delay_ms; /* loss each way; delay is the round trip */
+	unsigned timeout_s;
+	double estimate_s;
+	int rounds;
+};
+
+struct run {
+	const struct row *row;
+	int column, round;
+	bool ok, verified;
+	uint64_t messages, verified_msgs;
+	double throughput; /* MiB/s of verified message bytes per direction, -1: none */
+	double rtt_p50_us, rtt_p95_us, rtt_p99_us;
+	double connect_p50_ms, connect_p99_ms;
+	long rss_client_kib, rss_server_kib, rcvbuf_errors;
+	double seconds;
+	char impairment[128];
+	char error[256];
+};
+
+struct plan_opts {
+	enum bench_mode mode;
+	const char *columns, *workloads, *case_filter;
+	int rounds; /* 0: the mode's default */
+	double loss_pct, delay_ms; /* < 0: the fixed cases */
+};
+
+struct plan {
+	enum bench_mode mode;
+	bool col_on[NCOLUMNS];
+	struct row *rows;
+	size_t nrows;
+	struct run *runs;
+	size_t nruns;
+	char *skipped[64];
+	size_t nskipped;
+};
+
+struct meta {
+	char date[32], commit[64], cpu[128], kernel[160], compiler[128], mode[16];
+	int cpus;
+	bool root;
+	double seconds;
+	char chart_note[160];
+};
+
+/* Datagram budget a column uses on a row (its own meaning; 0 = the driver's default). */
+uint32_t row_mtu(const struct row *row, int column);
+int plan_build(struct plan *p, const struct plan_opts *o, bool root);
+void plan_free(struct plan *p);
+void meta_fill(struct meta *m, const struct plan *p, bool root);
+int make_results_dir(const char *base, const struct meta *m, char *out, size_t n);
+/* Prints the Markdown tables; writes SVG charts into dir when not NULL. */
+void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir);
+int json_write(const char *path, const struct plan *p, const struct meta *m);
+
+#endif

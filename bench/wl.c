@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The workload engine and verifier every C client driver uses: it decides
+ * which connection may send (sequential warm-up and RTT samples, then a
+ * windowed burst behind a barrier), builds messages into reusable slots and
+ * checks each echo. Drivers only move bytes.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "bench.h"
+
+volatile int bench_stop;
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	bench_stop = 1;
+}
+
+void bench_install_stop_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int bench_parse_addr(const char *s, void *out)
+{
+	struct sockaddr_in *sin = out;
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	if (!colon || (size_t)(colon - s) >= sizeof host)
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || port == 0 || port > 65535)
+		return -1;
+	memset(sin, 0, sizeof *sin);
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
+}
+
+void bench_signal_ready(int fd)
+{
+	if (fd < 0)
+		return;
+	ssize_t r = write(fd, "ready\n", 6);
+	(void)r;
+	close(fd);
+}
+
+void bench_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("rudp-bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t msg_tag(uint32_t c, uint32_t id)
+{
+	return mix64(((uint64_t)c << 32) | id);
+}
+
+static uint64_t msg_hash(const uint8_t *m, size_t len)
+{
+	return XXH3_64bits_withSeed(m + 32, len - 32, XXH3_64bits(m, 24));
+}
+
+static void ready_push(struct wl *w, uint32_t c)
+{
+	if (w->c[c].queued)
+		return;
+	w->c[c].queued = true;
+	w->ready[(w->ready_head + w->ready_len) % w->p.conns] = c;
+	w->ready_len++;
+}
+
+int wl_pop_ready(struct wl *w)
+{
+	if (w->ready_len == 0)
+		return -1;
+	uint32_t c = w->ready[w->ready_head];
+	w->ready_head = (w->ready_head + 1) % w->p.conns;
+	w->ready_len--;
+	w->c[c].queued = false;
+	return (int)c;
+}
+
+bool wl_can_send(const struct wl *w, uint32_t c)
+{
+	const struct wl_conn *k = &w->c[c];
+	if (k->sent >= k->total)
+		return false;
+	if (k->sent < k->pre)
+		return k->sent == k->done; /* sequential: one at a time */
+	return w->burst && k->sent - k->done < w->p.window;
+}
+
+int wl_init(struct wl *w, const struct wl_params *p)
+{
+	memset(w, 0, sizeof *w);
+	w->p = *p;
+	if (p->size < BENCH_HDR || p->size > BENCH_MAX_SIZE || p->conns == 0 || p->conns > BENCH_MAX_CONNS ||
+	    p->window == 0) {
+		snprintf(w->err, sizeof w->err, "bad workload: size %u (min %u), %u connections, window %u",
+			 p->size, BENCH_HDR, p->conns, p->window);
+		return -1;
+	}
+	if (w->p.stall_ms == 0)
+		w->p.stall_ms = 15000;
+	w->slot_count = p->window;
+	w->slot_bytes = 4 + p->size;
+	w->c = calloc(p->conns, sizeof *w->c);
+	w->ready = calloc(p->conns, sizeof *w->ready);
+	w->fault_hold = malloc(p->size);
+	if (!w->c || !w->ready || !w->fault_hold)
+		goto nomem;
+	uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	for (uint32_t i = 0; i < p->conns; i++) {
+		struct wl_conn *k = &w->c[i];
+		k->slots = malloc((size_t)w->slot_count * w->slot_bytes);
+		if (!k->slots)
+			goto nomem;
+		/* Random filler once; per message only the header and tag change. */
+		for (size_t b = 0; b < (size_t)w->slot_count * w->slot_bytes; b += 8) {
+			seed = mix64(seed + 0x9e3779b97f4a7c15ull);
+			size_t n = (size_t)w->slot_count * w->slot_bytes - b;
+			memcpy(k->slots + b, &seed, n < 8 ? n : 8);
+		}
+		uint64_t share = p->messages / p->conns + (i < p->messages % p->conns ? 1 : 0);
+		k->pre = p->warmup + p->samples;
+		k->total = k->pre + (uint32_t)share;
+		w->total += k->total;
+		if (k->pre == 0)
+			w->at_barrier++;
+		ready_push(w, i);
+	}
+	w->rtt_cap = (uint64_t)p->conns * p->samples;
+	if (p->kind == WL_MANY || p->kind == WL_LOADED)
+		w->rtt_cap += p->messages;
+	w->rtt_us = malloc((w->rtt_cap ? w->rtt_cap : 1) * sizeof *w->rtt_us);
+	if (!w->rtt_us)
+		goto nomem;
+	if (w->at_barrier == p->conns) {
+		w->burst = true;
+		w->burst_start_ns = bench_now_ns();
+	}
+	/* The fault hits connection 0 in the middle of its burst (or of its
+	 * sequential phase when it has no burst). */
+	uint32_t share0 = w->c[0].total - w->c[0].pre;
+	w->fault_at = share0 >= 2 ? w->c[0].pre + share0 / 2 : w->c[0].pre / 2;
+	w->last_progress_ns = bench_now_ns();
+	return 0;
+nomem:
+	snprintf(w->err, sizeof w->err, "out of memory for %u connections of %u B", p->conns, p->size);
+	wl_free(w);
+	return -1;
+}
+
+void wl_free(struct wl *w)
+{
+	if (w->c)
+		for (uint32_t i = 0; i < w->p.conns; i++)
+			free(w->c[i].slots);
+	free(w->c);
+	free(w->ready);
+	free(w->rtt_us);
+	free(w->fault_hold);
+	w->c = NULL;
+	w->ready = NULL;
+	w->rtt_us = NULL;
+	w->fault_hold = NULL;
+}
+
+uint8_t *wl_next(struct wl *w, uint32_t c)
+{
+	if (!wl_can_send(w, c))
+		return NULL;
+	struct wl_conn *k = &w->c[c];
+	uint32_t id = k->sent++;
+	uint8_t *slot = k->slots + (size_t)(id % w->slot_count) * w->slot_bytes;
+	uint8_t *m = slot + 4;
+	uint32_t size = w->p.size;
+	put_le32(slot, size);
+	m[0] = BENCH_MARK;
+	m[1] = m[2] = m[3] = 0;
+	put_le32(m + 4, c);
+	put_le32(m + 8, id);
+	put_le32(m + 12, size);
+	put_le64(m + 16, bench_now_ns());
+	put_le64(m + 32, msg_tag(c, id));
+	put_le64(m + 24, msg_hash(m, size));
+	return slot;
+}
+
+void wl_connected(struct wl *w, uint32_t c)
+{
+	struct wl_conn *k = &w->c[c];
+	if (k->connect_ns == 0)
+		k->connect_ns = bench_now_ns() - k->connect_start_ns + 1;
+}
+
+static int verify(struct wl *w, uint32_t c, const uint8_t *m, size_t len)
+{
+	struct wl_conn *k = &w->c[c];
+	uint32_t want = k->done;
+	if (c >= w->p.conns) {
+		snprintf(w->err, sizeof w->err, "echo on unknown connection %u", c);
+		return -1;
+	}
+	if (len != w->p.size) {
+		snprintf(w->err, sizeof w->err, "connection %u message %u: echo of %zu B, expected %u B", c,
+			 want, len, w->p.size);
+		return -1;
+	}
+	if (m[0] != BENCH_MARK || get_le32(m + 12) != w->p.size) {
+		snprintf(w->err, sizeof w->err, "connection %u message %u: header corrupted", c, want);
+		return -1;
+	}
+	if (get_le32(m + 4) != c) {
+		snprintf(w->err, sizeof w->err, "connection %u: received connection %u's message", c,
+			 get_le32(m + 4));
+		return -1;
+	}
+	uint32_t id = get_le32(m + 8);
+	if (id != want || want >= k->sent) {
+		snprintf(w->err, sizeof w->err,
+			 "connection %u: message %u arrived where %u was due (lost, reordered or duplicated)",
+			 c, id, want);
+		return -1;
+	}
+	if (get_le64(m + 32) != msg_tag(c, id) || get_le64(m + 24) != msg_hash(m, len)) {
+		snprintf(w->err, sizeof w->err, "connection %u message %u: payload hash mismatch", c, id);
+		return -1;
+	}
+	uint64_t now = bench_now_ns();
+	uint64_t sent_at = get_le64(m + 16);
+	bool sample = (id >= w->p.warmup && id < k->pre) ||
+		      (id >= k->pre && (w->p.kind == WL_MANY || w->p.kind == WL_LOADED));
+	if (sample && w->rtt_n < w->rtt_cap)
+		w->rtt_us[w->rtt_n++] = (float)((double)(now - sent_at) / 1000.0);
+	k->done++;
+	w->verified++;
+	w->last_progress_ns = now;
+	if (id >= k->pre)
+		w->burst_verified++;
+	if (k->done == k->pre && k->pre > 0) {
+		if (++w->at_barrier == w->p.conns && !w->burst) {
+			w->burst = true;
+			w->burst_start_ns = now;
+			for (uint32_t i = 0; i < w->p.conns; i++)
+				if (wl_can_send(w, i))
+					ready_push(w, i);
+		}
+	}
+	if (wl_can_send(w, c))
+		ready_push(w, c);
+	if (wl_finished(w))
+		w->end_ns = now;
+	return 0;
+}
+
+int wl_deliver(struct wl *w, uint32_t c, const uint8_t *data, size_t len)
+{
+	if (c >= w->p.conns) {
+		snprintf(w->err, sizeof w->err, "echo on unknown connection %u", c);
+		return -1;
+	}
+	if (w->p.fault != FAULT_NONE && c == 0) {
+		if (w->fault_holding) {
+			/* Reorder: the message after the held one goes first. */
+			w->fault_holding = false;
+			if (verify(w, c, data, len) < 0)
+				return -1;
+			return verify(w, c, w->fault_hold, w->fault_hold_len);
+		}
+		if (w->c[0].done == w->fault_at && len <= w->p.size && len > 0) {
+			enum wl_fault f = w->p.fault;
+			w->p.fault = FAULT_NONE; /* once */
+			switch (f) {
+			case FAULT_DROP: return 0;
+			case FAULT_REORDER:
+				memcpy(w->fault_hold, data, len);
+				w->fault_hold_len = (uint32_t)len;
+				w->fault_holding = true;
+				w->p.fault = FAULT_REORDER;
+				return 0;
+			case FAULT_CORRUPT:
+				memcpy(w->fault_hold, data, len);
+				w->fault_hold[len - 1] ^= 0x01;
+				return verify(w, c, w->fault_hold, len);
+			case FAULT_NONE: break;
+			}
+		}
+	}
+	return verify(w, c, data, len);
+}
+
+int wl_check_stall(struct wl *w)
+{
+	if (w->err[0])
+		return -1;
+	if (bench_stop) {
+		snprintf(w->err, sizeof w->err, "interrupted");
+		return -1;
+	}
+	uint64_t now = bench_now_ns();
+	if (now - w->last_progress_ns > (uint64_t)w->p.stall_ms * 1000000u) {
+		snprintf(w->err, sizeof w->err,
+			 "stalled: no verified echo for %u ms (%" PRIu64 "/%" PRIu64 " verified)",
+			 w->p.stall_ms, w->verified, w->total);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+static double pct(const float *v, uint64_t n, double q)
+{
+	if (n == 0)
+		return -1;
+	uint64_t i = (uint64_t)(q * (double)(n - 1) + 0.5);
+	return v[i];
+}
+
+void wl_report(struct wl *w)
+{
+	qsort(w->rtt_us, w->rtt_n, sizeof *w->rtt_us, cmp_float);
+	float *conn_ms = malloc(w->p.conns * sizeof *conn_ms);
+	uint64_t cn = 0;
+	for (uint32_t i = 0; conn_ms && i < w->p.conns; i++)
+		if (w->c[i].connect_ns)
+			conn_ms[cn++] = (float)((double)w->c[i].connect_ns / 1e6);
+	if (conn_ms)
+		qsort(conn_ms, cn, sizeof *conn_ms, cmp_float);
+	uint64_t burst_ns = w->burst_verified ? w->end_ns - w->burst_start_ns : 0;
+	printf("RESULT verified=%" PRIu64 " messages=%" PRIu64 " burst_messages=%" PRIu64 " burst_ns=%" PRIu64
+	       " rtt_p50_us=%.2f rtt_p95_us=%.2f rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f\n",
+	       w->verified, w->total, w->burst_verified, burst_ns, pct(w->rtt_us, w->rtt_n, 0.50),
+	       pct(w->rtt_us, w->rtt_n, 0.95), pct(w->rtt_us, w->rtt_n, 0.99), pct(conn_ms, cn, 0.50),
+	       pct(conn_ms, cn, 0.99));
+	fflush(stdout);
+	free(conn_ms);
+}
