@@ -11,7 +11,9 @@
  *
  * Threading: a host and every peer on it belong to one thread at a time. No
  * function locks; call nothing on a host from two threads at once. A
- * multi-core server runs one host per thread.
+ * multi-core server runs one host per thread, all bound to one port with
+ * rudp_config.reuse_port (SO_REUSEPORT): the kernel keeps each client on
+ * one socket, so the hosts share nothing (docs/io.md).
  *
  * Errors: functions that can fail return a negative RUDP_E_* code (see
  * rudp_strerror()); none of them aborts on bad arguments.
@@ -58,6 +60,7 @@ enum rudp_error {
 	RUDP_E_QUEUE_FULL = -8, /**< the peer's send queue is at max_queue_bytes; retry after service */
 	RUDP_E_UNSUPPORTED = -9, /**< not built into this library or not available here */
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
+	RUDP_E_WOULD_BLOCK = -11, /**< send policy: over the soft budget; wait for RUDP_EVENT_WRITABLE */
 };
 
 /** Returns a static English description of an error code. Never NULL. */
@@ -130,7 +133,58 @@ typedef struct rudp_config {
 	void *log_userdata;
 	/** Smallest level not logged; default 3 (debug is dropped). */
 	int log_level_max;
+	/** I/O backend, an rudp_io_backend: RUDP_IO_AUTO (default) uses
+	 * io_uring when built in and allowed, else recvmmsg/sendmmsg. The
+	 * environment variable RUDP_IO=uring|mmsg overrides this field
+	 * (RUDP_IO=auto or unset leaves it in charge). A forced uring that
+	 * cannot be used makes rudp_host_create() fail with
+	 * RUDP_E_UNSUPPORTED; auto falls back and logs why, once. */
+	int io_backend;
+	/** Nonzero sets SO_REUSEPORT on a bound socket so several hosts (one
+	 * per thread) can share bind_address; the kernel spreads clients over
+	 * them by address hash. Default 0. */
+	int reuse_port;
+	/* Hostile-input limits (docs/security.md lists them all with their
+	 * reasons). Incoming handshakes are "pending" from open connection
+	 * request 2 until the online handshake finishes. */
+	/** Pending incoming handshakes, host-wide. When full, the oldest
+	 * pending handshake is dropped for the new one. At least 1; more than
+	 * max_peers acts as max_peers. Default 256. */
+	uint32_t max_pending_handshakes;
+	/** Pending incoming handshakes from one IP address (any port; an IPv6
+	 * /64 counts as one address); more are refused with "no free incoming
+	 * connections". At least 1, default 8. */
+	uint32_t max_pending_per_address;
+	/** A pending incoming handshake that has not finished in this long is
+	 * dropped (silently: the application never saw it). Default 3000. */
+	uint32_t handshake_timeout_ms;
+	/** Offline requests (unconnected pings, open connection requests)
+	 * answered per source IP address per second, with a burst of the same
+	 * size; the rest are dropped unanswered (an IPv6 /64 counts as one
+	 * address). 0 disables; at most 1000000. Default 64. */
+	uint32_t offline_rate_per_address;
+	/** Nonzero: open connection reply 1 sets RakNet's security flag with a
+	 * stateless cookie (keyed hash of the client's address and a 10 s time
+	 * bucket) that request 2 must echo, so spoofed sources never get a
+	 * pending handshake. Needs clients that answer the flag (librudp and
+	 * RakNet's C++ client do; many third-party clients do not). Default 0. */
+	int handshake_cookies;
+	/** Nonzero lets an unconnected pong carry the pong data even when that
+	 * makes it larger than the ping that asked (a reflection amplifier).
+	 * Default 0: a pong is never larger than its ping; when the data does
+	 * not fit, the pong goes out without it. rudp_ping() pads its ping so
+	 * librudp servers always fit their data; vanilla Bedrock clients send
+	 * 33-byte pings, so a Bedrock-facing server that wants its MOTD listed
+	 * sets this (offline_rate_per_address still bounds the traffic). */
+	int pong_amplification;
 } rudp_config;
+
+/** Values of rudp_config.io_backend. */
+enum rudp_io_backend {
+	RUDP_IO_AUTO = 0, /**< io_uring if usable, else mmsg */
+	RUDP_IO_MMSG = 1, /**< recvmmsg/sendmmsg */
+	RUDP_IO_URING = 2, /**< io_uring (multishot recvmsg, batched sendmsg) */
+};
 
 /** Fills cfg with the defaults documented on each field. */
 RUDP_API void rudp_config_init(rudp_config *cfg);
@@ -145,9 +199,13 @@ RUDP_API int rudp_host_create(const rudp_config *cfg, rudp_host **out);
  * NULL is a no-op. */
 RUDP_API void rudp_host_destroy(rudp_host *host);
 
-/** The host's socket descriptor, for the application's own poll/epoll
- * loop: when it is readable, call rudp_service() with timeout 0. Timers
- * still need a service call by rudp_host_next_timeout_ms(). */
+/** A descriptor for the application's own poll/epoll loop: when it is
+ * readable, call rudp_service() with timeout 0. Timers still need a service
+ * call by rudp_host_next_timeout_ms(). With the mmsg backend it is the UDP
+ * socket; with io_uring it is the ring's fd, readable when completions
+ * (received datagrams) wait. With io_uring a wait on it may end early with
+ * EINTR when a datagram arrives (the kernel runs the ring's work): retry
+ * or call rudp_service(). Do not read from or write to it. */
 RUDP_API int rudp_host_fd(const rudp_host *host);
 
 /** Milliseconds until the host's earliest timer (0 when work is due now,
@@ -176,7 +234,9 @@ RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out)
  * until rudp_service() or rudp_flush(). The first byte must not be a RakNet
  * control id (0x00, 0x03, 0x09, 0x10, 0x13, 0x15): RUDP_E_RESERVED_ID.
  * Returns 0, RUDP_E_INVALID, RUDP_E_NOT_CONNECTED, RUDP_E_TOO_LARGE,
- * RUDP_E_QUEUE_FULL (nothing queued), RUDP_E_RESERVED_ID or RUDP_E_NOMEM. */
+ * RUDP_E_QUEUE_FULL (nothing queued), RUDP_E_RESERVED_ID or RUDP_E_NOMEM;
+ * with a send policy on the peer also RUDP_E_WOULD_BLOCK (nothing queued;
+ * see "Send policy" below), and the message gets RUDP_PRIORITY_MEDIUM. */
 RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
 
 /** Sends now what is queued on every peer of the host, without reading or
@@ -188,6 +248,7 @@ enum rudp_event_type {
 	RUDP_EVENT_CONNECT = 1, /**< handshake finished (either role) */
 	RUDP_EVENT_RECEIVE = 2, /**< a message arrived: data, len, reliability, channel */
 	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
+	RUDP_EVENT_WRITABLE = 4, /**< send policy: a refused peer may send again (queue below budget) */
 };
 
 /** Why a peer disconnected. */
@@ -291,6 +352,202 @@ typedef struct rudp_pong {
  * Returns 0 and fills *out, RUDP_E_ADDRESS, or RUDP_E_NOT_CONNECTED when no
  * pong came in time. */
 RUDP_API int rudp_ping(rudp_host *host, const char *address, int timeout_ms, rudp_pong *out);
+
+/* ------------------------------------------------------------------ */
+/* Batch API                                                           */
+/* ------------------------------------------------------------------ */
+
+/** Defined when rudp_send_batch() and rudp_recv_batch() exist. */
+#define RUDP_HAVE_BATCH_API 1
+
+/** One message for rudp_send_batch(). */
+typedef struct rudp_message {
+	const void *data;
+	size_t len;
+	uint8_t reliability; /**< an rudp_reliability */
+	uint8_t channel; /**< 0..31, for ordered and sequenced messages */
+} rudp_message;
+
+/** Queues msgs[0..n-1] to peer in order, exactly as n rudp_send() calls
+ * would, then flushes the host's queued output into datagrams once (a
+ * batch of small messages is coalesced as tightly as the MTU allows). The
+ * datagrams go to the kernel with the next rudp_service(), rudp_recv_batch()
+ * or rudp_flush() on the host, in the same system call as everything else
+ * that call sends (or earlier, once io_batch datagrams wait); call
+ * rudp_flush() to send at once.
+ *
+ * Partial acceptance: queueing stops at the first message that cannot be
+ * queued. The return value is how many messages were queued (0..n), always
+ * a prefix of msgs; that message and the ones after it are not queued at
+ * all (never half of a split message). *first_error (may be NULL) gets 0
+ * when all n were queued, else the rudp_send() error of msgs[return value]
+ * (RUDP_E_QUEUE_FULL: service the host and retry the rest;
+ * RUDP_E_NOT_CONNECTED, RUDP_E_TOO_LARGE, RUDP_E_RESERVED_ID, RUDP_E_INVALID
+ * for that message's reliability or channel, RUDP_E_NOMEM). The queued
+ * prefix is flushed in every case. Returns RUDP_E_INVALID, queueing
+ * nothing, when peer is NULL, msgs is NULL with n > 0, or n > INT32_MAX. */
+RUDP_API int rudp_send_batch(rudp_peer *peer, const rudp_message *msgs, size_t n, int *first_error);
+
+/** Like rudp_service() (reads, timers, sends, waits up to timeout_ms when
+ * nothing is queued), but hands out messages in pure batches: it returns
+ * up to max RUDP_EVENT_RECEIVE events in arrival order and stops before
+ * the first event of another kind. When such an event (CONNECT or
+ * DISCONNECT) is first in the queue it is returned alone (the result is 1
+ * and events[0].type says which), so no event is skipped or reordered and
+ * the two calls can be mixed freely. Returns the count, 0 when nothing
+ * arrived in time, or RUDP_E_INVALID / RUDP_E_SYSTEM. Lifetimes are those
+ * of rudp_service(): data stays valid until the next rudp_service() or
+ * rudp_recv_batch() on this host.
+ *
+ * The server pattern, "drain a batch, echo a batch":
+ * @code
+ * rudp_event in[64];
+ * rudp_message out[64];
+ * int n = rudp_recv_batch(host, in, 64, 10);
+ * if (n == 1 && in[0].type != RUDP_EVENT_RECEIVE) {
+ *         handle_connect_or_disconnect(&in[0]);
+ * } else {
+ *         for (int i = 0; i < n;) {        // one rudp_send_batch per run of one peer
+ *                 int k = 0;
+ *                 rudp_peer *p = in[i].peer;
+ *                 for (; i < n && in[i].peer == p; i++, k++)
+ *                         out[k] = (rudp_message){in[i].data, in[i].len, in[i].reliability, in[i].channel};
+ *                 int err, q = rudp_send_batch(p, out, (size_t)k, &err);
+ *                 if (q < k) { ... out[q..k-1] not queued because of err ... }
+ *         }
+ * }
+ * @endcode
+ * Messages are copied by rudp_send_batch(), so echoing straight from the
+ * received events is safe. */
+RUDP_API int rudp_recv_batch(rudp_host *host, rudp_event *events, int max, int timeout_ms);
+
+/* ------------------------------------------------------------------ */
+/* Send policy                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An optional scheduler between rudp_send() and the wire (meson option
+ * send_policy; RUDP_HAVE_SEND_POLICY in rudp_version.h says whether this
+ * library has it). It is off until a peer asks for it: with
+ * rudp_peer_set_send_options(), or rudp_host_set_send_options() for peers
+ * created afterwards. Then, for that peer:
+ *
+ * - Backpressure: while the reliable queue (reliable bytes waiting to be
+ *   sent for the first time) is at or above reliable_soft_budget, sending a
+ *   reliable message returns RUDP_E_WOULD_BLOCK and queues nothing. Once the
+ *   queue is below the budget again the host returns one
+ *   RUDP_EVENT_WRITABLE for the peer; the next send then succeeds (the
+ *   budget is soft: a queue below it accepts one more message of any size).
+ * - Unreliable messages wait in a reserve of unreliable_reserve bytes; a
+ *   new one beyond it evicts the oldest (any priority), counted in
+ *   rudp_send_stats.dropped[RUDP_DROP_UNRELIABLE_RESERVE], never silently.
+ * - Priorities (rudp_send_ex()): what enters the reliable window, and the
+ *   order of unreliable messages, is chosen highest priority first; a class
+ *   passed over starvation_limit times goes next, so the oldest message of
+ *   any class waits at most starvation_limit + 3 picks. Ordered channels
+ *   keep send order whatever the priorities: give different priorities
+ *   different channels. RUDP_PRIORITY_IMMEDIATE also flushes the host at
+ *   once instead of waiting for the next rudp_service() / rudp_flush().
+ * - max_in_flight_bytes bounds encoded bytes sent and not yet released by
+ *   ACKs (queueing in the network); flush_budget bounds the datagram bytes
+ *   one peer puts out in one flush, so one busy peer cannot starve the
+ *   others of the same host.
+ *
+ * Without the module (-Dsend_policy=false) the setters and the stats getter
+ * return RUDP_E_UNSUPPORTED, rudp_send_ex() ignores the priority (except
+ * that IMMEDIATE still flushes at once) and RUDP_HAVE_SEND_POLICY_API is
+ * not defined. docs/policy.md explains tuning, with measurements.
+ */
+
+#if RUDP_HAVE_SEND_POLICY
+/** Defined (to 1) when the send-policy functions below work in this build. */
+#define RUDP_HAVE_SEND_POLICY_API 1
+#endif
+
+/** Message priorities, as RakNet's. */
+enum rudp_priority {
+	RUDP_PRIORITY_IMMEDIATE = 0, /**< first, and flushed before rudp_send_ex() returns */
+	RUDP_PRIORITY_HIGH = 1,
+	RUDP_PRIORITY_MEDIUM = 2, /**< what rudp_send() uses */
+	RUDP_PRIORITY_LOW = 3,
+};
+/** Number of priorities. */
+#define RUDP_PRIORITIES 4
+
+/** Send-policy limits of a peer. Always start with rudp_send_options_init(). */
+typedef struct rudp_send_options {
+	/** Encoded bytes (frame headers included) in the reliable window:
+	 * sent and not yet released by ACKs. A reliable message enters the
+	 * window only if it fits under the cap, or when the window is empty
+	 * (so a cap below one message never stalls). >= 1, default 64 MiB. */
+	uint32_t max_in_flight_bytes;
+	/** Reliable bytes waiting to be sent for the first time at or above
+	 * which sends of reliable messages return RUDP_E_WOULD_BLOCK.
+	 * >= 1, default 256 KiB. */
+	uint32_t reliable_soft_budget;
+	/** Unreliable bytes held waiting; beyond it the oldest are dropped.
+	 * >= 8192, default 64 KiB. */
+	uint32_t unreliable_reserve;
+	/** Datagram bytes (ACKs excepted) the peer may put out in one flush;
+	 * at least one datagram always goes. >= 1, default 256 KiB. */
+	uint32_t flush_budget;
+	/** Picks a waiting priority class may be passed over before it goes
+	 * next. 1..65535, default 16. */
+	uint32_t starvation_limit;
+} rudp_send_options;
+
+/** Fills opts with the defaults documented on each field. */
+RUDP_API void rudp_send_options_init(rudp_send_options *opts);
+
+/** Turns the send policy on for peer with opts (copied), or changes its
+ * limits; opts NULL turns it off (messages it holds move to the plain
+ * queue, in priority order; nothing is lost). Works in any peer state; a
+ * peer still connecting gets it when its connection starts. Returns 0,
+ * RUDP_E_INVALID (NULL peer, a field out of range), RUDP_E_NOMEM, or
+ * RUDP_E_UNSUPPORTED when the module is not built. */
+RUDP_API int rudp_peer_set_send_options(rudp_peer *peer, const rudp_send_options *opts);
+
+/** Sets the send policy given to peers the host creates from now on
+ * (outgoing and incoming); NULL: none (the default). Peers that exist keep
+ * theirs. Returns 0, RUDP_E_INVALID or RUDP_E_UNSUPPORTED. */
+RUDP_API int rudp_host_set_send_options(rudp_host *host, const rudp_send_options *opts);
+
+/** rudp_send() with a priority (an rudp_priority). Same errors, plus
+ * RUDP_E_INVALID for a priority out of range. */
+RUDP_API int rudp_send_ex(rudp_peer *peer, const void *data, size_t len, int reliability, int channel,
+			  int priority);
+
+/** Why the send policy dropped a message. */
+enum rudp_drop_reason {
+	RUDP_DROP_UNRELIABLE_RESERVE = 0, /**< unreliable, evicted (oldest first) beyond the reserve */
+	RUDP_DROP_CLOSED = 1, /**< still held by the policy when the connection closed */
+};
+/** Number of drop reasons. */
+#define RUDP_DROP_REASONS 2
+
+/** Send-policy statistics of a peer. Byte gauges are current values. */
+typedef struct rudp_send_stats {
+	int enabled; /**< 1 when the peer has a send policy */
+	/** Bytes held by the policy per priority, not yet in the window. */
+	uint64_t reliable_queued_bytes[RUDP_PRIORITIES];
+	uint64_t unreliable_queued_bytes[RUDP_PRIORITIES];
+	/** What the soft budget counts: reliable bytes not yet sent once
+	 * (held by the policy, plus encoded frames queued in the window). */
+	uint64_t reliable_queue_bytes;
+	uint64_t unreliable_queue_bytes; /**< what the reserve counts */
+	uint64_t in_flight_bytes; /**< encoded, sent and not yet released by ACKs */
+	uint64_t dropped[RUDP_DROP_REASONS]; /**< messages, per rudp_drop_reason */
+	uint64_t sends_refused; /**< RUDP_E_WOULD_BLOCK returned */
+	uint64_t writable_events; /**< RUDP_EVENT_WRITABLE produced */
+	uint64_t flushes_budget_limited; /**< flushes stopped by flush_budget */
+	/** Highest values the gauges above reached (in_flight: at flush ends). */
+	uint64_t peak_reliable_queue_bytes, peak_unreliable_queue_bytes, peak_in_flight_bytes;
+} rudp_send_stats;
+
+/** Fills *out (all zero, enabled 0, for a peer without a policy; the last
+ * values while its DISCONNECT event is handled). Returns 0,
+ * RUDP_E_INVALID or RUDP_E_UNSUPPORTED. */
+RUDP_API int rudp_peer_send_stats_get(const rudp_peer *peer, rudp_send_stats *out);
 
 #ifdef __cplusplus
 }

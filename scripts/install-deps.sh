@@ -5,9 +5,15 @@ set -euo pipefail
 
 packages=(gcc pkg-config meson ninja-build liburing-dev libcmocka-dev libxxhash-dev
 	nftables iproute2 python3)
+# rudp-bench baselines: ENet, quic-go (built offline with Debian's Go) and charts.
+packages+=(libenet-dev golang-go golang-github-lucas-clemente-quic-go-dev gnuplot-nox)
 # clang and its runtime are used by the sanitizer and fuzz builds.
 if [ "${RUDP_WITH_CLANG:-0}" = 1 ]; then
 	packages+=(clang libclang-rt-14-dev)
+fi
+# valgrind runs the memcheck pass (scripts/test.sh --valgrind).
+if [ "${RUDP_WITH_VALGRIND:-0}" = 1 ]; then
+	packages+=(valgrind)
 fi
 
 missing=()

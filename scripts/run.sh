@@ -21,3 +21,9 @@ echo "== 1,000 x 100 KiB reliable-ordered (split), window 16, loopback"
 kill -TERM $server
 wait $server || true
 trap - EXIT
+
+# The quick rudp-bench comparison (a few rows, one round, about two minutes):
+# every transport on the same verified echo workloads, each run in a fresh
+# network namespace when we are root.
+echo "== rudp-bench quick comparison"
+"$dir/bench/rudp-bench" --out bench-results

@@ -521,7 +521,11 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 		/* The peer waits for the ACK of its 0x15 before it closes: send it
 		 * now, there is no later flush on a closed conn. */
 		ackq_emit(c, &c->acks, false, now_us, &blocked);
-		conn_close(c, RUDP_CONN_CLOSE_REMOTE);
+		/* While our own close is under way the peer's 0x15 is its answer
+		 * to ours (jsp-raknet sends it instead of acknowledging ours): our
+		 * close is what finished. */
+		conn_close(c, c->state == RUDP_CONN_STATE_DISCONNECTING ? RUDP_CONN_CLOSE_LOCAL
+									: RUDP_CONN_CLOSE_REMOTE);
 	}
 	return 0;
 }

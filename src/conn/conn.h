@@ -90,6 +90,10 @@ struct rudp_conn_callbacks {
 	void (*connected)(void *ud);
 	/* The connection is closed (state CLOSED); called once. */
 	void (*closed)(void *ud, enum rudp_conn_close_reason reason);
+	/* Send policy only (may be NULL): a send was refused with
+	 * RUDP_CONN_E_WOULD_BLOCK and the reliable queue has drained below its
+	 * soft budget since; called once per refusal episode, from flush. */
+	void (*writable)(void *ud);
 };
 
 struct rudp_conn_stats {
@@ -148,7 +152,24 @@ enum {
 	RUDP_CONN_E_TOO_LARGE = -103,
 	RUDP_CONN_E_QUEUE_FULL = -104,
 	RUDP_CONN_E_NOMEM = -105,
+	RUDP_CONN_E_WOULD_BLOCK = -106, /* send policy: reliable queue over its soft budget */
 };
+
+/* Message priorities (RakNet's), used only while a send policy is attached
+ * (src/policy/policy.h); without one every message is plain FIFO. */
+enum rudp_conn_priority {
+	RUDP_CONN_PRIO_IMMEDIATE = 0,
+	RUDP_CONN_PRIO_HIGH = 1,
+	RUDP_CONN_PRIO_MEDIUM = 2,
+	RUDP_CONN_PRIO_LOW = 3,
+	RUDP_CONN_PRIORITIES = 4,
+};
+
+/* rudp_conn_send with a priority (rudp_conn_send uses MEDIUM). With a send
+ * policy attached it may also return RUDP_CONN_E_WOULD_BLOCK (nothing
+ * queued); priority >= RUDP_CONN_PRIORITIES is RUDP_CONN_E_ARG. */
+int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		      uint8_t channel, uint8_t priority, uint64_t now_us);
 
 /* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
  * retransmissions (NACKed, or RTO expired, with backoff), new frames within

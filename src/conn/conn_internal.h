@@ -16,6 +16,7 @@
 #define RUDP_CONN_INTERNAL_H
 
 #include "conn/conn.h"
+#include "rudp_version.h"
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
 #define CONN_DGRAM_HISTORY 1024u
@@ -63,6 +64,7 @@ struct sendq_frame {
 	uint8_t state; /* enum sendq_frame_state */
 	uint8_t transmissions; /* saturates at 255 */
 	uint8_t backoff; /* RTO doublings so far */
+	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
 	bool split;
 };
 
@@ -84,6 +86,7 @@ struct sendq {
 	uint64_t bytes_head;
 	uint64_t bytes_tail;
 	uint64_t body_bytes; /* sum of body_len of the frames held */
+	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
 };
 
 void sendq_init(struct sendq *q);
@@ -284,6 +287,14 @@ struct rudp_conn {
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
+	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
+
+	/* Optional send policy (src/policy, borrowed: its owner frees it after
+	 * the conn). NULL: the plain FIFO with the window. The per-flush budget
+	 * is copied here so flush.c needs no policy internals; it only applies
+	 * while policy is set. */
+	struct send_policy *policy;
+	uint64_t policy_flush_budget; /* datagram bytes one rudp_conn_flush may emit */
 
 	/* acknowledgements */
 	struct ackq acks;
@@ -330,6 +341,25 @@ void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason);
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget);
+
+/* sendq.c, for the send policy: a message's order and sequenced indexes,
+ * taken when the application sends it (so ordered delivery follows send
+ * order whatever the priorities), used when the policy moves it into the
+ * engine's queue later. */
+struct conn_msg_indexes {
+	uint32_t order_index;
+	uint32_t sequenced_index;
+};
+/* The reliability a message of len bytes travels with (split unreliable
+ * messages travel reliably). */
+uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability);
+/* RUDP_CONN_E_TOO_LARGE when len exceeds max_message_size or max_split_count. */
+int conn_check_size(const struct rudp_conn *c, size_t len);
+void conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel,
+		       struct conn_msg_indexes *ix);
+/* Queues frames with indexes taken earlier; no budget checks. */
+int conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		       uint8_t channel, const struct conn_msg_indexes *ix);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);

@@ -13,10 +13,22 @@
  * A datagram's frames are only marked sent once the owner has taken the
  * datagram, so a refusal from send_datagram loses nothing: the same frames
  * are picked again at the next flush.
+ *
+ * With a send policy attached (src/policy) three things change: the policy
+ * first moves its staged messages into the queues by priority (only as many
+ * as the window and its encoded in-flight cap admit, so no frame waits in
+ * the queue for the cap: the conn never claims work it cannot do),
+ * unreliable frames go before new reliable ones (they are worthless late;
+ * the unreliable reserve keeps them from taking a whole flush), and
+ * everything stops at the per-flush byte budget. Without a policy, each of
+ * these costs one test of a NULL pointer or a compare against UINT64_MAX.
  */
 #include <string.h>
 
 #include "conn/conn_internal.h"
+#if RUDP_HAVE_SEND_POLICY
+#include "policy/policy.h"
+#endif
 
 enum flush_kind {
 	FLUSH_NEW,
@@ -34,8 +46,11 @@ struct dgram_builder {
 	uint32_t nframes;
 	uint32_t new_frames; /* FLUSH_NEW refs: rel[rel_sent .. rel_sent + new_frames) */
 	uint32_t unrel_frames; /* FLUSH_UNREL refs: unrel[0 .. unrel_frames) */
+	uint64_t new_wire; /* encoded bytes of the FLUSH_NEW frames in this datagram */
+	uint64_t budget; /* datagram bytes this flush may still emit (UINT64_MAX: no policy) */
 	int emitted;
 	bool blocked;
+	bool budget_spent;
 };
 
 static void builder_reset(struct dgram_builder *b)
@@ -44,6 +59,7 @@ static void builder_reset(struct dgram_builder *b)
 	b->nframes = 0;
 	b->new_frames = 0;
 	b->unrel_frames = 0;
+	b->new_wire = 0;
 }
 
 static void frame_to_wire(const struct sendq *q, const struct sendq_frame *f, struct rudp_wire_frame *wf)
@@ -108,6 +124,9 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 		}
 	}
 	c->rel_sent += b->new_frames;
+	c->rel_unsent_wire -= b->new_wire;
+	if (b->budget != UINT64_MAX)
+		b->budget = b->len < b->budget ? b->budget - b->len : 0;
 	for (uint32_t i = 0; i < b->unrel_frames; i++)
 		sendq_pop_front(&c->unrel);
 	c->next_dgram_seq = rudp_u24_add(c->next_dgram_seq, 1);
@@ -160,6 +179,15 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		if (!builder_emit(c, b, now_us))
 			return false;
 	}
+	/* Per-flush budget (policy only): stop before the frame that would take
+	 * this flush past it, but always let one datagram out so a budget
+	 * smaller than a datagram still makes progress. */
+	if (b->len + need > b->budget && (b->nframes > 0 || b->emitted > 0)) {
+		if (!builder_emit(c, b, now_us))
+			return false;
+		b->budget_spent = true;
+		return false;
+	}
 	n = rudp_wire_encode_frame(c->dgram_buf + b->len, c->payload_max - b->len, &wf);
 	if (n < 0) {
 		/* Frames are sized to fit an empty datagram; this would be our bug.
@@ -171,9 +199,10 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 	c->flush_refs[b->nframes].kind = (uint8_t)kind;
 	c->flush_refs[b->nframes].index = index;
 	b->nframes++;
-	if (kind == FLUSH_NEW)
+	if (kind == FLUSH_NEW) {
 		b->new_frames++;
-	else if (kind == FLUSH_UNREL)
+		b->new_wire += need;
+	} else if (kind == FLUSH_UNREL)
 		b->unrel_frames++;
 	return true;
 }
@@ -218,11 +247,37 @@ uint64_t flush_probe_deadline(const struct rudp_conn *c)
 	return f->last_send_us + pto;
 }
 
+/* New reliable frames while the window allows. False when the datagram
+ * builder stopped. */
+static bool add_new_reliable(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
+{
+	while (c->rel_sent + b->new_frames < c->rel.frames_count &&
+	       c->rel_sent + b->new_frames < c->cfg.window_frames) {
+		if (!builder_add(c, b, FLUSH_NEW, 0, now_us))
+			return false;
+	}
+	return true;
+}
+
+static bool add_unreliable(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
+{
+	while (b->unrel_frames < c->unrel.frames_count) {
+		if (!builder_add(c, b, FLUSH_UNREL, 0, now_us))
+			return false;
+	}
+	return true;
+}
+
 int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 {
 	struct dgram_builder b = {0};
 
 	builder_reset(&b);
+	b.budget = c->policy ? c->policy_flush_budget : UINT64_MAX;
+#if RUDP_HAVE_SEND_POLICY
+	if (c->policy)
+		policy_feed(c);
+#endif
 	if (flush_probe_deadline(c) <= now_us) {
 		newest_in_flight(c)->state = FRAME_NACKED;
 		c->probes_without_ack++;
@@ -240,19 +295,21 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 		if (!builder_add(c, &b, kind, i, now_us))
 			goto out;
 	}
-	while (c->rel_sent + b.new_frames < c->rel.frames_count &&
-	       c->rel_sent + b.new_frames < c->cfg.window_frames) {
-		if (!builder_add(c, &b, FLUSH_NEW, 0, now_us))
+	if (c->policy) {
+		if (!add_unreliable(c, &b, now_us) || !add_new_reliable(c, &b, now_us))
 			goto out;
-	}
-	while (b.unrel_frames < c->unrel.frames_count) {
-		if (!builder_add(c, &b, FLUSH_UNREL, 0, now_us))
+	} else {
+		if (!add_new_reliable(c, &b, now_us) || !add_unreliable(c, &b, now_us))
 			goto out;
 	}
 	builder_emit(c, &b, now_us);
 out:
 	if (b.blocked)
 		*blocked = true;
+#if RUDP_HAVE_SEND_POLICY
+	if (c->policy)
+		policy_after_flush(c, b.budget_spent);
+#endif
 	return b.emitted;
 }
 

@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "conn/conn_internal.h"
+#if RUDP_HAVE_SEND_POLICY
+#include "policy/policy.h"
+#endif
 
 #define SENDQ_MIN_FRAMES 64u
 #define SENDQ_MIN_BYTES 4096u
@@ -124,6 +127,7 @@ struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, 
 	f->body_len = len;
 	q->frames_count++;
 	q->body_bytes += len;
+	q->wire_bytes += (uint64_t)len + f->hdr_len;
 	return f;
 }
 
@@ -132,6 +136,7 @@ void sendq_pop_front(struct sendq *q)
 	struct sendq_frame *f = sendq_at(q, 0);
 
 	q->body_bytes -= f->body_len;
+	q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
 	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
 	q->frames_count--;
 	if (q->frames_count == 0) {
@@ -153,16 +158,11 @@ static uint8_t plain_reliability(uint8_t r)
 	}
 }
 
-int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		       uint8_t channel, bool enforce_budget)
+uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
 {
 	uint8_t rel = plain_reliability(reliability);
-	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
-	struct sendq_frame tmpl;
-	struct sendq *q;
-	int rc;
 
-	if (nfrags > 1) {
+	if (len > c->frag_body_max) {
 		/* A lost fragment would lose the whole message; RakNet sends split
 		 * unreliable messages reliably for the same reason. */
 		if (rel == RUDP_WIRE_UNRELIABLE)
@@ -170,16 +170,48 @@ int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uin
 		else if (rel == RUDP_WIRE_UNRELIABLE_SEQUENCED)
 			rel = RUDP_WIRE_RELIABLE_SEQUENCED;
 	}
-	if (enforce_budget) {
-		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
-		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+	return rel;
+}
 
-		if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
-			return RUDP_CONN_E_TOO_LARGE;
-		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
-			return RUDP_CONN_E_QUEUE_FULL;
+int conn_check_size(const struct rudp_conn *c, size_t len)
+{
+	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+
+	if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
+		return RUDP_CONN_E_TOO_LARGE;
+	return 0;
+}
+
+void conn_take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, struct conn_msg_indexes *ix)
+{
+	ix->order_index = 0;
+	ix->sequenced_index = 0;
+	if (!rudp_wire_is_ordered_or_sequenced(rel))
+		return;
+	if (rudp_wire_is_sequenced(rel)) {
+		/* A sequenced message carries the channel's current order index
+		 * (the next ordered message's), as RakNet does, so the receiver can
+		 * tell it is not older than the ordered stream. */
+		ix->sequenced_index = c->sequenced_write[channel];
+		c->sequenced_write[channel] = rudp_u24_add(c->sequenced_write[channel], 1);
+		ix->order_index = c->order_write[channel];
+	} else {
+		ix->order_index = c->order_write[channel];
+		c->order_write[channel] = rudp_u24_add(c->order_write[channel], 1);
 	}
+}
+
+/* rel is already effective (see conn_effective_reliability). */
+static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
+			const struct conn_msg_indexes *ix_or_null)
+{
+	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+	struct conn_msg_indexes ix;
+	struct rudp_wire_frame wf;
+	struct sendq_frame tmpl;
+	struct sendq *q;
+	int rc;
+
 	/* Reliable indexes must stay well inside half the 24-bit space from the
 	 * oldest unacked one, or the peer could not tell new from old. */
 	if ((uint64_t)c->rel.frames_count + nfrags >= (1u << 22))
@@ -190,28 +222,28 @@ int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uin
 	if (rc < 0)
 		return rc;
 
+	if (ix_or_null)
+		ix = *ix_or_null;
+	else
+		conn_take_indexes(c, rel, channel, &ix);
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.reliability = rel;
 	tmpl.state = FRAME_QUEUED;
 	if (rudp_wire_is_ordered_or_sequenced(rel)) {
 		tmpl.channel = channel;
-		if (rudp_wire_is_sequenced(rel)) {
-			/* A sequenced message carries the channel's current order index
-			 * (the next ordered message's), as RakNet does, so the receiver can
-			 * tell it is not older than the ordered stream. */
-			tmpl.sequenced_index = c->sequenced_write[channel];
-			c->sequenced_write[channel] = rudp_u24_add(c->sequenced_write[channel], 1);
-			tmpl.order_index = c->order_write[channel];
-		} else {
-			tmpl.order_index = c->order_write[channel];
-			c->order_write[channel] = rudp_u24_add(c->order_write[channel], 1);
-		}
+		tmpl.order_index = ix.order_index;
+		tmpl.sequenced_index = ix.sequenced_index;
 	}
 	if (nfrags > 1) {
 		tmpl.split = true;
 		tmpl.split_count = (uint32_t)nfrags;
 		tmpl.split_id = c->next_split_id++;
 	}
+	/* Every fragment of a message has the same header layout. */
+	memset(&wf, 0, sizeof(wf));
+	wf.reliability = rel;
+	wf.split = tmpl.split;
+	tmpl.hdr_len = (uint8_t)rudp_wire_frame_header_len(&wf);
 	for (size_t i = 0; i < nfrags; i++) {
 		size_t off = i * c->frag_body_max;
 		size_t part = len - off < c->frag_body_max ? len - off : c->frag_body_max;
@@ -223,11 +255,46 @@ int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uin
 		}
 		sendq_push(q, &tmpl, data + off, (uint16_t)part);
 	}
+	if (q == &c->rel)
+		c->rel_unsent_wire += (uint64_t)len + (uint64_t)nfrags * tmpl.hdr_len;
 	return 0;
 }
 
-int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint64_t now_us)
+int conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		       uint8_t channel, const struct conn_msg_indexes *ix)
+{
+	return queue_frames(c, data, len, conn_effective_reliability(c, len, reliability), channel, ix);
+}
+
+int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		       uint8_t channel, bool enforce_budget)
+{
+	uint8_t rel = conn_effective_reliability(c, len, reliability);
+
+	if (enforce_budget) {
+		size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
+		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
+		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+		int rc = conn_check_size(c, len);
+
+		if (rc < 0)
+			return rc;
+		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
+			return RUDP_CONN_E_QUEUE_FULL;
+	}
+#if RUDP_HAVE_SEND_POLICY
+	/* A reliable control message once connected is the 0x15 of a graceful
+	 * disconnect: it must go behind everything the application sent,
+	 * including what the policy still holds. */
+	if (c->policy && !enforce_budget && rudp_wire_is_reliable(rel))
+		policy_drain_all(c);
+#endif
+	return queue_frames(c, data, len, rel, channel, NULL);
+}
+
+int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		      uint8_t channel, uint8_t priority, uint64_t now_us)
 {
 	uint8_t rel;
 	int rc;
@@ -236,7 +303,8 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 		c->now_us = now_us;
 	if (c->state != RUDP_CONN_STATE_CONNECTED)
 		return RUDP_CONN_E_STATE;
-	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT)
+	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT ||
+	    priority >= RUDP_CONN_PRIORITIES)
 		return RUDP_CONN_E_ARG;
 	rel = plain_reliability(reliability);
 	if (rudp_wire_is_ordered_or_sequenced(rel) && channel >= CONN_CHANNELS)
@@ -244,9 +312,21 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 	/* The peer's conn would consume such a message as a control message. */
 	if (rudp_wire_is_control_id(data[0]))
 		return RUDP_CONN_E_ARG;
-	rc = conn_queue_message(c, data, len, rel, rudp_wire_is_ordered_or_sequenced(rel) ? channel : 0,
-				true);
+	if (!rudp_wire_is_ordered_or_sequenced(rel))
+		channel = 0;
+#if RUDP_HAVE_SEND_POLICY
+	if (c->policy)
+		rc = policy_stage(c, data, len, rel, channel, priority);
+	else
+#endif
+		rc = conn_queue_message(c, data, len, rel, channel, true);
 	if (rc == 0)
 		c->stats.messages_sent++;
 	return rc;
+}
+
+int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
+		   uint64_t now_us)
+{
+	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
 }

@@ -3,6 +3,9 @@
 #include <string.h>
 
 #include "host_internal.h"
+#if RUDP_HAVE_SEND_POLICY
+#include "policy/policy.h"
+#endif
 
 void rudp_config_init(rudp_config *c)
 {
@@ -35,6 +38,10 @@ void rudp_config_init(rudp_config *c)
 	c->io_batch = 64;
 	c->max_pending_events = 65536;
 	c->log_level_max = 3;
+	c->max_pending_handshakes = 256;
+	c->max_pending_per_address = 8;
+	c->handshake_timeout_ms = 3000;
+	c->offline_rate_per_address = 64;
 }
 
 const char *rudp_strerror(int e)
@@ -51,6 +58,7 @@ const char *rudp_strerror(int e)
 	case RUDP_E_QUEUE_FULL: return "send queue full; service the host and retry";
 	case RUDP_E_UNSUPPORTED: return "not supported by this build or system";
 	case RUDP_E_RESERVED_ID: return "message is empty or begins with a RakNet control id";
+	case RUDP_E_WOULD_BLOCK: return "send queue over its soft budget; wait for RUDP_EVENT_WRITABLE";
 	default: return "unknown error";
 	}
 }
@@ -148,3 +156,168 @@ void *rudp_peer_get_userdata(const rudp_peer *p)
 {
 	return p ? p->userdata : NULL;
 }
+
+/* ---- send policy glue (the policy itself is src/policy) ---- */
+
+void rudp_send_options_init(rudp_send_options *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	/* The same values as rudp_policy_config_init(), which explains them;
+	 * kept here too so the defaults can be read without the module. */
+	o->max_in_flight_bytes = 64u << 20;
+	o->reliable_soft_budget = 256u << 10;
+	o->unreliable_reserve = 64u << 10;
+	o->flush_budget = 256u << 10;
+	o->starvation_limit = 16;
+}
+
+#if RUDP_HAVE_SEND_POLICY
+static void to_policy_config(const rudp_send_options *o, struct rudp_policy_config *c)
+{
+	rudp_policy_config_init(c);
+	c->max_in_flight_bytes = o->max_in_flight_bytes;
+	c->reliable_soft_budget = o->reliable_soft_budget;
+	c->unreliable_reserve = o->unreliable_reserve;
+	c->flush_budget = o->flush_budget;
+	c->starvation_limit = o->starvation_limit;
+}
+
+static bool send_options_valid(const rudp_send_options *o)
+{
+	struct rudp_policy_config c;
+
+	to_policy_config(o, &c);
+	return rudp_policy_config_check(&c) == 0;
+}
+
+int host_peer_policy_attach(struct rudp_peer *p)
+{
+	struct rudp_policy_config c;
+
+	if (!p->has_send_opts || !p->conn)
+		return 0;
+	to_policy_config(&p->send_opts, &c);
+	if (p->policy)
+		rudp_policy_reconfigure(p->policy, &c);
+	else
+		p->policy = rudp_policy_create(&c);
+	if (!p->policy)
+		return RUDP_E_NOMEM;
+	return rudp_conn_set_policy(p->conn, p->policy) == 0 ? 0 : RUDP_E_NOMEM;
+}
+
+void host_peer_policy_closing(struct rudp_peer *p)
+{
+	if (p->policy && p->conn)
+		rudp_policy_conn_closing(p->conn);
+}
+
+void host_peer_policy_free(struct rudp_peer *p)
+{
+	/* The conn is gone already (host_peer_policy_closing came first). */
+	rudp_policy_destroy(p->policy);
+	p->policy = NULL;
+}
+
+int rudp_peer_set_send_options(rudp_peer *p, const rudp_send_options *o)
+{
+	if (!p || (o && !send_options_valid(o)))
+		return RUDP_E_INVALID;
+	if (p->stage == PEER_DEAD)
+		return RUDP_E_NOT_CONNECTED;
+	if (!o) {
+		p->has_send_opts = false;
+		if (p->policy && p->conn) {
+			if (rudp_conn_set_policy(p->conn, NULL) < 0)
+				return RUDP_E_NOMEM;
+			/* What the policy held is in the plain queue now. */
+			host_mark_dirty(p->host, p);
+		}
+		rudp_policy_destroy(p->policy);
+		p->policy = NULL;
+		return 0;
+	}
+	p->send_opts = *o;
+	p->has_send_opts = true;
+	return host_peer_policy_attach(p);
+}
+
+int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
+{
+	if (!h || (o && !send_options_valid(o)))
+		return RUDP_E_INVALID;
+	h->has_send_opts = o != NULL;
+	if (o)
+		h->send_opts = *o;
+	return 0;
+}
+
+int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
+{
+	struct rudp_policy_stats s;
+
+	if (!p || !out)
+		return RUDP_E_INVALID;
+	memset(out, 0, sizeof(*out));
+	if (!p->policy)
+		return 0;
+	rudp_policy_get_stats(p->policy, &s);
+	out->enabled = 1;
+	for (int i = 0; i < RUDP_PRIORITIES; i++) {
+		out->reliable_queued_bytes[i] = s.reliable_staged_bytes[i];
+		out->unreliable_queued_bytes[i] = s.unreliable_staged_bytes[i];
+	}
+	out->reliable_queue_bytes = s.reliable_queue_bytes;
+	out->unreliable_queue_bytes = s.unreliable_queue_bytes;
+	out->in_flight_bytes = s.in_flight_bytes;
+	out->dropped[RUDP_DROP_UNRELIABLE_RESERVE] = s.dropped[RUDP_POLICY_DROP_RESERVE];
+	out->dropped[RUDP_DROP_CLOSED] = s.dropped[RUDP_POLICY_DROP_CLOSED];
+	out->sends_refused = s.sends_refused;
+	out->writable_events = s.writable_signals;
+	out->flushes_budget_limited = s.flushes_budget_limited;
+	out->peak_reliable_queue_bytes = s.peak_reliable_queue_bytes;
+	out->peak_unreliable_queue_bytes = s.peak_unreliable_queue_bytes;
+	out->peak_in_flight_bytes = s.peak_in_flight_bytes;
+	return 0;
+}
+#else
+/* Built with -Dsend_policy=false: the API exists and says so. */
+int host_peer_policy_attach(struct rudp_peer *p)
+{
+	(void)p;
+	return 0;
+}
+
+void host_peer_policy_closing(struct rudp_peer *p)
+{
+	(void)p;
+}
+
+void host_peer_policy_free(struct rudp_peer *p)
+{
+	(void)p;
+}
+
+int rudp_peer_set_send_options(rudp_peer *p, const rudp_send_options *o)
+{
+	(void)p;
+	(void)o;
+	return RUDP_E_UNSUPPORTED;
+}
+
+int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
+{
+	(void)h;
+	(void)o;
+	return RUDP_E_UNSUPPORTED;
+}
+
+int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
+{
+	(void)p;
+	(void)out;
+	return RUDP_E_UNSUPPORTED;
+}
+#endif

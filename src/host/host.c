@@ -76,6 +76,7 @@ static void cb_connected(void *ud)
 {
 	struct rudp_peer *p = ud;
 	struct pending_event e = {.type = RUDP_EVENT_CONNECT, .peer = p};
+	guard_pending_remove(&p->host->guard, p);
 	event_queue_push(&p->host->events, &e, NULL);
 }
 
@@ -96,6 +97,14 @@ static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
 	struct rudp_peer *p = ud;
 	p->closing_pending = true;
 	p->close_reason = map_close_reason(reason);
+}
+
+/* Send policy: a refused sender may send again. */
+static void cb_writable(void *ud)
+{
+	struct rudp_peer *p = ud;
+	struct pending_event e = {.type = RUDP_EVENT_WRITABLE, .peer = p};
+	event_queue_push(&p->host->events, &e, NULL);
 }
 
 /* Re-arms the peer's timer and finishes a close the conn asked for. Call
@@ -160,6 +169,8 @@ struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_stora
 	p->heap_index = NOT_IN_HEAP;
 	p->deadline_us = UINT64_MAX;
 	p->protocol = h->cfg.protocol_version;
+	p->has_send_opts = h->has_send_opts;
+	p->send_opts = h->send_opts;
 	if (!rudp_addr_for_socket(norm, h->family, &p->send_addr, &p->send_addrlen)) {
 		free(p);
 		return NULL;
@@ -176,8 +187,10 @@ struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_stora
 static void peer_free(struct rudp_host *h, struct rudp_peer *p)
 {
 	(void)h;
+	host_peer_policy_closing(p);
 	if (p->conn)
 		rudp_conn_destroy(p->conn);
+	host_peer_policy_free(p);
 	free(p);
 }
 
@@ -188,7 +201,8 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 					 .send_datagram = cb_send_datagram,
 					 .deliver = cb_deliver,
 					 .connected = cb_connected,
-					 .closed = cb_closed};
+					 .closed = cb_closed,
+					 .writable = cb_writable};
 	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid,
 					.remote_guid = (int64_t)p->remote_guid};
 	struct sockaddr_storage local;
@@ -201,10 +215,13 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 		/* The connect timeout covers the whole handshake, offline part too. */
 		uint64_t spent = h->now_us - p->handshake_started_us;
 		cc.connect_timeout_us = spent < cc.connect_timeout_us ? cc.connect_timeout_us - spent : 1;
+	} else {
+		/* An incoming handshake holds a pending slot (guard.c): keep it short. */
+		cc.connect_timeout_us = (uint64_t)h->cfg.handshake_timeout_ms * 1000;
 	}
 	p->mtu = mtu;
 	p->conn = rudp_conn_create(&cc, &cb, role, &id, h->now_us);
-	if (!p->conn) {
+	if (!p->conn || host_peer_policy_attach(p) != 0) {
 		host_peer_close(h, p, RUDP_REASON_CONNECT_FAILED);
 		return RUDP_E_NOMEM;
 	}
@@ -219,12 +236,21 @@ void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason)
 	if (p->stage == PEER_DEAD)
 		return;
 	p->stage = PEER_DEAD;
+	if (p->guard_pending) {
+		/* An incoming handshake that never finished (timed out or evicted):
+		 * the application never saw it connect, so it hears nothing now. */
+		guard_pending_remove(&h->guard, p);
+		p->silent_close = true;
+		if (reason == RUDP_REASON_CONNECT_FAILED)
+			h->guard.pending_timed_out++;
+	}
 	peer_table_remove(&h->table, p);
 	timer_heap_set(&h->timers, p, UINT64_MAX);
 	h->peer_count--;
 	if (p->conn) {
 		rudp_conn_get_stats(p->conn, &p->final_stats);
 		p->has_final_stats = true;
+		host_peer_policy_closing(p);
 		rudp_conn_destroy(p->conn);
 		p->conn = NULL;
 	}
@@ -301,9 +327,12 @@ static int receive_round(struct rudp_host *h)
 		for (int i = 0; i < n; i++)
 			on_datagram(h, &dg[i]);
 		total += n;
-		/* ACKs and replies for this batch go out before the next read. */
+		/* ACKs and replies for this batch go out before the next read,
+		 * unless reading costs no system call (io_uring): then the end of
+		 * the round sends everything with one. */
 		host_flush_dirty(h);
-		rudp_io_flush(h->io);
+		if (!h->io->recv_is_free)
+			rudp_io_flush(h->io);
 		if ((uint32_t)n < h->io->batch)
 			break;
 	}
@@ -327,8 +356,11 @@ static void run_timers(struct rudp_host *h)
 }
 
 /* One round of all due work; waits up to wait_us first when wait_us > 0
- * and nothing is pending. Returns < 0 on a socket failure. */
-static int pump(struct rudp_host *h, uint64_t wait_us)
+ * and nothing is pending. The output is flushed at the end, except with a
+ * backend whose reads are free (io_uring): there the caller's next wait or
+ * its final flush submits it, one system call for both. Returns < 0 on a
+ * socket failure. */
+static int pump_round(struct rudp_host *h, uint64_t wait_us)
 {
 	if (wait_us > 0) {
 		struct rudp_peer *top = timer_heap_top(&h->timers);
@@ -338,9 +370,10 @@ static int pump(struct rudp_host *h, uint64_t wait_us)
 				wait_us = until;
 		}
 		if (wait_us > 0) {
-			struct pollfd pfd = {.fd = h->fd, .events = POLLIN};
+			/* The backend waits: io_uring on its completion queue, and
+			 * it submits pending sends in the same system call. */
 			int ms = (int)((wait_us + 999) / 1000);
-			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			if (rudp_io_wait(h->io, ms) < 0)
 				return RUDP_E_SYSTEM;
 		}
 	}
@@ -351,17 +384,37 @@ static int pump(struct rudp_host *h, uint64_t wait_us)
 	h->now_us = rudp_now_us();
 	run_timers(h);
 	host_flush_dirty(h);
-	rudp_io_flush(h->io);
+	if (!h->io->recv_is_free)
+		rudp_io_flush(h->io);
 	return 0;
+}
+
+/* pump_round() that always leaves nothing unsent. */
+static int pump(struct rudp_host *h, uint64_t wait_us)
+{
+	int r = pump_round(h, wait_us);
+	rudp_io_flush(h->io);
+	return r;
 }
 
 int rudp_service(rudp_host *h, rudp_event *events, int max, int timeout_ms)
 {
 	if (!h || (max > 0 && !events) || max < 0)
 		return RUDP_E_INVALID;
+	int r = host_service_run(h, timeout_ms, max > 0);
+	if (r < 0)
+		return r;
+	return event_queue_pop(&h->events, events, max);
+}
+
+int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
+{
 	h->now_us = rudp_now_us();
 	host_flush_dirty(h);
-	rudp_io_flush(h->io);
+	/* With io_uring the first pump's closing flush (or its wait) submits
+	 * these together with what the read brings. */
+	if (!h->io->recv_is_free)
+		rudp_io_flush(h->io);
 	free_seen_dead(h);
 	event_queue_release(&h->events);
 
@@ -369,14 +422,16 @@ int rudp_service(rudp_host *h, rudp_event *events, int max, int timeout_ms)
 	uint64_t limit = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000;
 	uint64_t wait = 0;
 	for (;;) {
-		int r = pump(h, wait);
+		int r = pump_round(h, wait);
 		if (r < 0)
 			return r;
-		if (h->events.count > 0 || h->now_us >= limit || max == 0)
+		if (h->events.count > 0 || h->now_us >= limit || !want_events)
 			break;
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
-	return event_queue_pop(&h->events, events, max);
+	/* Nothing stays unsent when the application gets control back. */
+	rudp_io_flush(h->io);
+	return 0;
 }
 
 int rudp_flush(rudp_host *h)
@@ -453,6 +508,10 @@ static int open_socket(struct rudp_host *h)
 		if (addr.ss_family == AF_INET6)
 			setsockopt(h->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 		setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* One host per thread on one port: the kernel hashes each client
+		 * to one of the sockets, so no host ever sees another's peers. */
+		if (h->cfg.reuse_port && setsockopt(h->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+			return RUDP_E_SYSTEM;
 		if (bind_check(h->fd, &addr, alen) != 0)
 			return RUDP_E_SYSTEM;
 	}
@@ -497,6 +556,11 @@ static int validate_config(const rudp_config *c)
 	if (c->timeout_ms == 0 || c->connect_timeout_ms == 0 || c->keepalive_ms == 0)
 		return RUDP_E_INVALID;
 	if (c->io_batch == 0 || c->io_batch > 1024 || c->max_pending_events == 0)
+		return RUDP_E_INVALID;
+	if (c->max_pending_handshakes == 0 || c->max_pending_per_address == 0 ||
+	    c->handshake_timeout_ms == 0 || c->offline_rate_per_address > 1000000)
+		return RUDP_E_INVALID;
+	if (c->io_backend < RUDP_IO_AUTO || c->io_backend > RUDP_IO_URING)
 		return RUDP_E_INVALID;
 	return 0;
 }
@@ -548,7 +612,8 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	h->now_us = rudp_now_us();
 	event_queue_init(&h->events, cfg->max_pending_events);
 	if (peer_table_init(&h->table, cfg->max_peers < 1024 ? cfg->max_peers : 1024, random_u64()) != 0 ||
-	    timer_heap_init(&h->timers, 64) != 0) {
+	    timer_heap_init(&h->timers, 64) != 0 ||
+	    guard_init(&h->guard, cfg, random_u64(), random_u64()) != 0) {
 		rudp_host_destroy(h);
 		return RUDP_E_NOMEM;
 	}
@@ -561,16 +626,20 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 		errno = saved;
 		return r;
 	}
-	const char *want = getenv("RUDP_IO");
-	if (want && *want && strcmp(want, "mmsg") != 0 && strcmp(want, "auto") != 0)
-		host_log(h, 1, "RUDP_IO=%s is not available in this build; using mmsg", want);
-	h->io = rudp_io_mmsg_create(h->fd, cfg->io_batch);
+	char note[200] = "";
+	int note_level = 2;
+	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->io_backend, getenv("RUDP_IO"), note, sizeof(note),
+			     &note_level, &r);
+	/* The choice (and a fallback's reason) is logged once, here. */
+	if (note[0])
+		host_log(h, note_level, "%s", note);
 	if (!h->io) {
+		int saved = errno;
 		rudp_host_destroy(h);
-		return RUDP_E_NOMEM;
+		errno = saved;
+		return r;
 	}
 	h->stats.io_backend = h->io->ops->name;
-	host_log(h, 2, "host created, io backend %s", h->io->ops->name);
 	*out = h;
 	return 0;
 }
@@ -594,6 +663,7 @@ void rudp_host_destroy(rudp_host *h)
 	peer_table_free(&h->table);
 	timer_heap_free(&h->timers);
 	event_queue_free(&h->events);
+	guard_free(&h->guard);
 	rudp_io_destroy(h->io);
 	if (h->fd >= 0)
 		close(h->fd);
@@ -603,7 +673,9 @@ void rudp_host_destroy(rudp_host *h)
 
 int rudp_host_fd(const rudp_host *h)
 {
-	return h ? h->fd : RUDP_E_INVALID;
+	if (!h)
+		return RUDP_E_INVALID;
+	return h->io ? h->io->poll_fd : h->fd;
 }
 
 int rudp_host_local_address(const rudp_host *h, char *buf, size_t len)
@@ -658,22 +730,37 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 
 int rudp_send(rudp_peer *p, const void *data, size_t len, int reliability, int channel)
 {
+	return rudp_send_ex(p, data, len, reliability, channel, RUDP_PRIORITY_MEDIUM);
+}
+
+int rudp_send_ex(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority)
+{
 	if (!p || (!data && len))
 		return RUDP_E_INVALID;
 	if (reliability < RUDP_UNRELIABLE || reliability > RUDP_RELIABLE_SEQUENCED || channel < 0 ||
-	    channel >= RUDP_CHANNELS)
+	    channel >= RUDP_CHANNELS || priority < RUDP_PRIORITY_IMMEDIATE || priority > RUDP_PRIORITY_LOW)
 		return RUDP_E_INVALID;
 	if (len == 0 || rudp_wire_is_control_id(((const uint8_t *)data)[0]))
 		return RUDP_E_RESERVED_ID;
 	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
 		return RUDP_E_NOT_CONNECTED;
 	struct rudp_host *h = p->host;
-	int r = rudp_conn_send(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel, h->now_us);
+	int r = rudp_conn_send_ex(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel,
+				  (uint8_t)priority, h->now_us);
 	switch (r) {
-	case 0: host_mark_dirty(h, p); return 0;
+	case 0:
+		host_mark_dirty(h, p);
+		/* Immediate skips the wait for the next service or flush call. */
+		if (priority == RUDP_PRIORITY_IMMEDIATE) {
+			h->now_us = rudp_now_us();
+			host_flush_dirty(h);
+			rudp_io_flush(h->io);
+		}
+		return 0;
 	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
 	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
 	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
+	case RUDP_CONN_E_WOULD_BLOCK: return RUDP_E_WOULD_BLOCK;
 	case RUDP_CONN_E_NOMEM: return RUDP_E_NOMEM;
 	default: return RUDP_E_INVALID;
 	}
@@ -723,7 +810,10 @@ int rudp_ping(rudp_host *h, const char *address, int timeout_ms, rudp_pong *out)
 {
 	struct sockaddr_storage addr, norm;
 	socklen_t alen;
-	uint8_t buf[64];
+	/* Servers never answer with a pong larger than the ping (no reflection
+	 * amplification, docs/security.md), so the ping is padded to the largest
+	 * pong: 33 bytes of header plus the 1400 of rudp_host_set_pong_data(). */
+	uint8_t buf[33 + 1400];
 	if (!h || !address || !out || timeout_ms < 0)
 		return RUDP_E_INVALID;
 	int r = rudp_addr_parse(address, &addr, &alen);
@@ -737,6 +827,8 @@ int rudp_ping(rudp_host *h, const char *address, int timeout_ms, rudp_pong *out)
 	int n = rudp_wire_encode_unconnected_ping(buf, sizeof(buf), &ping);
 	if (n < 0)
 		return RUDP_E_INVALID;
+	memset(buf + n, 0, sizeof(buf) - (size_t)n);
+	n = (int)sizeof(buf);
 	struct sockaddr_storage probe;
 	socklen_t plen;
 	if (!rudp_addr_for_socket(&norm, h->family, &probe, &plen))

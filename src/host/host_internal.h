@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "conn/conn.h"
+#include "host/guard.h"
 #include "io/io.h"
 #include "rudp.h"
 #include "wire/wire.h"
@@ -59,6 +60,11 @@ struct rudp_peer {
 	bool server_wants_cookie;
 	uint32_t cookie;
 
+	/* server: an incoming handshake not finished yet (guard.c), oldest first */
+	bool guard_pending;
+	uint64_t pending_since_us;
+	struct rudp_peer *pending_prev, *pending_next;
+
 	/* timer heap position (UINT32_MAX: not in the heap) and key */
 	uint32_t heap_index;
 	uint64_t deadline_us;
@@ -75,6 +81,12 @@ struct rudp_peer {
 	 * readable while the application handles the DISCONNECT event. */
 	bool has_final_stats;
 	struct rudp_conn_stats final_stats;
+	/* send policy (api.c; src/policy): options to apply when the conn
+	 * starts, and the policy object, which outlives the conn so its final
+	 * statistics stay readable */
+	bool has_send_opts;
+	rudp_send_options send_opts;
+	struct send_policy *policy;
 };
 
 /* ---- peer table (peer_table.c): open addressing, XXH3 seeded hash ---- */
@@ -157,6 +169,9 @@ struct rudp_host {
 	uint8_t ping_data[1500];
 	int64_t ping_sent_time;
 	bool in_callback_flush;
+	bool has_send_opts; /* rudp_host_set_send_options: given to new peers */
+	rudp_send_options send_opts;
+	struct host_guard guard; /* handshake admission (guard.c) */
 };
 
 uint64_t rudp_now_us(void);
@@ -177,5 +192,18 @@ void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason);
 void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);
 void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p);
 void host_flush_dirty(struct rudp_host *h);
+
+/* api.c: send-policy glue (no-ops without the module). attach: gives the
+ * peer's new conn the policy its options ask for (0 or RUDP_E_NOMEM);
+ * closing: right before the conn is destroyed; free: after that, when the
+ * peer is freed. */
+int host_peer_policy_attach(struct rudp_peer *p);
+void host_peer_policy_closing(struct rudp_peer *p);
+void host_peer_policy_free(struct rudp_peer *p);
+/* The work of one rudp_service() call short of handing out events: flush,
+ * read, timers, and (want_events) waiting up to timeout_ms for an event.
+ * rudp_service() and rudp_recv_batch() (batch.c) differ only in what they
+ * pop afterwards. Returns 0 or a negative RUDP_E_* code. */
+int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events);
 
 #endif

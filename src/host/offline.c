@@ -5,6 +5,12 @@
  *
  * Server side is stateless until open connection request 2: request 1 is
  * answered from the packet alone, so a flood of request 1s costs no memory.
+ * guard.c decides what an unknown source may make us do: a rate per source
+ * address, bounded pending handshakes, optional cookies. Replies are never
+ * larger than the request that caused them (no reflection amplification),
+ * with one exception fixed by the protocol: open connection reply 2 is one
+ * byte longer than request 2; it goes only to a source that passed the
+ * rate limit (and, in cookie mode, proved its address).
  */
 #include <string.h>
 
@@ -104,13 +110,26 @@ void offline_client_timer(struct rudp_host *h, struct rudp_peer *p)
 	client_send_request(h, p);
 }
 
-static void server_reply_reject(struct rudp_host *h, const struct sockaddr_storage *from, uint8_t id)
+/* Sends an offline reply to a request of request_len bytes unless it would
+ * be larger than the request. */
+static void offline_reply(struct rudp_host *h, const struct sockaddr_storage *from, size_t request_len,
+			  const uint8_t *buf, int len)
+{
+	if (len <= 0)
+		return;
+	if (!guard_reply_fits(request_len, (size_t)len)) {
+		h->guard.replies_suppressed++;
+		return;
+	}
+	host_send_raw(h, NULL, from, buf, (size_t)len);
+}
+
+static void server_reply_reject(struct rudp_host *h, const struct sockaddr_storage *from, size_t request_len,
+				uint8_t id)
 {
 	uint8_t buf[64];
 	struct rudp_wire_offline_reject r = {.id = id, .server_guid = (int64_t)h->guid};
-	int n = rudp_wire_encode_offline_reject(buf, sizeof(buf), &r);
-	if (n > 0)
-		host_send_raw(h, NULL, from, buf, (size_t)n);
+	offline_reply(h, from, request_len, buf, rudp_wire_encode_offline_reject(buf, sizeof(buf), &r));
 	h->stats.handshakes_refused++;
 }
 
@@ -119,16 +138,17 @@ static void server_on_request_1(struct rudp_host *h, const struct sockaddr_stora
 {
 	struct rudp_wire_open_request_1 req;
 	uint8_t buf[64];
-	if (rudp_wire_decode_open_request_1(p, n, &req) < 0) {
+	/* A probe below the IPv4 minimum is no client's: RakNet probes from
+	 * 1492 down to 576. Refusing it also keeps request 1 (>= 548 bytes)
+	 * larger than any reply to it. */
+	if (rudp_wire_decode_open_request_1(p, n, &req) < 0 || req.mtu < RUDP_MIN_MTU) {
 		h->stats.datagrams_dropped++;
 		return;
 	}
 	if (req.protocol < h->cfg.protocol_min || req.protocol > h->cfg.protocol_max) {
 		struct rudp_wire_incompatible_protocol r = {.protocol = h->cfg.protocol_version,
 							    .server_guid = (int64_t)h->guid};
-		int len = rudp_wire_encode_incompatible_protocol(buf, sizeof(buf), &r);
-		if (len > 0)
-			host_send_raw(h, NULL, from, buf, (size_t)len);
+		offline_reply(h, from, n, buf, rudp_wire_encode_incompatible_protocol(buf, sizeof(buf), &r));
 		h->stats.handshakes_refused++;
 		host_log(h, 2, "refused protocol version %u", req.protocol);
 		return;
@@ -137,12 +157,11 @@ static void server_on_request_1(struct rudp_host *h, const struct sockaddr_stora
 	 * of that and our own limit. */
 	struct rudp_wire_open_reply_1 rep = {
 		.server_guid = (int64_t)h->guid,
-		.security = false,
+		.security = h->guard.cookies,
+		.cookie = h->guard.cookies ? guard_cookie(&h->guard, from, h->now_us) : 0,
 		.mtu = req.mtu < h->cfg.mtu ? req.mtu : h->cfg.mtu,
 	};
-	int len = rudp_wire_encode_open_reply_1(buf, sizeof(buf), &rep);
-	if (len > 0)
-		host_send_raw(h, NULL, from, buf, (size_t)len);
+	offline_reply(h, from, n, buf, rudp_wire_encode_open_reply_1(buf, sizeof(buf), &rep));
 }
 
 static void server_send_reply_2(struct rudp_host *h, struct rudp_peer *peer)
@@ -160,7 +179,13 @@ static void server_on_request_2(struct rudp_host *h, const struct sockaddr_stora
 				const uint8_t *p, size_t n)
 {
 	struct rudp_wire_open_request_2 req;
-	if (rudp_wire_decode_open_request_2(p, n, false, &req) < 0) {
+	if (rudp_wire_decode_open_request_2(p, n, h->guard.cookies, &req) < 0) {
+		h->stats.datagrams_dropped++;
+		return;
+	}
+	/* Cookie mode: only a source that received our reply 1 gets any state. */
+	if (h->guard.cookies && !guard_cookie_valid(&h->guard, from, req.cookie, h->now_us)) {
+		h->guard.cookie_rejected++;
 		h->stats.datagrams_dropped++;
 		return;
 	}
@@ -173,11 +198,18 @@ static void server_on_request_2(struct rudp_host *h, const struct sockaddr_stora
 			server_send_reply_2(h, peer);
 			return;
 		}
-		server_reply_reject(h, from, RUDP_ID_ALREADY_CONNECTED);
+		server_reply_reject(h, from, n, RUDP_ID_ALREADY_CONNECTED);
 		return;
 	}
-	if (h->peer_count >= h->cfg.max_peers) {
-		server_reply_reject(h, from, RUDP_ID_NO_FREE_INCOMING_CONNECTIONS);
+	/* Half-open handshakes never keep a real client out: when the peers
+	 * or the pending handshakes are full, the oldest pending one gives way. */
+	if (h->peer_count >= h->cfg.max_peers && !guard_oldest_pending(&h->guard)) {
+		server_reply_reject(h, from, n, RUDP_ID_NO_FREE_INCOMING_CONNECTIONS);
+		return;
+	}
+	enum guard_admit admit = guard_admit_pending(&h->guard, from);
+	if (admit == GUARD_ADMIT_ADDR_FULL) {
+		server_reply_reject(h, from, n, RUDP_ID_NO_FREE_INCOMING_CONNECTIONS);
 		return;
 	}
 	uint16_t mtu = req.mtu;
@@ -187,12 +219,19 @@ static void server_on_request_2(struct rudp_host *h, const struct sockaddr_stora
 		h->stats.handshakes_refused++;
 		return;
 	}
+	/* Only a request we are about to accept may push out an older one. */
+	if (admit == GUARD_ADMIT_EVICT || h->peer_count >= h->cfg.max_peers) {
+		struct rudp_peer *oldest = guard_oldest_pending(&h->guard);
+		h->guard.pending_evicted++;
+		host_peer_close(h, oldest, RUDP_REASON_TIMEOUT);
+	}
 	peer = host_peer_new(h, from, false);
 	if (!peer)
 		return;
 	peer->remote_guid = (uint64_t)req.client_guid;
 	if (host_peer_go_online(h, peer, RUDP_CONN_SERVER, mtu) != 0)
 		return;
+	guard_pending_add(&h->guard, peer, h->now_us);
 	server_send_reply_2(h, peer);
 }
 
@@ -253,9 +292,20 @@ static void on_unconnected_ping(struct rudp_host *h, const struct sockaddr_stora
 		.data = h->pong_data,
 		.data_len = h->pong_len,
 	};
+	/* The pong header is exactly the ping's size, so a pong without its
+	 * data always fits: the client still learns the server is there. */
+	if (!h->guard.pong_amplification && h->pong_len && !guard_reply_fits(n, 33 + h->pong_len)) {
+		pong.data = NULL;
+		pong.data_len = 0;
+		h->guard.replies_trimmed++;
+	}
 	int len = rudp_wire_encode_unconnected_pong(buf, sizeof(buf), &pong);
-	if (len > 0)
-		host_send_raw(h, NULL, from, buf, (size_t)len);
+	if (h->guard.pong_amplification) {
+		if (len > 0)
+			host_send_raw(h, NULL, from, buf, (size_t)len);
+	} else {
+		offline_reply(h, from, n, buf, len);
+	}
 }
 
 static void on_unconnected_pong(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
@@ -285,6 +335,19 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 	uint64_t hash = peer_table_hash(&h->table, from);
 	struct rudp_peer *peer;
 
+	switch (p[0]) {
+	case RUDP_ID_UNCONNECTED_PING:
+	case RUDP_ID_UNCONNECTED_PING_OPEN:
+	case RUDP_ID_OPEN_CONNECTION_REQUEST_1:
+	case RUDP_ID_OPEN_CONNECTION_REQUEST_2:
+		/* Every request an unknown source can make us answer is rated. */
+		if (!guard_offline_allowed(&h->guard, from, h->now_us)) {
+			h->stats.datagrams_dropped++;
+			return;
+		}
+		break;
+	default: break;
+	}
 	switch (p[0]) {
 	case RUDP_ID_UNCONNECTED_PING:
 	case RUDP_ID_UNCONNECTED_PING_OPEN: on_unconnected_ping(h, from, p, n); return;
