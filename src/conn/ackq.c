@@ -233,9 +233,6 @@ static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t 
 	return lo > 0 && key <= keys[lo - 1].hi;
 }
 
-/* At 30 % loss a frame is lost 8 times in a row once in 15,000 sends. */
-#define ACK_NACK_RESEND_MAX 8
-
 struct ack_sample {
 	bool have;
 	uint64_t sent_us;
@@ -247,6 +244,7 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
 	f->state = FRAME_ACKED;
 	c->rel_unacked--;
 	c->probes_without_ack = 0;
+	c->nack_resends_since_ack = 0;
 	if (f->last_send_us > sample->newest_acked_send_us)
 		sample->newest_acked_send_us = f->last_send_us;
 	/* Karn: a frame sent more than once cannot say which copy was acked. */
@@ -355,12 +353,15 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 			/* Only the copy in that datagram was lost; a NACK for an older copy
 			 * does not match because last_dgram_seq moved on when it was resent.
 			 * A genuine NACK cannot come back sooner than about half an RTT
-			 * after the send, and a frame lost ACK_NACK_RESEND_MAX times in a
-			 * row is left to the RTO and its backoff: a peer NACKing every seq
-			 * it can name must not pull the window once per NACK datagram. */
+			 * after the send, and NACKs alone (with no ACK progress) may pull
+			 * at most two windows of resends; after that the RTO and its
+			 * backoff decide. A peer NACKing every seq it can name must not
+			 * get the window once per NACK datagram. */
 			if (now_us - f->last_send_us >= c->rtt.srtt_us / 2 &&
-			    f->transmissions < ACK_NACK_RESEND_MAX)
+			    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
 				f->state = FRAME_NACKED;
+				c->nack_resends_since_ack++;
+			}
 			continue;
 		}
 		ack_frame(c, f, &sample);
