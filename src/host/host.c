@@ -449,7 +449,7 @@ int rudp_host_next_timeout_ms(rudp_host *h)
 {
 	if (!h)
 		return RUDP_E_INVALID;
-	if (h->events.count || h->dirty_head)
+	if (h->events.count || h->dirty_head || rudp_io_pending(h->io))
 		return 0;
 	struct rudp_peer *top = timer_heap_top(&h->timers);
 	if (!top)

@@ -57,6 +57,8 @@ struct rudp_io_ops {
 	 * (0: not at all) until input may be waiting. Returns 0 (also on a
 	 * timeout or a signal) or -errno. */
 	int (*wait)(struct rudp_io *io, int timeout_ms);
+	/* Datagrams committed but not yet handed to the kernel. */
+	uint32_t (*pending)(const struct rudp_io *io);
 	void (*destroy)(struct rudp_io *io);
 };
 
@@ -117,6 +119,10 @@ static inline int rudp_io_flush(struct rudp_io *io)
 static inline int rudp_io_wait(struct rudp_io *io, int timeout_ms)
 {
 	return io->ops->wait(io, timeout_ms);
+}
+static inline uint32_t rudp_io_pending(const struct rudp_io *io)
+{
+	return io->ops->pending(io);
 }
 static inline void rudp_io_destroy(struct rudp_io *io)
 {

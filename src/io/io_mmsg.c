@@ -138,6 +138,11 @@ static int mmsg_wait(struct rudp_io *io, int timeout_ms)
 	return 0;
 }
 
+static uint32_t mmsg_pending(const struct rudp_io *io)
+{
+	return ((const struct io_mmsg *)io)->tx_count;
+}
+
 static void mmsg_destroy(struct rudp_io *io)
 {
 	struct io_mmsg *m = (struct io_mmsg *)io;
@@ -159,6 +164,7 @@ static const struct rudp_io_ops mmsg_ops = {
 	.tx_commit = mmsg_tx_commit,
 	.flush = mmsg_flush,
 	.wait = mmsg_wait,
+	.pending = mmsg_pending,
 	.destroy = mmsg_destroy,
 };
 
