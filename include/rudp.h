@@ -81,7 +81,10 @@ enum rudp_reliability {
 /** Host configuration. Always start with rudp_config_init(), then change fields. */
 typedef struct rudp_config {
 	/** Address to bind, "IPv4:port" or "[IPv6]:port"; NULL or "" for an
-	 * ephemeral client socket (dual-stack IPv6 when available). Default NULL. */
+	 * ephemeral client socket (dual-stack IPv6 when available). Port 0
+	 * picks a free port. An address another socket holds is refused
+	 * (RUDP_E_SYSTEM, errno EADDRINUSE) unless reuse_port is set on
+	 * both. Default NULL. */
 	const char *bind_address;
 	/** Peers (incoming plus outgoing) the host will hold. Default 1024. */
 	uint32_t max_peers;

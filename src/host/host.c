@@ -468,6 +468,13 @@ static int bind_check(int fd, const struct sockaddr_storage *addr, socklen_t len
 	return bind(fd, (const struct sockaddr *)addr, len);
 }
 
+static uint16_t sockaddr_port(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)a)->sin_port);
+}
+
 static int open_socket(struct rudp_host *h)
 {
 	struct sockaddr_storage addr;
@@ -507,12 +514,22 @@ static int open_socket(struct rudp_host *h)
 			return RUDP_E_SYSTEM;
 		if (addr.ss_family == AF_INET6)
 			setsockopt(h->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* No SO_REUSEADDR: UDP has no TIME_WAIT for it to skip, and it
+		 * lets sockets that all carry it share one address. The kernel
+		 * then hands the same ephemeral port to several port 0 binds, and
+		 * the server's replies to one of those clients reach another. */
+		bool ephemeral = sockaddr_port(&addr) == 0;
 		/* One host per thread on one port: the kernel hashes each client
-		 * to one of the sockets, so no host ever sees another's peers. */
-		if (h->cfg.reuse_port && setsockopt(h->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+		 * to one of the sockets, so no host ever sees another's peers. A
+		 * port 0 bind joins the group only after bind, for the same
+		 * reason: a port is picked that no other SO_REUSEPORT socket holds. */
+		if (h->cfg.reuse_port && !ephemeral &&
+		    setsockopt(h->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
 			return RUDP_E_SYSTEM;
 		if (bind_check(h->fd, &addr, alen) != 0)
+			return RUDP_E_SYSTEM;
+		if (h->cfg.reuse_port && ephemeral &&
+		    setsockopt(h->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
 			return RUDP_E_SYSTEM;
 	}
 	h->family = addr.ss_family;
