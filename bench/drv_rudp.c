@@ -287,7 +287,9 @@ static int send_ready(struct rclient *t, uint32_t c)
 			break;
 		}
 	}
-	if (!t->batch)
+	/* One host per connection: nothing to merge with, so send now (batch
+	 * on one connection leaves it to the next receive call). */
+	if (!t->batch || t->w->p.conns > 1)
 		rudp_flush(t->h[c]);
 	return 0;
 }
@@ -357,6 +359,16 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 						: rudp_service(t.h[c], ev, EVENTS, 0);
 				if (n < 0 || handle(&t, c, ev, n) < 0)
 					goto out;
+				/* Answer at once: the echoes that made connections ready
+				 * go out with the ACKs this call left queued, and a host
+				 * left with only ACKs sends them now (it is serviced
+				 * again only when readable or in the sweep below). */
+				int r;
+				if (t.connected == nc)
+					while ((r = wl_pop_ready(w)) >= 0)
+						if (send_ready(&t, (uint32_t)r) < 0)
+							goto out;
+				rudp_flush(t.h[c]);
 			}
 			/* Timers (retransmission, acks) of quiet hosts, and refused sends. */
 			uint64_t now = bench_now_ns();

@@ -212,7 +212,8 @@ RUDP_API void rudp_host_destroy(rudp_host *host);
 RUDP_API int rudp_host_fd(const rudp_host *host);
 
 /** Milliseconds until the host's earliest timer (0 when work is due now,
- * -1 when there is none). */
+ * including datagrams queued but not yet handed to the kernel; -1 when
+ * there is none). */
 RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
 
 /** Writes the bound local address as text ("127.0.0.1:19132",
@@ -284,7 +285,19 @@ typedef struct rudp_event {
  * in events. Waits up to timeout_ms (0: do not wait; -1: wait until an
  * event) when no event is ready. Returns the number of events, or a
  * negative error (RUDP_E_INVALID, RUDP_E_SYSTEM). Messages of data events
- * stay valid until the next call; events not returned stay queued. */
+ * stay valid until the next call; events not returned stay queued.
+ *
+ * What the call sends: first everything queued since the last call, then
+ * what its own work produces (ACKs, resends). With the io_uring backend a
+ * call that returns only RUDP_EVENT_RECEIVE events leaves the datagrams it
+ * produced itself (the ACKs of what it read, mostly) for the next
+ * rudp_service(), rudp_recv_batch() or rudp_flush() on the host, which
+ * sends them in one system call together with the application's answers;
+ * meanwhile rudp_host_next_timeout_ms() returns 0. So call again soon
+ * after handling the messages (the normal loop, or "service until it
+ * returns 0" once per tick), or call rudp_flush() before turning to
+ * something slow. Any other call (no event, or a connect, disconnect or
+ * writable event among them) leaves nothing unsent. */
 RUDP_API int rudp_service(rudp_host *host, rudp_event *events, int max, int timeout_ms);
 
 /** Starts a graceful disconnect: queued messages are delivered first,
@@ -392,7 +405,8 @@ typedef struct rudp_message {
 RUDP_API int rudp_send_batch(rudp_peer *peer, const rudp_message *msgs, size_t n, int *first_error);
 
 /** Like rudp_service() (reads, timers, sends, waits up to timeout_ms when
- * nothing is queued), but hands out messages in pure batches: it returns
+ * nothing is queued, and leaves its ACKs for the next call in the same
+ * way), but hands out messages in pure batches: it returns
  * up to max RUDP_EVENT_RECEIVE events in arrival order and stops before
  * the first event of another kind. When such an event (CONNECT or
  * DISCONNECT) is first in the queue it is returned alone (the result is 1

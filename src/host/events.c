@@ -95,6 +95,7 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 	}
 	q->items[(q->head + q->count) % q->cap] = ev;
 	q->count++;
+	q->non_receive += ev.type != RUDP_EVENT_RECEIVE;
 	return 0;
 }
 
@@ -113,6 +114,7 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 		o->reason = e->reason;
 		if (e->type == RUDP_EVENT_DISCONNECT)
 			e->peer->event_seen = true;
+		q->non_receive -= e->type != RUDP_EVENT_RECEIVE;
 		q->head = (q->head + 1) % q->cap;
 		q->count--;
 	}
@@ -126,6 +128,8 @@ void event_queue_forget_peer(struct event_queue *q, const struct rudp_peer *p)
 		struct pending_event e = q->items[(q->head + i) % q->cap];
 		if (e.peer != p)
 			q->items[(q->head + kept++) % q->cap] = e;
+		else
+			q->non_receive -= e.type != RUDP_EVENT_RECEIVE;
 	}
 	q->count = kept;
 }

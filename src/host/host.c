@@ -411,10 +411,10 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 {
 	h->now_us = rudp_now_us();
 	host_flush_dirty(h);
-	/* With io_uring the first pump's closing flush (or its wait) submits
-	 * these together with what the read brings. */
-	if (!h->io->recv_is_free)
-		rudp_io_flush(h->io);
+	/* Hand over what the application queued since the last call, and
+	 * what that call left (see the end): with io_uring the same enter
+	 * also collects what arrived meanwhile, so the read below is free. */
+	rudp_io_flush(h->io);
 	free_seen_dead(h);
 	event_queue_release(&h->events);
 
@@ -429,8 +429,18 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 			break;
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
-	/* Nothing stays unsent when the application gets control back. */
-	rudp_io_flush(h->io);
+	/* A call that hands the application messages, and nothing else, may
+	 * leave what it produced (their ACKs, mostly) queued when reading is
+	 * free (io_uring): the application answers and calls again (service,
+	 * receive or flush), and that call's first io_uring_enter carries the
+	 * ACKs with the answers: one enter per round instead of two, and one
+	 * wake-up for the peer. rudp_host_next_timeout_ms() says 0 meanwhile.
+	 * Any other call sends everything before returning: after a connect
+	 * or disconnect, or with nothing to hand over, the application may
+	 * turn to other work for long. (With recvmmsg the read costs a call
+	 * anyway, and the receive round has sent these already.) */
+	if (!(want_events && h->events.count > 0 && h->events.non_receive == 0 && h->io->recv_is_free))
+		rudp_io_flush(h->io);
 	return 0;
 }
 

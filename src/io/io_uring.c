@@ -212,6 +212,8 @@ static int submit_counted(struct io_ring *r, uint64_t *calls)
 	} while (n == -EINTR);
 	if (n < 0)
 		return n;
+	/* Counted when handed to the kernel, as the mmsg backend does. */
+	r->base.stats.datagrams_sent += r->tx_queued;
 	r->tx_inflight += r->tx_queued;
 	r->tx_queued = 0;
 	return n;
@@ -359,7 +361,6 @@ static void uring_tx_commit(struct rudp_io *io, size_t len, const struct sockadd
 	io_uring_sqe_set_data64(sqe, i);
 	r->tx_cur = UINT32_MAX;
 	r->tx_queued++;
-	io->stats.datagrams_sent++;
 }
 
 static int uring_wait(struct rudp_io *io, int timeout_ms)
@@ -382,6 +383,7 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	struct io_uring_cqe *cqe = NULL;
 	int e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, want, &ts, NULL);
 	io->stats.recv_calls++;
+	io->stats.datagrams_sent += r->tx_queued;
 	r->tx_inflight += r->tx_queued;
 	r->tx_queued = 0;
 	reap(r);

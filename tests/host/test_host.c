@@ -143,6 +143,61 @@ static void test_connect_echo_disconnect(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* With io_uring, a call that returns only messages leaves their ACKs for
+ * the application's next call (so they share one system call with its
+ * answers) and says so through rudp_host_next_timeout_ms(); rudp_flush()
+ * sends them. With recvmmsg nothing is left. */
+static void test_receive_leaves_acks_for_next_call(void **state)
+{
+	(void)state;
+	rudp_config sc, cc;
+	char addr[64];
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	struct pair p = {0};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	rudp_event ev;
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	/* The client's call that returned CONNECT sent the handshake's last
+	 * message: the server connects without the client being serviced. */
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_connects == 0;)
+		service_server(&p);
+	assert_int_equal(p.server_connects, 1);
+
+	const uint8_t msg[] = {0xfe, 1, 2, 3};
+	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
+	assert_int_equal(rudp_flush(p.client), 1);
+	rudp_event in[8];
+	int n = 0;
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;)
+		n = rudp_service(p.server, in, 8, 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(in[0].type, RUDP_EVENT_RECEIVE);
+	rudp_host_stats hs;
+	assert_int_equal(rudp_host_stats_get(p.server, &hs), 0);
+	if (strcmp(hs.io_backend, "uring") == 0) {
+		assert_int_equal(rudp_host_next_timeout_ms(p.server), 0);
+		assert_int_equal(rudp_flush(p.server), 1); /* the ACK */
+	} else {
+		assert_int_equal(rudp_flush(p.server), 0);
+	}
+	assert_int_not_equal(rudp_host_next_timeout_ms(p.server), 0);
+	/* The ACK arrived: the client has nothing left in flight. */
+	rudp_peer_stats st;
+	for (uint64_t until = now_ms() + 2000; now_ms() < until;) {
+		assert_true(rudp_service(p.client, &ev, 1, 1) >= 0);
+		assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
+		if (st.window_in_use == 0)
+			break;
+	}
+	assert_int_equal(st.window_in_use, 0);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 static void test_server_disconnects_client(void **state)
 {
 	(void)state;
@@ -533,6 +588,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_rejects_bad_arguments),
 		cmocka_unit_test(test_connect_echo_disconnect),
+		cmocka_unit_test(test_receive_leaves_acks_for_next_call),
 		cmocka_unit_test(test_server_disconnects_client),
 		cmocka_unit_test(test_connect_to_nothing_fails),
 		cmocka_unit_test(test_incompatible_protocol),
