@@ -637,12 +637,15 @@ static void list_columns(void)
 
 static void fmt_dur(char *b, size_t n, double s)
 {
+	/* Whole seconds in integers: no libm, whose pages would count in
+	 * every column's peak RSS. */
+	long t = (long)s;
 	if (s < 0)
 		snprintf(b, n, "?");
-	else if (s >= 3600)
-		snprintf(b, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+	else if (t >= 3600)
+		snprintf(b, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
 	else
-		snprintf(b, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+		snprintf(b, n, "%ldm%02lds", t / 60, t % 60);
 }
 
 int main(int argc, char **argv)

@@ -126,7 +126,10 @@ typedef struct rudp_config {
 	/** Socket buffer sizes to request (SO_RCVBUF / SO_SNDBUF); 0 keeps the
 	 * system default. Default 4 MiB each. */
 	uint32_t socket_rcvbuf, socket_sndbuf;
-	/** Datagrams read or written per system call. 1..1024, default 64. */
+	/** Datagrams read or written per system call. 1..1024, default 32.
+	 * Memory grows with it: each host keeps 2 x io_batch receive buffers
+	 * of 1.5 KiB with io_uring (at least 64), io_batch with recvmmsg, and
+	 * as many send slots; raise it for servers with many busy peers. */
 	uint32_t io_batch;
 	/** Events queued inside the host before the oldest messages must be
 	 * collected; receiving pauses beyond. Default 65536. */

@@ -35,7 +35,7 @@ void rudp_config_init(rudp_config *c)
 	c->disconnect_linger_ms = 2000;
 	c->socket_rcvbuf = 4u << 20;
 	c->socket_sndbuf = 4u << 20;
-	c->io_batch = 64;
+	c->io_batch = 32;
 	c->max_pending_events = 65536;
 	c->log_level_max = 3;
 	c->max_pending_handshakes = 256;

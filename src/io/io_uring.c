@@ -579,10 +579,13 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 	r->base.batch = batch;
 	r->base.recv_is_free = true;
 	r->tx_cur = UINT32_MAX;
-	/* Four batches of receive buffers: the host holds one while the
-	 * kernel fills the others. 64 at least so small batches still absorb
-	 * a burst, 32768 at most (buffer ids are 16 bits). */
-	r->rx_count = pow2_at_least(batch * 4 < 64 ? 64 : batch * 4);
+	/* Two batches of receive buffers: the host holds one while the
+	 * kernel fills the other. The ring hands them out in turn, so every
+	 * buffer ends up resident: more would only be memory, since a burst
+	 * beyond them waits in the socket's receive buffer (multishot ends
+	 * with ENOBUFS and is re-armed). 64 at least so small batches still
+	 * absorb a window, 32768 at most (buffer ids are 16 bits). */
+	r->rx_count = pow2_at_least(batch * 2 < 64 ? 64 : batch * 2);
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */
 	r->tx_cap = batch * 2;
