@@ -150,6 +150,16 @@ typedef struct rudp_config {
 	 * per thread) can share bind_address; the kernel spreads clients over
 	 * them by address hash. Default 0. */
 	int reuse_port;
+	/** Nonzero (default 1): with the io_uring backend, consecutive datagrams
+	 * of one flush to the same peer with the same length (a window of equal
+	 * messages, the fragments of a large one) go to the kernel as one UDP
+	 * GSO send (UDP_SEGMENT), which routes and builds them once and splits
+	 * them at the end; a shorter datagram may close such a run. The kernel
+	 * needs IORING_FEAT_SUBMIT_STABLE (5.5+); when it refuses a GSO send
+	 * (a device that cannot segment, a path MTU below the datagrams) the
+	 * host sends one by one from then on. 0 never coalesces. The mmsg
+	 * backend always sends one by one. */
+	int udp_gso;
 	/* Hostile-input limits (docs/security.md lists them all with their
 	 * reasons). Incoming handshakes are "pending" from open connection
 	 * request 2 until the online handshake finishes. */
@@ -340,6 +350,9 @@ typedef struct rudp_host_stats {
 	uint64_t datagrams_dropped; /**< malformed, unknown source, or over a limit */
 	uint64_t handshakes_refused; /**< full, bad protocol, or bad request */
 	uint64_t syscalls_recv, syscalls_send;
+	/** Sends that carried two or more datagrams as one UDP GSO request
+	 * (rudp_config.udp_gso; io_uring only). */
+	uint64_t gso_sends;
 	uint32_t peers; /**< peers in the table now */
 	const char *io_backend; /**< "mmsg" or "uring" */
 } rudp_host_stats;

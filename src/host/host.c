@@ -666,6 +666,7 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 		errno = saved;
 		return r;
 	}
+	h->io->gso_off = cfg->udp_gso == 0;
 	h->stats.io_backend = h->io->ops->name;
 	*out = h;
 	return 0;

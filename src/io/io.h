@@ -37,6 +37,7 @@ struct rudp_io_stats {
 	uint64_t datagrams_received, datagrams_sent;
 	uint64_t bytes_received, bytes_sent;
 	uint64_t send_errors; /* datagrams the kernel refused (dropped; reliability resends) */
+	uint64_t gso_sends; /* send requests that carried two or more datagrams */
 };
 
 struct rudp_io;
@@ -72,6 +73,8 @@ struct rudp_io {
 	/* Reading costs no system call (io_uring reaps completions from shared
 	 * memory), so the host may read everything before it sends. */
 	bool recv_is_free;
+	/* Set by the owner: never coalesce datagrams into GSO sends. */
+	bool gso_off;
 	struct rudp_io_stats stats;
 };
 

@@ -24,13 +24,22 @@
  * CQEs free their slot at once and receive CQEs queue in rx_q (bounded: at
  * most one per provided buffer) until recv hands them out.
  *
- * UDP GSO is not used: the sends of one flush already cost one system call,
- * and GSO would only save per-datagram kernel work for runs of equal-size
- * datagrams to one peer. Not implemented, so not measured (docs/io.md).
+ * UDP GSO: consecutive datagrams of one flush to the same peer with the
+ * same length (a window of 800 B messages, the fragments of a large one)
+ * become one sendmsg with a UDP_SEGMENT control message, so the kernel
+ * routes, builds and checksums the run once and splits it at the end:
+ * the per-datagram part of the send path goes. A shorter datagram may end
+ * a run, as GSO allows. The run's iovec array lives in scratch space that
+ * is reused after the submit, which IORING_FEAT_SUBMIT_STABLE permits;
+ * without that feature, or after the kernel refused a GSO send (a device
+ * that cannot segment, a path MTU below the datagram), each datagram goes
+ * alone again.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +66,22 @@ struct rx_done {
 	int32_t len; /* bytes the kernel wrote into the buffer */
 };
 
+/* The kernel's limits for one GSO send: segments (UDP_MAX_SEGMENTS on
+ * every kernel with io_uring multishot) and bytes (one IP packet's worth
+ * of UDP payload, before the split). */
+#define GSO_MAX_SEGMENTS 64
+#define GSO_MAX_BYTES 65000
+
 struct tx_slot {
 	struct msghdr hdr;
 	struct iovec iov;
 	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	uint32_t next; /* the next datagram of the same GSO run, or UINT32_MAX */
+	union { /* UDP_SEGMENT, when this slot heads a run */
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} control;
 };
 
 struct io_ring {
@@ -87,8 +108,15 @@ struct io_ring {
 	uint32_t *tx_free; /* stack of free slot indexes */
 	uint32_t tx_free_len;
 	uint32_t tx_cur; /* slot given by tx_slot and not yet committed, or UINT32_MAX */
-	uint32_t tx_queued; /* committed, not yet submitted */
-	uint32_t tx_inflight; /* submitted, CQE not yet reaped */
+	uint32_t tx_queued; /* datagrams committed, not yet submitted */
+	uint32_t tx_inflight; /* datagrams submitted, CQE not yet reaped */
+	uint32_t sqes_queued, sqes_inflight; /* the same in send requests (a GSO run is one) */
+	/* The run being built: datagrams committed but not yet in an SQE. */
+	uint32_t run_first, run_last, run_segs;
+	size_t run_len;
+	bool gso; /* runs of more than one datagram allowed */
+	struct iovec *tx_iovs; /* scratch iovecs of the runs prepared since the last submit */
+	uint32_t tx_iovs_used;
 	int rx_error; /* a receive error to report from the next recv call */
 	unsigned fork_gen; /* fork_generation when the ring was made */
 	int broken; /* errno of a failed rebuild after fork: every call fails */
@@ -118,14 +146,25 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 {
 	uint64_t ud = io_uring_cqe_get_data64(cqe);
 	if (ud != RECV_TAG) {
+		uint32_t segs = 0;
 		if (ud < r->tx_cap) {
-			r->tx_free[r->tx_free_len++] = (uint32_t)ud;
-			r->tx_inflight--;
+			for (uint32_t i = (uint32_t)ud; i != UINT32_MAX && segs < r->tx_cap;
+			     i = r->tx[i].next) {
+				r->tx_free[r->tx_free_len++] = i;
+				segs++;
+			}
+			r->tx_inflight -= segs;
+			r->sqes_inflight--;
 		}
-		if (cqe->res < 0)
-			r->base.stats.send_errors++; /* dropped; reliability resends */
-		else
+		if (cqe->res < 0) {
+			r->base.stats.send_errors += segs; /* dropped; reliability resends */
+			/* A kernel or device that cannot do this GSO send will not do
+			 * the next one either: send one by one from now on. */
+			if (segs > 1 && (cqe->res == -EIO || cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP))
+				r->gso = false;
+		} else {
 			r->base.stats.bytes_sent += (uint64_t)cqe->res;
+		}
 		return;
 	}
 	if (!(cqe->flags & IORING_CQE_F_MORE))
@@ -153,6 +192,7 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 }
 
 static int submit_counted(struct io_ring *r, uint64_t *calls);
+static int submit_prepared(struct io_ring *r, uint64_t *calls);
 
 static void reap(struct io_ring *r)
 {
@@ -200,8 +240,81 @@ static bool arm_recv(struct io_ring *r)
 	return true;
 }
 
-/* One io_uring_enter for everything prepared; *calls counts it. */
-static int submit_counted(struct io_ring *r, uint64_t *calls)
+/* Turns the open run into one sendmsg SQE: a single datagram as is, two
+ * or more as a GSO send. */
+static void close_run(struct io_ring *r)
+{
+	if (r->run_segs == 0)
+		return;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe) {
+		/* The SQ holds tx_cap + 2 entries, so only a pending re-arm can
+		 * make it full; submitting what is prepared makes room. */
+		submit_prepared(r, &r->base.stats.send_calls);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	uint32_t first = r->run_first, segs = r->run_segs;
+	r->run_segs = 0;
+	if (!sqe) {
+		/* Cannot happen short of a broken ring: drop the run (reliability
+		 * resends) and give its slots back. */
+		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
+			r->tx_free[r->tx_free_len++] = i;
+		r->tx_queued -= segs;
+		r->base.stats.send_errors += segs;
+		return;
+	}
+	struct tx_slot *t = &r->tx[first];
+	memset(&t->hdr, 0, sizeof(t->hdr));
+	t->hdr.msg_name = &t->addr;
+	t->hdr.msg_namelen = t->addrlen;
+	if (segs == 1) {
+		t->hdr.msg_iov = &t->iov;
+		t->hdr.msg_iovlen = 1;
+	} else {
+		if (r->tx_iovs_used + segs > r->tx_cap)
+			submit_prepared(r, &r->base.stats.send_calls); /* not reached: submits empty the SQ */
+		struct iovec *v = r->tx_iovs + r->tx_iovs_used;
+		uint32_t k = 0;
+		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
+			v[k++] = r->tx[i].iov;
+		r->tx_iovs_used += k;
+		t->hdr.msg_iov = v;
+		t->hdr.msg_iovlen = k;
+		r->base.stats.gso_sends++;
+		t->hdr.msg_control = t->control.buf;
+		t->hdr.msg_controllen = sizeof(t->control.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&t->hdr);
+		cm->cmsg_level = SOL_UDP;
+		cm->cmsg_type = UDP_SEGMENT;
+		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		uint16_t seg = (uint16_t)r->run_len;
+		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	}
+	io_uring_prep_sendmsg(sqe, r->base.fd, &t->hdr, 0);
+	io_uring_sqe_set_data64(sqe, first);
+	r->sqes_queued++;
+}
+
+/* Bookkeeping once the kernel has taken every prepared SQE. */
+static void submitted(struct io_ring *r)
+{
+	/* Counted when handed to the kernel, as the mmsg backend does; the
+	 * open run (if any) is not in an SQE yet. */
+	uint32_t handed = r->tx_queued - r->run_segs;
+	r->base.stats.datagrams_sent += handed;
+	r->tx_inflight += handed;
+	r->tx_queued -= handed;
+	r->sqes_inflight += r->sqes_queued;
+	r->sqes_queued = 0;
+	/* SUBMIT_STABLE: the kernel has copied the iovecs it was given. */
+	if (io_uring_sq_ready(&r->ring) == 0)
+		r->tx_iovs_used = 0;
+}
+
+/* One io_uring_enter for what is prepared, without closing the open run;
+ * *calls counts it. */
+static int submit_prepared(struct io_ring *r, uint64_t *calls)
 {
 	if (io_uring_sq_ready(&r->ring) == 0)
 		return 0;
@@ -212,11 +325,15 @@ static int submit_counted(struct io_ring *r, uint64_t *calls)
 	} while (n == -EINTR);
 	if (n < 0)
 		return n;
-	/* Counted when handed to the kernel, as the mmsg backend does. */
-	r->base.stats.datagrams_sent += r->tx_queued;
-	r->tx_inflight += r->tx_queued;
-	r->tx_queued = 0;
+	submitted(r);
 	return n;
+}
+
+/* One io_uring_enter for everything committed; *calls counts it. */
+static int submit_counted(struct io_ring *r, uint64_t *calls)
+{
+	close_run(r);
+	return submit_prepared(r, calls);
 }
 
 static int submit(struct io_ring *r)
@@ -336,31 +453,32 @@ static void uring_tx_commit(struct rudp_io *io, size_t len, const struct sockadd
 	if (i == UINT32_MAX)
 		return;
 	struct tx_slot *t = &r->tx[i];
-	if (len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr))
+	if (len == 0 || len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr))
 		return; /* the slot stays taken by tx_cur and is reused */
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-	if (!sqe) {
-		/* The SQ holds tx_cap + 2 entries, so only a pending re-arm can
-		 * make it full; submitting makes room. */
-		submit(r);
-		sqe = io_uring_get_sqe(&r->ring);
-		if (!sqe) {
-			io->stats.send_errors++;
-			return;
-		}
-	}
 	memcpy(&t->addr, addr, addrlen);
+	t->addrlen = addrlen;
 	t->iov.iov_base = r->tx_bufs + (size_t)i * RUDP_IO_SLOT_SIZE;
 	t->iov.iov_len = len;
-	memset(&t->hdr, 0, sizeof(t->hdr));
-	t->hdr.msg_name = &t->addr;
-	t->hdr.msg_namelen = addrlen;
-	t->hdr.msg_iov = &t->iov;
-	t->hdr.msg_iovlen = 1;
-	io_uring_prep_sendmsg(sqe, io->fd, &t->hdr, 0);
-	io_uring_sqe_set_data64(sqe, i);
+	t->next = UINT32_MAX;
 	r->tx_cur = UINT32_MAX;
 	r->tx_queued++;
+	if (r->run_segs > 0) {
+		const struct tx_slot *f = &r->tx[r->run_first];
+		bool same_peer = f->addrlen == addrlen && memcmp(&f->addr, addr, addrlen) == 0;
+		if (r->gso && !io->gso_off && same_peer && len <= r->run_len &&
+		    r->run_segs < GSO_MAX_SEGMENTS && (r->run_segs + 1) * r->run_len <= GSO_MAX_BYTES) {
+			r->tx[r->run_last].next = i;
+			r->run_last = i;
+			r->run_segs++;
+			if (len < r->run_len)
+				close_run(r); /* only the last segment may be shorter */
+			return;
+		}
+		close_run(r);
+	}
+	r->run_first = r->run_last = i;
+	r->run_segs = 1;
+	r->run_len = len;
 }
 
 static int uring_wait(struct rudp_io *io, int timeout_ms)
@@ -377,15 +495,15 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	/* One enter submits the pending sends and waits. Sends on loopback
 	 * complete during the submit and their CQEs would end the wait at once,
 	 * so wait for one completion more than there are sends outstanding. */
-	unsigned want = r->tx_inflight + r->tx_queued + 1;
+	close_run(r);
+	unsigned want = r->sqes_inflight + r->sqes_queued + 1;
 	struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
 				       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
 	struct io_uring_cqe *cqe = NULL;
 	int e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, want, &ts, NULL);
 	io->stats.recv_calls++;
-	io->stats.datagrams_sent += r->tx_queued;
-	r->tx_inflight += r->tx_queued;
-	r->tx_queued = 0;
+	if (e >= 0 || e == -ETIME || e == -EINTR)
+		submitted(r);
 	reap(r);
 	if (e < 0 && e != -ETIME && e != -EINTR && e != -EAGAIN && e != -EBUSY)
 		return e;
@@ -434,6 +552,7 @@ static void uring_destroy(struct rudp_io *io)
 	free(r->tx);
 	free(r->tx_bufs);
 	free(r->tx_free);
+	free(r->tx_iovs);
 	free(r);
 }
 
@@ -508,6 +627,10 @@ static int ring_start(struct io_ring *r)
 	r->tx_free_len = r->tx_cap;
 	r->tx_cur = UINT32_MAX;
 	r->tx_queued = r->tx_inflight = 0;
+	r->sqes_queued = r->sqes_inflight = 0;
+	r->run_segs = 0;
+	r->tx_iovs_used = 0;
+	r->gso = (p.features & IORING_FEAT_SUBMIT_STABLE) != 0;
 	r->rx_error = 0;
 
 	r->rx_msg.msg_namelen = NAME_SPACE;
@@ -599,10 +722,11 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 	r->tx = calloc(r->tx_cap, sizeof(*r->tx));
 	r->tx_bufs = malloc((size_t)r->tx_cap * RUDP_IO_SLOT_SIZE);
 	r->tx_free = calloc(r->tx_cap, sizeof(*r->tx_free));
+	r->tx_iovs = calloc(r->tx_cap, sizeof(*r->tx_iovs));
 	if (br != MAP_FAILED)
 		r->br = br;
 	if (!r->br || !r->rx_bufs || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx || !r->tx_bufs ||
-	    !r->tx_free) {
+	    !r->tx_free || !r->tx_iovs) {
 		*err = ENOMEM;
 		uring_destroy(&r->base);
 		return NULL;

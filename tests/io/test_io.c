@@ -254,6 +254,67 @@ static void echo_with_batches(int backend, uint32_t count, uint32_t batch, int s
 	pair_close(&p);
 }
 
+static void gso_off(rudp_config *c)
+{
+	c->udp_gso = 0;
+}
+
+/* Large messages (equal-size fragments) and a window of equal small ones
+ * arrive intact whether the io_uring backend coalesces them into GSO sends
+ * (the default) or not, and the host stats say which happened. */
+static void gso_round_trip(int gso)
+{
+	struct pair p;
+	pair_open(&p, RUDP_IO_URING, gso ? NULL : gso_off);
+	enum { BIG = 60000, SMALL = 800, COUNT = 64 };
+	static uint8_t big[BIG], expect[BIG];
+	uint8_t small[COUNT][SMALL];
+	for (uint32_t i = 0; i < 4; i++) {
+		fill(big, BIG, i);
+		assert_int_equal(rudp_send(p.client_peer, big, BIG, RUDP_RELIABLE_ORDERED, 0), 0);
+	}
+	rudp_message out[COUNT];
+	for (uint32_t i = 0; i < COUNT; i++) {
+		fill(small[i], SMALL, 100 + i);
+		out[i] = (rudp_message){small[i], SMALL, RUDP_RELIABLE_ORDERED, 0};
+	}
+	int err;
+	assert_int_equal(rudp_send_batch(p.client_peer, out, COUNT, &err), COUNT);
+	assert_true(rudp_flush(p.client) > 0);
+	uint32_t got = 0;
+	rudp_event in[64];
+	for (uint64_t until = now_ms() + 5000; now_ms() < until && got < 4 + COUNT;) {
+		int n = rudp_recv_batch(p.server, in, 64, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(in[i].type, RUDP_EVENT_RECEIVE);
+			size_t len = got < 4 ? BIG : SMALL;
+			assert_int_equal(in[i].len, len);
+			fill(expect, len, got < 4 ? got : 100 + (got - 4));
+			assert_memory_equal(in[i].data, expect, len);
+			got++;
+		}
+		rudp_service(p.client, in, 0, 0); /* ACKs, resends */
+	}
+	assert_int_equal(got, 4 + COUNT);
+	rudp_host_stats hs;
+	assert_int_equal(rudp_host_stats_get(p.client, &hs), 0);
+	if (gso)
+		assert_true(hs.gso_sends > 0);
+	else
+		assert_int_equal(hs.gso_sends, 0);
+	pair_close(&p);
+}
+
+static void test_gso_round_trip(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	gso_round_trip(1);
+	gso_round_trip(0);
+}
+
 static void test_batch_echo_mmsg(void **state)
 {
 	(void)state;
@@ -650,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_recv_batch_order),
 		cmocka_unit_test(test_batch_echo_mmsg),
 		cmocka_unit_test(test_batch_echo_uring_buffers_run_out),
+		cmocka_unit_test(test_gso_round_trip),
 		cmocka_unit_test(test_seccomp_forces_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
