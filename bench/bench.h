@@ -23,6 +23,7 @@
 #ifndef RUDP_BENCH_H
 #define RUDP_BENCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@
 #define BENCH_MARK 0xfe
 #define BENCH_MAX_SIZE (1u << 20)
 #define BENCH_MAX_CONNS 8192
+#define BENCH_MAX_WORKERS 64 /* server worker threads (sockets on one port) */
 
 /* drv_rudp.c implements the rudp-batch and policy columns (they still need
  * RUDP_HAVE_BATCH_API / RUDP_HAVE_SEND_POLICY_API from rudp.h). */
@@ -133,8 +135,37 @@ struct drv_server_opts {
 	const char *bind; /* "ADDR:PORT" */
 	uint32_t mtu;
 	uint32_t conns_hint; /* expected connections (sizes tables) */
-	int ready_fd; /* write "ready\n" here once listening, -1: none */
+	uint32_t workers; /* threads, each with its own socket on bind (SO_REUSEPORT when > 1) */
+	int ready_fd; /* "ready\n" once listening, the summary at exit; -1: stderr */
 };
+
+/* One server worker: a thread with its own socket(s) and connections, and
+ * what it served. Only its own thread writes it until it is joined. */
+struct bench_worker {
+	unsigned index;
+	void *drv; /* the driver's state for this worker */
+	uint64_t conns; /* connections it accepted; UINT64_MAX: the column has none */
+	uint64_t echoes; /* messages it echoed */
+	int rc; /* nonzero: it failed (and stopped the others) */
+};
+
+/* Runs fn for workers w[0..n): w[0] on the calling thread, the others on
+ * threads of their own. A worker that fails sets bench_stop so that the
+ * others end too. Returns the first nonzero rc, else 0. */
+int bench_run_workers(struct bench_worker *w, unsigned n, int (*fn)(struct bench_worker *));
+
+/* Writes "served workers=N conns=a,b,.. echoes=x,y,..\n" (the orchestrator
+ * records it per run) to fd, or to stderr when fd < 0, and closes fd. */
+void bench_server_summary(int fd, const struct bench_worker *w, unsigned n);
+
+/* Why the enet column's server has one worker (report, --list, stderr). */
+#define BENCH_ENET_ONE_WORKER                                                                                \
+	"libenet binds its socket inside enet_host_create(), so SO_REUSEPORT cannot be set before bind"
+
+/* Sets SO_REUSEPORT so that every worker's socket can bind the same port;
+ * the kernel then hashes each flow (TCP connection, UDP 4-tuple) to one of
+ * them. Returns 0 or -1 (errno). */
+int bench_reuseport(int fd);
 
 struct drv_client_opts {
 	const char *connect; /* "ADDR:PORT" */
@@ -155,10 +186,12 @@ int kcp_server_drv(const char *column, const struct drv_server_opts *o);
 int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w);
 
 /* Helpers for drivers. */
-extern volatile int bench_stop; /* set by SIGTERM/SIGINT in driver processes */
+/* Set by SIGTERM/SIGINT in driver processes, or by a failing server worker;
+ * atomic because every worker thread polls it. */
+extern atomic_int bench_stop;
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
-void bench_signal_ready(int fd);
+void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */
 void bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline void put_le32(uint8_t *p, uint32_t v)

@@ -2,7 +2,9 @@
 /*
  * enet column: libenet reliable packets on channel 0 with the library's
  * default settings. One client host holds every connection (ENet tells its
- * peers apart by peer id, not by address).
+ * peers apart by peer id, not by address). The server has one worker:
+ * enet_host_create() creates and binds its socket in one call, so libenet's
+ * API leaves no point at which SO_REUSEPORT could be set before bind.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -34,6 +36,8 @@ int enet_server_drv(const char *column, const struct drv_server_opts *o)
 		bench_fail("enet server: bad --bind %s or enet_initialize failed", o->bind);
 		return 2;
 	}
+	if (o->workers > 1)
+		bench_fail("enet server: %s; running 1 worker, not %u", BENCH_ENET_ONE_WORKER, o->workers);
 	size_t peers = o->conns_hint + 64 > 1024 ? o->conns_hint + 64 : 1024;
 	if (peers > ENET_PROTOCOL_MAXIMUM_PEER_ID)
 		peers = ENET_PROTOCOL_MAXIMUM_PEER_ID;
@@ -43,6 +47,7 @@ int enet_server_drv(const char *column, const struct drv_server_opts *o)
 		return 1;
 	}
 	bench_signal_ready(o->ready_fd);
+	struct bench_worker bw = {0};
 	ENetEvent ev;
 	while (!bench_stop) {
 		int r = enet_host_service(h, &ev, 50);
@@ -55,12 +60,16 @@ int enet_server_drv(const char *column, const struct drv_server_opts *o)
 					enet_packet_destroy(ev.packet);
 				}
 				echoed = true;
+				bw.echoes++;
+			} else if (ev.type == ENET_EVENT_TYPE_CONNECT) {
+				bw.conns++;
 			}
 			r = enet_host_check_events(h, &ev);
 		}
 		if (echoed)
 			enet_host_flush(h);
 	}
+	bench_server_summary(o->ready_fd, &bw, 1);
 	enet_host_destroy(h);
 	enet_deinitialize();
 	return 0;

@@ -5,7 +5,8 @@
  * windows 64/64 for one connection and 64/128 for many, a 1400 B MTU by
  * default, and an immediate flush after every send and every input so data
  * and ACKs leave at once. The conversation id is the connection index + 1;
- * the client uses one connected UDP socket per connection.
+ * the client uses one connected UDP socket per connection. The server runs
+ * o->workers threads, each with its own SO_REUSEPORT socket and sessions.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,21 +63,18 @@ static int server_output(const char *buf, int len, ikcpcb *kcp, void *user)
 	return (int)sendto(s->fd, buf, (size_t)len, 0, (struct sockaddr *)&s->addr, sizeof s->addr);
 }
 
-int kcp_server_drv(const char *column, const struct drv_server_opts *o)
+/* One worker: its own socket (SO_REUSEPORT when there are several) and the
+ * sessions of the clients the kernel hashed to it. */
+struct kcp_worker {
+	int fd;
+	uint32_t mtu;
+	bool many;
+};
+
+static int kcp_worker_run(struct bench_worker *bw)
 {
-	(void)column;
-	struct sockaddr_in sin;
-	if (bench_parse_addr(o->bind, &sin) < 0) {
-		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
-		return 2;
-	}
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0) {
-		bench_fail("kcp server: cannot bind %s: %s", o->bind, strerror(errno));
-		return 1;
-	}
-	set_bufs(fd);
-	bool many = o->conns_hint > 1;
+	const struct kcp_worker *kw = bw->drv;
+	int fd = kw->fd;
 	struct ksess **sess = calloc(BENCH_MAX_CONNS + 1, sizeof *sess);
 	struct ksess **active = calloc(BENCH_MAX_CONNS + 1, sizeof *active);
 	size_t nactive = 0;
@@ -86,11 +84,14 @@ int kcp_server_drv(const char *column, const struct drv_server_opts *o)
 	struct iovec iov[KCP_BATCH];
 	struct sockaddr_in from[KCP_BATCH];
 	int ep = epoll_create1(0);
+	int rc = 0;
 	struct epoll_event e = {.events = EPOLLIN};
-	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
-	bench_signal_ready(o->ready_fd);
+	if (!sess || !active || !bufs || !msg || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) < 0) {
+		bench_fail("kcp server: worker %u: cannot set up: %s", bw->index, strerror(errno));
+		rc = 1;
+	}
 	IUINT32 last_update = 0;
-	while (!bench_stop) {
+	while (!bench_stop && rc == 0) {
 		struct epoll_event evs[1];
 		epoll_wait(ep, evs, 1, nactive ? 2 : 100);
 		for (;;) {
@@ -121,28 +122,37 @@ int kcp_server_drv(const char *column, const struct drv_server_opts *o)
 					s->kcp = ikcp_create(conv, s);
 					s->kcp->output = server_output;
 					s->addr = from[i];
-					configure(s->kcp, o->mtu, many);
+					configure(s->kcp, kw->mtu, kw->many);
 					ikcp_update(s->kcp, now_ms32());
+					bw->conns++;
 				}
 				if (!s) {
 					s = calloc(1, sizeof *s);
+					if (!s) {
+						bench_fail("kcp server: out of memory");
+						rc = 1;
+						break;
+					}
 					s->fd = fd;
 					s->addr = from[i];
 					s->kcp = ikcp_create(conv, s);
 					s->kcp->output = server_output;
-					configure(s->kcp, o->mtu, many);
+					configure(s->kcp, kw->mtu, kw->many);
 					/* ikcp_flush does nothing before the first update. */
 					ikcp_update(s->kcp, now_ms32());
 					sess[conv] = s;
 					active[nactive++] = s;
+					bw->conns++;
 				}
 				ikcp_input(s->kcp, (const char *)iov[i].iov_base, (long)mm[i].msg_len);
 				int len;
-				while ((len = ikcp_recv(s->kcp, (char *)msg, BENCH_MAX_SIZE)) > 0)
+				while ((len = ikcp_recv(s->kcp, (char *)msg, BENCH_MAX_SIZE)) > 0) {
 					ikcp_send(s->kcp, (const char *)msg, len);
+					bw->echoes++;
+				}
 				ikcp_flush(s->kcp);
 			}
-			if (n < KCP_BATCH)
+			if (n < KCP_BATCH || rc)
 				break;
 		}
 		IUINT32 now = now_ms32();
@@ -160,9 +170,51 @@ int kcp_server_drv(const char *column, const struct drv_server_opts *o)
 	free(active);
 	free(bufs);
 	free(msg);
-	close(ep);
-	close(fd);
-	return 0;
+	if (ep >= 0)
+		close(ep);
+	return rc;
+}
+
+int kcp_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	(void)column;
+	struct sockaddr_in sin;
+	if (bench_parse_addr(o->bind, &sin) < 0) {
+		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
+		return 2;
+	}
+	unsigned nw = o->workers ? o->workers : 1;
+	struct kcp_worker kw[BENCH_MAX_WORKERS];
+	struct bench_worker bw[BENCH_MAX_WORKERS];
+	memset(bw, 0, sizeof bw);
+	unsigned made = 0;
+	int rc = 1;
+	for (; made < nw; made++) {
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			break;
+		/* A client's 4-tuple always hashes to the same socket, so its
+		 * conversation lives in one worker only. */
+		if ((nw > 1 && bench_reuseport(fd) < 0) ||
+		    bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0) {
+			close(fd);
+			break;
+		}
+		set_bufs(fd);
+		kw[made] = (struct kcp_worker){.fd = fd, .mtu = o->mtu, .many = o->conns_hint > 1};
+		bw[made].drv = &kw[made];
+	}
+	if (made < nw) {
+		bench_fail("kcp server: cannot bind %s (worker %u of %u): %s", o->bind, made + 1, nw,
+			   strerror(errno));
+	} else {
+		bench_signal_ready(o->ready_fd);
+		rc = bench_run_workers(bw, nw, kcp_worker_run);
+		bench_server_summary(o->ready_fd, bw, nw);
+	}
+	for (unsigned i = 0; i < made; i++)
+		close(kw[i].fd);
+	return rc;
 }
 
 /* ---- client ---- */

@@ -7,7 +7,8 @@
  *               drains with rudp_recv_batch and echoes with rudp_send_batch.
  *   *-policy:   the same with the send-policy module on at its defaults.
  * A client uses one host (one socket) per connection, since a server knows a
- * peer by its address; the hosts are polled together with epoll.
+ * peer by its address; the hosts are polled together with epoll. The server
+ * runs o->workers threads, each with its own host on the port (reuse_port).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,17 +48,23 @@ struct backlog {
 	struct backlog *next_all;
 };
 
-static struct backlog *all_backlogs;
+/* One server worker: a host of its own on the shared port, used by its
+ * thread only (librudp's rule), and the backlogs of that host's peers. */
+struct rworker {
+	rudp_host *h;
+	bool batch;
+	struct backlog *backlogs;
+};
 
-static int backlog_push(rudp_peer *peer, const uint8_t *data, size_t len)
+static int backlog_push(struct rworker *wk, rudp_peer *peer, const uint8_t *data, size_t len)
 {
 	struct backlog *b = rudp_peer_get_userdata(peer);
 	if (!b) {
 		b = calloc(1, sizeof *b);
 		if (!b)
 			return -1;
-		b->next_all = all_backlogs;
-		all_backlogs = b;
+		b->next_all = wk->backlogs;
+		wk->backlogs = b;
 		rudp_peer_set_userdata(peer, b);
 	}
 	if (b->head > 0 && b->head == b->len)
@@ -97,23 +104,23 @@ static int backlog_drain(rudp_peer *peer)
 	return 0;
 }
 
-static int echo_one(rudp_peer *peer, const uint8_t *data, size_t len)
+static int echo_one(struct rworker *wk, rudp_peer *peer, const uint8_t *data, size_t len)
 {
 	if (backlog_busy(peer))
-		return backlog_push(peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
+		return backlog_push(wk, peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
 	int r = rudp_send(peer, data, len, RUDP_RELIABLE_ORDERED, 0);
 	if (r == RUDP_E_WOULD_BLOCK)
-		return backlog_push(peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
+		return backlog_push(wk, peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
 	return r;
 }
 
 /* Echoes a run of received messages of one peer with one batch send. */
-static int echo_batch(rudp_peer *peer, const rudp_event *ev, int n)
+static int echo_batch(struct rworker *wk, rudp_peer *peer, const rudp_event *ev, int n)
 {
 	rudp_message out[EVENTS];
 	if (backlog_busy(peer)) {
 		for (int i = 0; i < n; i++)
-			if (backlog_push(peer, ev[i].data, ev[i].len) < 0)
+			if (backlog_push(wk, peer, ev[i].data, ev[i].len) < 0)
 				return RUDP_E_NOMEM;
 		return 0;
 	}
@@ -126,7 +133,7 @@ static int echo_batch(rudp_peer *peer, const rudp_event *ev, int n)
 	if (q < n && err != RUDP_E_WOULD_BLOCK)
 		return err;
 	for (int i = q; i < n; i++)
-		if (backlog_push(peer, ev[i].data, ev[i].len) < 0)
+		if (backlog_push(wk, peer, ev[i].data, ev[i].len) < 0)
 			return RUDP_E_NOMEM;
 	return 0;
 }
@@ -142,30 +149,13 @@ static void set_policy(rudp_host *h, bool policy)
 	rudp_host_set_send_options(h, &so);
 }
 
-int rudp_server_drv(const char *column, const struct drv_server_opts *o)
+static int rudp_worker_run(struct bench_worker *bw)
 {
-	bool batch = strstr(column, "batch") != NULL, policy = strstr(column, "policy") != NULL;
-	rudp_config cfg;
-	base_config(&cfg, o->mtu);
-	cfg.bind_address = o->bind;
-	cfg.max_peers = o->conns_hint + 64 > 1024 ? o->conns_hint + 64 : 1024;
-	/* Thousands of clients connect at once: the handshake must not time out
-	 * while the server works through them. */
-	cfg.connect_timeout_ms = 30000;
-	cfg.handshake_timeout_ms = 30000;
-	cfg.max_pending_handshakes = cfg.max_peers;
-	cfg.max_pending_per_address = cfg.max_peers; /* every client is on one IP here */
-	cfg.offline_rate_per_address = 0;
-	rudp_host *h;
-	int r = rudp_host_create(&cfg, &h);
-	if (r < 0) {
-		bench_fail("rudp server: %s on %s", rudp_strerror(r), o->bind);
-		return 1;
-	}
-	set_policy(h, policy);
-	bench_signal_ready(o->ready_fd);
+	struct rworker *wk = bw->drv;
+	rudp_host *h = wk->h;
+	bool batch = wk->batch;
 	rudp_event ev[EVENTS];
-	int rc = 0;
+	int rc = 0, r;
 	while (!bench_stop && rc == 0) {
 		int n = batch ? rudp_recv_batch(h, ev, EVENTS, 50) : rudp_service(h, ev, EVENTS, 50);
 		if (n < 0) {
@@ -178,16 +168,20 @@ int rudp_server_drv(const char *column, const struct drv_server_opts *o)
 			if (ev[i].type == RUDP_EVENT_WRITABLE) {
 				r = backlog_drain(peer);
 			} else if (ev[i].type != RUDP_EVENT_RECEIVE) {
+				if (ev[i].type == RUDP_EVENT_CONNECT)
+					bw->conns++;
 				r = 0;
 			} else if (batch) {
 				int k = i;
 				while (k < n && ev[k].type == RUDP_EVENT_RECEIVE && ev[k].peer == peer)
 					k++;
-				r = echo_batch(peer, ev + i, k - i);
+				r = echo_batch(wk, peer, ev + i, k - i);
+				bw->echoes += (uint64_t)(k - i);
 				i = k;
 				goto checked;
 			} else {
-				r = echo_one(peer, ev[i].data, ev[i].len);
+				r = echo_one(wk, peer, ev[i].data, ev[i].len);
+				bw->echoes++;
 			}
 			i++;
 		checked:
@@ -201,12 +195,57 @@ int rudp_server_drv(const char *column, const struct drv_server_opts *o)
 		if (n > 0 && !batch)
 			rudp_flush(h);
 	}
-	rudp_host_destroy(h);
-	while (all_backlogs) {
-		struct backlog *b = all_backlogs;
-		all_backlogs = b->next_all;
-		free(b->buf);
-		free(b);
+	return rc;
+}
+
+int rudp_server_drv(const char *column, const struct drv_server_opts *o)
+{
+	bool batch = strstr(column, "batch") != NULL, policy = strstr(column, "policy") != NULL;
+	unsigned nw = o->workers ? o->workers : 1;
+	rudp_config cfg;
+	base_config(&cfg, o->mtu);
+	cfg.bind_address = o->bind;
+	/* Every client may hash to the same worker: each host can hold them all. */
+	cfg.max_peers = o->conns_hint + 64 > 1024 ? o->conns_hint + 64 : 1024;
+	/* Thousands of clients connect at once: the handshake must not time out
+	 * while the server works through them. */
+	cfg.connect_timeout_ms = 30000;
+	cfg.handshake_timeout_ms = 30000;
+	cfg.max_pending_handshakes = cfg.max_peers;
+	cfg.max_pending_per_address = cfg.max_peers; /* every client is on one IP here */
+	cfg.offline_rate_per_address = 0;
+	/* One host per worker on the same port; the kernel keeps each client's
+	 * datagrams on one socket, so a peer belongs to one host and thread. */
+	cfg.reuse_port = nw > 1;
+	struct rworker wk[BENCH_MAX_WORKERS];
+	struct bench_worker bw[BENCH_MAX_WORKERS];
+	memset(bw, 0, sizeof bw);
+	unsigned made = 0;
+	int r = 0, rc = 1;
+	for (; made < nw; made++) {
+		wk[made] = (struct rworker){.h = NULL, .batch = batch, .backlogs = NULL};
+		r = rudp_host_create(&cfg, &wk[made].h);
+		if (r < 0)
+			break;
+		set_policy(wk[made].h, policy);
+		bw[made].drv = &wk[made];
+	}
+	if (made < nw) {
+		bench_fail("rudp server: %s on %s (worker %u of %u)", rudp_strerror(r), o->bind, made + 1,
+			   nw);
+	} else {
+		bench_signal_ready(o->ready_fd);
+		rc = bench_run_workers(bw, nw, rudp_worker_run);
+		bench_server_summary(o->ready_fd, bw, nw);
+	}
+	for (unsigned i = 0; i < made; i++) {
+		rudp_host_destroy(wk[i].h);
+		while (wk[i].backlogs) {
+			struct backlog *b = wk[i].backlogs;
+			wk[i].backlogs = b->next_all;
+			free(b->buf);
+			free(b);
+		}
 	}
 	return rc;
 }

@@ -4,7 +4,9 @@
  *   tcp:       one whole-record write per message on both sides.
  *   tcp-batch: the client writes all its ready messages with one writev; the
  *              server echoes every complete record it has read with one write.
- * TCP_NODELAY everywhere; buffers are allocated once per connection.
+ * TCP_NODELAY everywhere; buffers are allocated once per connection. The
+ * server runs o->workers threads, each with its own SO_REUSEPORT listening
+ * socket and the connections the kernel gave it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -81,7 +83,9 @@ static int writev_full(int fd, struct iovec *iov, int n, int (*drain)(void *), v
 
 /* ---- server ---- */
 
-static int server_echo(struct tconn *k, bool batch)
+/* Reads what connection k has and echoes every complete record; counts them
+ * into *echoes. Returns 0, or -1 when the connection is done. */
+static int server_echo(struct tconn *k, bool batch, uint64_t *echoes)
 {
 	for (;;) {
 		if (k->len == k->cap)
@@ -105,6 +109,7 @@ static int server_echo(struct tconn *k, bool batch)
 					return -1;
 			}
 			off += 4 + n;
+			(*echoes)++;
 		}
 		if (batch && off > 0) {
 			struct iovec iov = {k->buf, off};
@@ -116,6 +121,81 @@ static int server_echo(struct tconn *k, bool batch)
 	}
 }
 
+/* One worker: its own listening socket, epoll set and connections. */
+struct tcp_worker {
+	int ls, ep;
+	bool batch;
+};
+
+static int tcp_worker_run(struct bench_worker *bw)
+{
+	struct tcp_worker *t = bw->drv;
+	size_t cap = 1024;
+	struct tconn **conns = calloc(cap, sizeof *conns); /* by fd */
+	struct epoll_event evs[256];
+	int rc = 0;
+	bw->conns = 0;
+	if (!conns)
+		return 1;
+	while (!bench_stop && rc == 0) {
+		int n = epoll_wait(t->ep, evs, 256, 200);
+		for (int i = 0; i < n && rc == 0; i++) {
+			if (evs[i].data.u64 == UINT64_MAX) {
+				int fd;
+				while ((fd = accept4(t->ls, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+					set_nodelay(fd);
+					if ((size_t)fd >= cap) {
+						size_t nc = (size_t)fd * 2;
+						struct tconn **g = realloc(conns, nc * sizeof *g);
+						if (!g) {
+							close(fd);
+							rc = 1;
+							break;
+						}
+						memset(g + cap, 0, (nc - cap) * sizeof *g);
+						conns = g;
+						cap = nc;
+					}
+					struct tconn *k = calloc(1, sizeof *k);
+					if (k) {
+						k->cap = TCP_RBUF + BENCH_MAX_SIZE / 4;
+						k->buf = malloc(k->cap);
+					}
+					if (!k || !k->buf) {
+						free(k);
+						close(fd);
+						rc = 1;
+						break;
+					}
+					k->fd = fd;
+					conns[fd] = k;
+					bw->conns++;
+					struct epoll_event e = {.events = EPOLLIN, .data.u64 = (uint64_t)fd};
+					epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &e);
+				}
+				continue;
+			}
+			struct tconn *k = conns[evs[i].data.u64];
+			if (k && server_echo(k, t->batch, &bw->echoes) < 0) {
+				close(k->fd);
+				conns[evs[i].data.u64] = NULL;
+				free(k->buf);
+				free(k);
+			}
+		}
+	}
+	if (rc)
+		bench_fail("tcp server: worker %u: out of memory", bw->index);
+	for (size_t i = 0; i < cap; i++)
+		if (conns[i]) {
+			close(conns[i]->fd);
+			free(conns[i]->buf);
+			free(conns[i]);
+		}
+	free(conns);
+	return rc;
+}
+
 int tcp_server(const char *column, const struct drv_server_opts *o)
 {
 	bool batch = strcmp(column, "tcp-batch") == 0;
@@ -124,65 +204,49 @@ int tcp_server(const char *column, const struct drv_server_opts *o)
 		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
 		return 2;
 	}
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	int one = 1;
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(ls, 8192) < 0) {
-		bench_fail("tcp server: cannot listen on %s: %s", o->bind, strerror(errno));
-		return 1;
-	}
-	int ep = epoll_create1(0);
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
-	epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
-	size_t cap = 1024;
-	struct tconn **conns = calloc(cap, sizeof *conns); /* by fd */
-	bench_signal_ready(o->ready_fd);
-	struct epoll_event evs[256];
-	while (!bench_stop) {
-		int n = epoll_wait(ep, evs, 256, 200);
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.u64 == UINT64_MAX) {
-				int fd;
-				while ((fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-					set_nodelay(fd);
-					if ((size_t)fd >= cap) {
-						size_t nc = (size_t)fd * 2;
-						struct tconn **g = realloc(conns, nc * sizeof *g);
-						if (!g)
-							return 1;
-						memset(g + cap, 0, (nc - cap) * sizeof *g);
-						conns = g;
-						cap = nc;
-					}
-					struct tconn *k = calloc(1, sizeof *k);
-					k->fd = fd;
-					k->cap = TCP_RBUF + BENCH_MAX_SIZE / 4;
-					k->buf = malloc(k->cap);
-					conns[fd] = k;
-					struct epoll_event e = {.events = EPOLLIN, .data.u64 = (uint64_t)fd};
-					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
-				}
-				continue;
-			}
-			struct tconn *k = conns[evs[i].data.u64];
-			if (k && server_echo(k, batch) < 0) {
-				close(k->fd);
-				conns[evs[i].data.u64] = NULL;
-				free(k->buf);
-				free(k);
-			}
+	unsigned nw = o->workers ? o->workers : 1;
+	struct tcp_worker t[BENCH_MAX_WORKERS];
+	struct bench_worker bw[BENCH_MAX_WORKERS];
+	memset(bw, 0, sizeof bw);
+	unsigned made = 0;
+	int rc = 1;
+	for (; made < nw; made++) {
+		int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		int one = 1;
+		t[made] = (struct tcp_worker){.ls = ls, .ep = -1, .batch = batch};
+		if (ls < 0)
+			break;
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		/* One listening socket per worker: the kernel hashes each new
+		 * connection to one of them and it stays there. */
+		if ((nw > 1 && bench_reuseport(ls) < 0) ||
+		    bind(ls, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(ls, 8192) < 0) {
+			close(ls);
+			break;
 		}
-	}
-	for (size_t i = 0; i < cap; i++)
-		if (conns[i]) {
-			close(conns[i]->fd);
-			free(conns[i]->buf);
-			free(conns[i]);
+		t[made].ep = epoll_create1(0);
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
+		if (t[made].ep < 0 || epoll_ctl(t[made].ep, EPOLL_CTL_ADD, ls, &ev) < 0) {
+			close(ls);
+			if (t[made].ep >= 0)
+				close(t[made].ep);
+			break;
 		}
-	free(conns);
-	close(ep);
-	close(ls);
-	return 0;
+		bw[made].drv = &t[made];
+	}
+	if (made < nw) {
+		bench_fail("tcp server: cannot listen on %s (worker %u of %u): %s", o->bind, made + 1, nw,
+			   strerror(errno));
+	} else {
+		bench_signal_ready(o->ready_fd);
+		rc = bench_run_workers(bw, nw, tcp_worker_run);
+		bench_server_summary(o->ready_fd, bw, nw);
+	}
+	for (unsigned i = 0; i < made; i++) {
+		close(t[i].ep);
+		close(t[i].ls);
+	}
+	return rc;
 }
 
 /* ---- client ---- */

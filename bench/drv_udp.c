@@ -3,7 +3,8 @@
  * raw-udp column: one plain datagram per message through recvmmsg/sendmmsg
  * batches, no reliability and no GSO. It measures what moving the same
  * datagrams costs without a protocol; a lost datagram stalls the run, which
- * then fails (it is never reported as a figure).
+ * then fails (it is never reported as a figure). The server runs
+ * o->workers threads, each with its own SO_REUSEPORT socket on the port.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,27 +32,20 @@ static void set_bufs(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
 }
 
-int udp_server(const char *column, const struct drv_server_opts *o)
+/* One worker: its own socket (SO_REUSEPORT when there are several) that
+ * echoes every datagram it reads to its sender. */
+static int udp_worker_run(struct bench_worker *bw)
 {
-	(void)column;
-	struct sockaddr_in sin;
-	if (bench_parse_addr(o->bind, &sin) < 0) {
-		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
-		return 2;
-	}
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0) {
-		bench_fail("udp server: cannot bind %s: %s", o->bind, strerror(errno));
-		return 1;
-	}
-	set_bufs(fd);
-	struct timeval tv = {0, 200000};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	int fd = *(int *)bw->drv;
 	uint8_t *bufs = malloc((size_t)UDP_BATCH * UDP_MAX_DGRAM);
 	struct mmsghdr msgs[UDP_BATCH];
 	struct iovec iov[UDP_BATCH];
 	struct sockaddr_in from[UDP_BATCH];
-	bench_signal_ready(o->ready_fd);
+	bw->conns = UINT64_MAX; /* no connections: flows are only 4-tuples */
+	if (!bufs) {
+		bench_fail("udp server: out of memory");
+		return 1;
+	}
 	while (!bench_stop) {
 		for (int i = 0; i < UDP_BATCH; i++) {
 			iov[i].iov_base = bufs + (size_t)i * UDP_MAX_DGRAM;
@@ -78,10 +72,51 @@ int udp_server(const char *column, const struct drv_server_opts *o)
 			}
 			off += s;
 		}
+		bw->echoes += (uint64_t)off;
 	}
 	free(bufs);
-	close(fd);
 	return 0;
+}
+
+int udp_server(const char *column, const struct drv_server_opts *o)
+{
+	(void)column;
+	struct sockaddr_in sin;
+	if (bench_parse_addr(o->bind, &sin) < 0) {
+		bench_fail("bad --bind %s (want IPv4:port)", o->bind);
+		return 2;
+	}
+	unsigned nw = o->workers ? o->workers : 1;
+	int fds[BENCH_MAX_WORKERS];
+	struct bench_worker bw[BENCH_MAX_WORKERS];
+	memset(bw, 0, sizeof bw);
+	unsigned made = 0;
+	int rc = 1;
+	for (; made < nw; made++) {
+		fds[made] = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fds[made] < 0)
+			break;
+		if ((nw > 1 && bench_reuseport(fds[made]) < 0) ||
+		    bind(fds[made], (struct sockaddr *)&sin, sizeof sin) < 0) {
+			close(fds[made]);
+			break;
+		}
+		set_bufs(fds[made]);
+		struct timeval tv = {0, 200000};
+		setsockopt(fds[made], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		bw[made].drv = &fds[made];
+	}
+	if (made < nw) {
+		bench_fail("udp server: cannot bind %s (worker %u of %u): %s", o->bind, made + 1, nw,
+			   strerror(errno));
+	} else {
+		bench_signal_ready(o->ready_fd);
+		rc = bench_run_workers(bw, nw, udp_worker_run);
+		bench_server_summary(o->ready_fd, bw, nw);
+	}
+	for (unsigned i = 0; i < made; i++)
+		close(fds[i]);
+	return rc;
 }
 
 int udp_client(const char *column, const struct drv_client_opts *o, struct wl *w)

@@ -4,15 +4,20 @@
  * verified echo workloads (see BENCH.md for the method).
  *
  *   rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]
- *              [--rounds N] [--loss PCT] [--delay MS] [--json FILE] [--out DIR] [--no-netns]
- *   rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--ready-fd FD]
+ *              [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE] [--out DIR]
+ *              [--no-netns]
+ *   rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]
+ *              [--ready-fd FD]
  *   rudp-bench client --column C --connect ADDR:PORT [--workload W] [--size N]
  *              [--connections N] [--window N] [--warmup N] [--samples N] [--messages N] [--mtu N]
  *   rudp-bench --list
  *
  * The orchestrator (no sub-command) starts a server process and a client
  * process of this same binary for every run, each in a fresh namespace,
- * and collects the client's verified figures and both peak RSS values.
+ * and collects the client's verified figures and both peak RSS values. The
+ * usable CPUs are split into a server set and a disjoint client set, and the
+ * server runs one worker (thread + SO_REUSEPORT socket) per CPU of its set on
+ * the many and loaded rows, one on the others, unless --workers says.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -143,10 +148,16 @@ static int kind_from_name(const char *s)
 	return -1;
 }
 
+/* Server workers a column can run: ENet's API cannot share a port. */
+static unsigned column_workers(int column, unsigned want)
+{
+	return !strcmp(columns[column].name, "enet") ? 1 : want;
+}
+
 static void sub_usage(void)
 {
 	fprintf(stderr,
-		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N]\n"
+		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]\n"
 		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
 		"loaded]\n"
 		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
@@ -165,16 +176,25 @@ static int sub_main(int argc, char **argv, bool server)
 			      .messages = 10000,
 			      .mtu = 0,
 			      .stall_ms = 15000};
-	uint32_t conns_hint = 1;
+	uint32_t conns_hint = 1, workers = 1;
 	int ready_fd = -1;
-	static const struct option opts[] = {{"column", 1, 0, 'c'},       {"bind", 1, 0, 'b'},
-					     {"connect", 1, 0, 'C'},      {"mtu", 1, 0, 'm'},
-					     {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
-					     {"workload", 1, 0, 'W'},     {"size", 1, 0, 's'},
-					     {"connections", 1, 0, 'N'},  {"window", 1, 0, 'w'},
-					     {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
-					     {"messages", 1, 0, 'M'},     {"stall-ms", 1, 0, 't'},
-					     {"inject-fault", 1, 0, 'F'}, {0, 0, 0, 0}};
+	static const struct option opts[] = {{"column", 1, 0, 'c'},
+					     {"bind", 1, 0, 'b'},
+					     {"connect", 1, 0, 'C'},
+					     {"mtu", 1, 0, 'm'},
+					     {"conns", 1, 0, 'n'},
+					     {"ready-fd", 1, 0, 'r'},
+					     {"workload", 1, 0, 'W'},
+					     {"size", 1, 0, 's'},
+					     {"connections", 1, 0, 'N'},
+					     {"window", 1, 0, 'w'},
+					     {"warmup", 1, 0, 'u'},
+					     {"samples", 1, 0, 'S'},
+					     {"messages", 1, 0, 'M'},
+					     {"stall-ms", 1, 0, 't'},
+					     {"inject-fault", 1, 0, 'F'},
+					     {"workers", 1, 0, 'K'},
+					     {0, 0, 0, 0}};
 	int o;
 	uint64_t v;
 	optind = 1;
@@ -195,6 +215,10 @@ static int sub_main(int argc, char **argv, bool server)
 		case 'r':
 			bad = parse_uint(optarg, 1024, &v);
 			ready_fd = (int)v;
+			break;
+		case 'K':
+			bad = parse_uint(optarg, BENCH_MAX_WORKERS, &v) || v == 0;
+			workers = (uint32_t)v;
 			break;
 		case 'W':
 			bad = (kind_from_name(optarg) < 0);
@@ -275,8 +299,11 @@ static int sub_main(int argc, char **argv, bool server)
 	}
 	bench_install_stop_handler();
 	if (server) {
-		struct drv_server_opts so = {
-			.bind = addr, .mtu = p.mtu, .conns_hint = conns_hint, .ready_fd = ready_fd};
+		struct drv_server_opts so = {.bind = addr,
+					     .mtu = p.mtu,
+					     .conns_hint = conns_hint,
+					     .workers = workers,
+					     .ready_fd = ready_fd};
 		return columns[ci].server(column, &so);
 	}
 	if (p.kind == WL_SPARSE) {
@@ -377,7 +404,7 @@ static int wait_until(pid_t pid, uint64_t deadline, int *status, struct rusage *
 	}
 }
 
-static pid_t spawn(const char *ns, int cpu, char **argv, int out_fd, int ready_fd)
+static pid_t spawn(const char *ns, const cpu_set_t *cpus, char **argv, int out_fd, int ready_fd)
 {
 	pid_t pid = fork();
 	if (pid != 0)
@@ -389,12 +416,8 @@ static pid_t spawn(const char *ns, int cpu, char **argv, int out_fd, int ready_f
 		fprintf(stderr, "rudp-bench: cannot enter namespace %s: %s\n", ns, strerror(errno));
 		_exit(126);
 	}
-	if (cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		sched_setaffinity(0, sizeof set, &set);
-	}
+	if (cpus)
+		sched_setaffinity(0, sizeof *cpus, cpus);
 	if (out_fd >= 0)
 		dup2(out_fd, 1);
 	if (ready_fd >= 0 && ready_fd != 3) {
@@ -406,6 +429,103 @@ static pid_t spawn(const char *ns, int cpu, char **argv, int out_fd, int ready_f
 }
 
 static bool have_root;
+static unsigned workers_forced; /* --workers N; 0: BENCH.md's defaults */
+
+/* Where the two processes of a run may execute: the CPUs this process may
+ * use, split into two disjoint sets. The server takes the larger half (its
+ * workers can use several CPUs; the C clients run one thread). With one CPU
+ * both share it, and the report says so. */
+static struct {
+	cpu_set_t server, client;
+	int nserver, nclient;
+	bool shared, pinned; /* pinned: sched_getaffinity worked and sets apply */
+} cpu_sets;
+
+/* "0-3,8" */
+static void cpu_list(const cpu_set_t *set, char *out, size_t n)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (int i = 0; i < CPU_SETSIZE && len < n; i++) {
+		if (!CPU_ISSET(i, set))
+			continue;
+		int j = i;
+		while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, set))
+			j++;
+		int r = j > i ? snprintf(out + len, n - len, "%s%d-%d", len ? "," : "", i, j)
+			      : snprintf(out + len, n - len, "%s%d", len ? "," : "", i);
+		if (r < 0)
+			break;
+		len += (size_t)r;
+		i = j;
+	}
+}
+
+static void split_cpus(struct meta *m)
+{
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	CPU_ZERO(&cpu_sets.server);
+	CPU_ZERO(&cpu_sets.client);
+	cpu_sets.pinned = sched_getaffinity(0, sizeof all, &all) == 0 && CPU_COUNT(&all) > 0;
+	int n = cpu_sets.pinned ? CPU_COUNT(&all) : 1;
+	int take = (n + 1) / 2, seen = 0;
+	for (int i = 0; cpu_sets.pinned && i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &all))
+			CPU_SET(i, seen++ < take ? &cpu_sets.server : &cpu_sets.client);
+	cpu_sets.shared = n == 1;
+	if (cpu_sets.shared)
+		cpu_sets.client = cpu_sets.server;
+	cpu_sets.nserver = take;
+	cpu_sets.nclient = cpu_sets.shared ? 1 : n - take;
+	if (cpu_sets.pinned) {
+		cpu_list(&cpu_sets.server, m->server_cpus, sizeof m->server_cpus);
+		cpu_list(&cpu_sets.client, m->client_cpus, sizeof m->client_cpus);
+	} else {
+		snprintf(m->server_cpus, sizeof m->server_cpus, "any");
+		snprintf(m->client_cpus, sizeof m->client_cpus, "any");
+	}
+	m->server_ncpus = cpu_sets.nserver;
+	m->client_ncpus = cpu_sets.nclient;
+	m->cpus_shared = cpu_sets.shared;
+}
+
+/* Reads the server's "served workers=N conns=a,b echoes=x,y" line (written
+ * to the ready pipe at its exit) into r; leaves r as it is without one. */
+static void parse_served(const char *s, struct run *r)
+{
+	const char *p = strstr(s, "served workers=");
+	if (!p)
+		return;
+	char *end;
+	unsigned long n = strtoul(p + 15, &end, 10);
+	if (n == 0 || n > BENCH_MAX_WORKERS)
+		return;
+	const char *c = strstr(end, " conns="), *e = strstr(end, " echoes=");
+	if (!c || !e)
+		return;
+	c += 7;
+	e += 8;
+	for (unsigned i = 0; i < n; i++) {
+		if (*c == '-') {
+			r->worker_conns[i] = -1;
+			c++;
+		} else {
+			r->worker_conns[i] = (int64_t)strtoll(c, &end, 10);
+			if (end == c)
+				return;
+			c = end;
+		}
+		r->worker_echoes[i] = (int64_t)strtoll(e, &end, 10);
+		if (end == e)
+			return;
+		e = end;
+		if (i + 1 < n && (*c++ != ',' || *e++ != ','))
+			return;
+	}
+	r->workers = (int)n;
+	r->workers_reported = (int)n;
+}
 
 static int parse_result(const char *out, struct run *r)
 {
@@ -497,15 +617,25 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	fmt_u(messages, sizeof messages, row->messages);
 	snprintf(stall, sizeof stall, "%u", row->delay_ms > 0 || row->loss_pct > 0 ? 30000 : 15000);
 	static const char *kinds[] = {"single", "sparse", "many", "loaded"};
-	int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	/* BENCH.md: one worker per server CPU for the many-connection rows. */
+	unsigned want = workers_forced                                   ? workers_forced
+			: row->kind == WL_MANY || row->kind == WL_LOADED ? (unsigned)cpu_sets.nserver
+									 : 1;
+	r->workers = (int)column_workers(r->column, want);
+	char workers[16];
+	snprintf(workers, sizeof workers, "%d", r->workers);
+	const cpu_set_t *scpu = cpu_sets.pinned ? &cpu_sets.server : NULL,
+			*ccpu = cpu_sets.pinned ? &cpu_sets.client : NULL;
 	int rp[2], op[2];
 	if (pipe2(rp, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0)
 		goto out;
-	/* The ready pipe's write end must survive exec in the server: fd 3 without CLOEXEC. */
-	char *sargv[] = {"rudp-bench", "server",  "--column", (char *)col,  "--bind", addr, "--mtu",
-			 mtu,          "--conns", conns,      "--ready-fd", "3",      NULL};
+	/* The ready pipe's write end must survive exec in the server: fd 3
+	 * without CLOEXEC. The server writes "ready" on it, and at exit what
+	 * each worker served. */
+	char *sargv[] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
+			 "--conns",    conns,    "--workers", workers,     "--ready-fd", "3",  NULL};
 	fcntl(rp[1], F_SETFD, 0);
-	pid_t srv = spawn(use_ns ? ns_s : NULL, cpus > 1 ? 0 : -1, sargv, -1, rp[1]);
+	pid_t srv = spawn(use_ns ? ns_s : NULL, scpu, sargv, -1, rp[1]);
 	close(rp[1]);
 	if (srv < 0) {
 		close(rp[0]);
@@ -516,7 +646,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	track_pid(srv);
 	struct pollfd pf = {.fd = rp[0], .events = POLLIN};
 	char rbuf[16] = "";
-	if (poll(&pf, 1, 15000) <= 0 || read(rp[0], rbuf, sizeof rbuf - 1) < 5) {
+	if (poll(&pf, 1, 15000) <= 0 || read(rp[0], rbuf, 6) < 5) {
 		snprintf(r->error, sizeof r->error, "server did not start");
 		close(rp[0]);
 		close(op[0]);
@@ -526,7 +656,6 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		wait_until(srv, bench_now_ns(), &st, &ru);
 		goto out;
 	}
-	close(rp[0]);
 	char *cargv[] = {"rudp-bench", "client", "--column",      (char *)col,
 			 "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
 			 "--size",     size,     "--connections", conns,
@@ -536,7 +665,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 			 NULL};
 	fcntl(op[1], F_SETFD, 0);
 	uint64_t t0 = bench_now_ns();
-	pid_t cli = spawn(use_ns ? ns_c : NULL, cpus > 1 ? 1 : -1, cargv, op[1], -1);
+	pid_t cli = spawn(use_ns ? ns_c : NULL, ccpu, cargv, op[1], -1);
 	close(op[1]);
 	track_pid(cli);
 	/* Read the client's stdout until it closes, then reap it. */
@@ -575,6 +704,23 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	}
 	kill(srv, SIGTERM);
 	wait_until(srv, bench_now_ns() + 3000000000ull, &sst, &sru);
+	/* The server is gone, so its end of the pipe is closed: read to EOF. */
+	char served[4096];
+	size_t slen = 0;
+	for (;;) {
+		struct pollfd q = {.fd = rp[0], .events = POLLIN};
+		if (poll(&q, 1, 500) <= 0)
+			break;
+		ssize_t n = read(rp[0], served + slen, sizeof served - 1 - slen);
+		if (n <= 0)
+			break;
+		slen += (size_t)n;
+		if (slen == sizeof served - 1)
+			break;
+	}
+	served[slen] = '\0';
+	close(rp[0]);
+	parse_served(served, r);
 	r->rss_client_kib = cru.ru_maxrss;
 	r->rss_server_kib = sru.ru_maxrss;
 	if (interrupted) {
@@ -619,9 +765,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]\n"
-		"                  [--rounds N] [--loss PCT] [--delay MS] [--json FILE] [--out DIR] "
-		"[--no-netns]\n"
-		"                  [--list]\n"
+		"                  [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE]\n"
+		"                  [--out DIR] [--no-netns] [--list]\n"
 		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
 		"         enet raw-udp; workloads: single sparse many loaded\n");
@@ -657,11 +802,14 @@ int main(int argc, char **argv)
 	struct plan_opts po = {.mode = MODE_QUICK, .rounds = 0, .loss_pct = -1, .delay_ms = -1};
 	const char *json_path = NULL, *outdir = "rudp-bench-results";
 	bool no_ns = false, list = false, out_given = false;
-	static const struct option opts[] = {
-		{"full", 0, 0, 'f'},     {"smoke", 0, 0, 'k'}, {"quick", 0, 0, 'q'},  {"columns", 1, 0, 'c'},
-		{"workload", 1, 0, 'w'}, {"case", 1, 0, 'a'},  {"rounds", 1, 0, 'r'}, {"loss", 1, 0, 'l'},
-		{"delay", 1, 0, 'd'},    {"json", 1, 0, 'j'},  {"out", 1, 0, 'o'},    {"no-netns", 0, 0, 'n'},
-		{"list", 0, 0, 'L'},     {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
+	static const struct option opts[] = {{"full", 0, 0, 'f'},     {"smoke", 0, 0, 'k'},
+					     {"quick", 0, 0, 'q'},    {"columns", 1, 0, 'c'},
+					     {"workload", 1, 0, 'w'}, {"case", 1, 0, 'a'},
+					     {"rounds", 1, 0, 'r'},   {"loss", 1, 0, 'l'},
+					     {"delay", 1, 0, 'd'},    {"json", 1, 0, 'j'},
+					     {"out", 1, 0, 'o'},      {"no-netns", 0, 0, 'n'},
+					     {"list", 0, 0, 'L'},     {"help", 0, 0, 'h'},
+					     {"workers", 1, 0, 'W'},  {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end;
@@ -694,6 +842,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'W': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > BENCH_MAX_WORKERS) {
+				fprintf(stderr, "rudp-bench: --workers wants 1..%d\n", BENCH_MAX_WORKERS);
+				return 2;
+			}
+			workers_forced = (unsigned)v;
+			break;
+		}
 		case 'j': json_path = optarg; break;
 		case 'o':
 			outdir = optarg;
@@ -732,8 +889,12 @@ int main(int argc, char **argv)
 
 	struct meta meta;
 	meta_fill(&meta, &plan, have_root);
+	split_cpus(&meta);
+	meta.workers_forced = workers_forced;
 	printf("rudp-bench %s mode, commit %s, %s, %d CPUs, kernel %s\n", meta.mode, meta.commit, meta.cpu,
 	       meta.cpus, meta.kernel);
+	printf("server CPUs %s, client CPUs %s%s; server workers: %s\n", meta.server_cpus, meta.client_cpus,
+	       meta.cpus_shared ? " (one CPU: shared)" : "", workers_desc(&meta));
 	for (size_t i = 0; i < plan.nskipped; i++)
 		printf("skipped: %s\n", plan.skipped[i]);
 	fflush(stdout);

@@ -27,7 +27,7 @@
 
 const char *column_version(int i)
 {
-	static char buf[NCOLUMNS][160];
+	static char buf[NCOLUMNS][256];
 	const char *n = columns[i].name;
 	if (!strncmp(n, "tcp", 3) || !strcmp(n, "raw-udp")) {
 		struct utsname u;
@@ -41,8 +41,9 @@ const char *column_version(int i)
 		snprintf(buf[i], sizeof buf[i], "%s", BENCH_QUIC_VERSION);
 	} else if (!strcmp(n, "enet")) {
 #if defined(BENCH_HAVE_ENET)
-		snprintf(buf[i], sizeof buf[i], "libenet %d.%d.%d (Debian libenet-dev)", ENET_VERSION_MAJOR,
-			 ENET_VERSION_MINOR, ENET_VERSION_PATCH);
+		snprintf(buf[i], sizeof buf[i],
+			 "libenet %d.%d.%d (Debian libenet-dev); server: 1 worker (%s)", ENET_VERSION_MAJOR,
+			 ENET_VERSION_MINOR, ENET_VERSION_PATCH, BENCH_ENET_ONE_WORKER);
 #else
 		snprintf(buf[i], sizeof buf[i], "not built");
 #endif
@@ -246,12 +247,92 @@ static void header(FILE *f, const struct plan *p, const char *first)
 	fprintf(f, "\n");
 }
 
+/* The row's impairment, then how the server ran: "; server: 2 workers (enet 1)". */
 static const char *row_path(const struct plan *p, const struct row *row)
 {
+	static char buf[512];
+	const char *imp = "";
+	int most = 0;
 	for (size_t i = 0; i < p->nruns; i++)
-		if (p->runs[i].row == row && p->runs[i].impairment[0])
-			return p->runs[i].impairment;
-	return "";
+		if (p->runs[i].row == row) {
+			if (!imp[0] && p->runs[i].impairment[0])
+				imp = p->runs[i].impairment;
+			if (p->runs[i].workers > most)
+				most = p->runs[i].workers;
+		}
+	int len = snprintf(buf, sizeof buf, "%s", imp);
+	if (most <= 0)
+		return buf;
+	len += snprintf(buf + len, sizeof buf - (size_t)len, "%sserver: %d worker%s", imp[0] ? "; " : "",
+			most, most > 1 ? "s" : "");
+	/* Columns that ran fewer (enet: one socket only). */
+	bool paren = false;
+	for (int c = 0; c < NCOLUMNS && len < (int)sizeof buf; c++) {
+		int w = 0;
+		for (size_t i = 0; i < p->nruns; i++)
+			if (p->runs[i].row == row && p->runs[i].column == c && p->runs[i].workers > 0)
+				w = p->runs[i].workers;
+		if (w > 0 && w < most) {
+			len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%s %d", paren ? ", " : " (",
+					columns[c].name, w);
+			paren = true;
+		}
+	}
+	if (paren && len < (int)sizeof buf)
+		snprintf(buf + len, sizeof buf - (size_t)len, ")");
+	return buf;
+}
+
+/* How the kernel spread the work over the server's workers, for rows where
+ * some column ran more than one: connections per worker (echoes where the
+ * column has no connections), from each column's first reported round. */
+static void spread(FILE *f, const struct plan *p, enum wl_kind kind)
+{
+	bool any = false;
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		char line[2048];
+		int len = 0;
+		for (int c = 0; c < NCOLUMNS && len < (int)sizeof line; c++) {
+			const struct run *r = NULL;
+			for (size_t k = 0; k < p->nruns && !r; k++)
+				if (p->runs[k].row == row && p->runs[k].column == c &&
+				    p->runs[k].workers_reported > 1)
+					r = &p->runs[k];
+			if (!r)
+				continue;
+			bool conns = r->worker_conns[0] >= 0;
+			len += snprintf(line + len, sizeof line - (size_t)len, "%s%s %s", len ? ", " : "",
+					columns[c].name, conns ? "" : "echoes ");
+			for (int w = 0; w < r->workers_reported && len < (int)sizeof line; w++)
+				len += snprintf(
+					line + len, sizeof line - (size_t)len, "%s%lld", w ? "/" : "",
+					(long long)(conns ? r->worker_conns[w] : r->worker_echoes[w]));
+		}
+		if (!len)
+			continue;
+		if (!any)
+			fprintf(f, "Server workers: connections per worker as the kernel spread them "
+				   "(SO_REUSEPORT; first round):\n\n");
+		any = true;
+		fprintf(f, "- %s: %s\n", row->label, line);
+	}
+	if (any)
+		fprintf(f, "\n");
+}
+
+const char *workers_desc(const struct meta *m)
+{
+	static char buf[160];
+	if (m->workers_forced)
+		snprintf(buf, sizeof buf, "%u on every row (--workers)", m->workers_forced);
+	else
+		snprintf(buf, sizeof buf,
+			 "%d (one per server CPU) on many and loaded rows, 1 on single and sparse",
+			 m->server_ncpus);
+	return buf;
 }
 
 /* One table: one metric (or up to three joined with " / "). */
@@ -406,6 +487,18 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 	fprintf(f, "CPU: %s (%d online); kernel: %s; compiler: %s; %s\n\n", m->cpu, m->cpus, m->kernel,
 		m->compiler,
 		m->root ? "root: private namespace per run" : "not root: host loopback, no loss/delay rows");
+	if (m->cpus_shared)
+		fprintf(f,
+			"CPU sets: server and client share CPU %s (one usable CPU: each run's figures "
+			"include their contention). ",
+			m->server_cpus);
+	else
+		fprintf(f, "CPU sets (sched_setaffinity): server CPUs %s, client CPUs %s. ", m->server_cpus,
+			m->client_cpus);
+	fprintf(f,
+		"Server workers (a thread and an SO_REUSEPORT socket each): %s; enet: always 1 (%s). "
+		"The path column gives each row's count.\n\n",
+		workers_desc(m), BENCH_ENET_ONE_WORKER);
 	fprintf(f, "| column | version |\n|---|---|\n");
 	for (int c = 0; c < NCOLUMNS; c++) {
 		if (!p->col_on[c])
@@ -446,6 +539,7 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		metric_fn cs[] = {m_c50, m_c99};
 		table(f, p, WL_MANY, "case", cs, 2, 2, false);
 		rss_table(f, p, WL_MANY);
+		spread(f, p, WL_MANY);
 		failures(f, p, WL_MANY);
 		if (charts)
 			chart(p, WL_MANY, dir, "many", "MiB/s", m_tput, m, f);
@@ -455,6 +549,7 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		metric_fn fs[] = {m_p50ms, m_p99ms};
 		table(f, p, WL_LOADED, "case", fs, 2, 2, false);
 		rss_table(f, p, WL_LOADED);
+		spread(f, p, WL_LOADED);
 		failures(f, p, WL_LOADED);
 		if (charts)
 			chart(p, WL_LOADED, dir, "loaded", "p99 RTT under load (us)", m_p99, m, f);
@@ -504,8 +599,19 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 	jstr(f, m->kernel);
 	fprintf(f, ", \"compiler\": ");
 	jstr(f, m->compiler);
-	fprintf(f, ", \"root\": %s, \"seconds\": %.1f,\n    \"columns\": {", m->root ? "true" : "false",
+	fprintf(f, ", \"root\": %s, \"seconds\": %.1f,\n    \"server_cpus\": ", m->root ? "true" : "false",
 		m->seconds);
+	jstr(f, m->server_cpus);
+	fprintf(f, ", \"client_cpus\": ");
+	jstr(f, m->client_cpus);
+	fprintf(f, ", \"cpus_shared\": %s, \"workers\": ", m->cpus_shared ? "true" : "false");
+	if (m->workers_forced)
+		fprintf(f, "%u", m->workers_forced);
+	else
+		fprintf(f, "\"auto\"");
+	fprintf(f, ", \"workers_note\": ");
+	jstr(f, workers_desc(m));
+	fprintf(f, ",\n    \"columns\": {");
 	bool first = true;
 	for (int c = 0; c < NCOLUMNS; c++) {
 		const char *why = column_unavailable(c);
@@ -550,7 +656,20 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		jnum(f, "connect_p99_ms", r->ok ? r->connect_p99_ms : -1);
 		fprintf(f, ", \"impairment\": ");
 		jstr(f, r->impairment);
-		fprintf(f, ", \"seconds\": %.2f", r->seconds);
+		fprintf(f, ", \"seconds\": %.2f, \"server_workers\": %d", r->seconds, r->workers);
+		if (r->workers_reported > 0) {
+			fprintf(f, ", \"worker_connections\": [");
+			for (int w = 0; w < r->workers_reported; w++) {
+				if (r->worker_conns[w] < 0)
+					fprintf(f, "%snull", w ? ", " : "");
+				else
+					fprintf(f, "%s%lld", w ? ", " : "", (long long)r->worker_conns[w]);
+			}
+			fprintf(f, "], \"worker_echoes\": [");
+			for (int w = 0; w < r->workers_reported; w++)
+				fprintf(f, "%s%lld", w ? ", " : "", (long long)r->worker_echoes[w]);
+			fprintf(f, "]");
+		}
 		if (!r->ok) {
 			fprintf(f, ", \"error\": ");
 			jstr(f, r->error);

@@ -51,6 +51,11 @@ struct run {
 	double seconds;
 	char impairment[128];
 	char error[256];
+	/* Server workers the run asked for; the server's own count and, per
+	 * worker, connections (-1: the column has none) and echoes, when it
+	 * reported them at exit (workers_reported > 0). */
+	int workers, workers_reported;
+	int64_t worker_conns[BENCH_MAX_WORKERS], worker_echoes[BENCH_MAX_WORKERS];
 };
 
 struct plan_opts {
@@ -74,6 +79,12 @@ struct plan {
 struct meta {
 	char date[32], commit[64], cpu[128], kernel[160], compiler[128], mode[16];
 	int cpus;
+	/* CPU sets of the server and client processes ("0-3,8", or "any" when
+	 * the affinity could not be read); shared: one CPU, both on it. */
+	char server_cpus[128], client_cpus[128];
+	int server_ncpus, client_ncpus;
+	bool cpus_shared;
+	unsigned workers_forced; /* --workers N; 0: one per server CPU on many/loaded rows, else 1 */
 	bool root;
 	double seconds;
 	char chart_note[160];
@@ -88,5 +99,7 @@ int make_results_dir(const char *base, const struct meta *m, char *out, size_t n
 /* Prints the Markdown tables; writes SVG charts into dir when not NULL. */
 void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir);
 int json_write(const char *path, const struct plan *p, const struct meta *m);
+/* "1 per server CPU (2) on many and loaded rows, 1 on single and sparse" or "3 (--workers)". */
+const char *workers_desc(const struct meta *m);
 
 #endif

@@ -21,7 +21,7 @@
 
 #include "bench.h"
 
-volatile int bench_stop;
+atomic_int bench_stop;
 
 uint64_t bench_now_ns(void)
 {
@@ -71,7 +71,7 @@ void bench_signal_ready(int fd)
 		return;
 	ssize_t r = write(fd, "ready\n", 6);
 	(void)r;
-	close(fd);
+	/* Left open: bench_server_summary() writes what each worker served. */
 }
 
 void bench_fail(const char *fmt, ...)

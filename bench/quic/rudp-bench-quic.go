@@ -10,6 +10,10 @@
 // It is started by rudp-bench with the arguments of `rudp-bench server` and
 // `rudp-bench client`, and prints the same RESULT line. Built offline
 // against Debian's quic-go (GO111MODULE=off GOPATH=/usr/share/gocode).
+//
+// The server runs --workers listeners, each on its own UDP socket bound to
+// the same address with SO_REUSEPORT: the kernel keeps each client's
+// 4-tuple on one socket, so a QUIC connection lives in one listener.
 package main
 
 /*
@@ -37,14 +41,20 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"os"
+	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
 	quic "github.com/lucas-clemente/quic-go"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -100,36 +110,126 @@ func quicConfig() *quic.Config {
 	}
 }
 
-func server(bind string, readyFd int) {
-	ln, err := quic.ListenAddr(bind, tlsConfig(), quicConfig())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "rudp-bench: quic-go server: %v\n", err)
-		os.Exit(1)
+// workerConn is one worker's SO_REUSEPORT socket as quic-go sees it.
+// quic-go 0.29 keeps one packet reader per local address string (its
+// connection multiplexer), so a second listener on the same address would
+// be handed the first socket's reader and its own socket would never be
+// read. A per-worker zone on the reported IPv4 address ("127.0.0.1%w1")
+// makes the addresses distinct; the zone is used for nothing else (packets
+// go out with WriteMsgUDP to the peer's address). The methods quic-go uses
+// for its fast path (ReadMsgUDP, WriteMsgUDP, SyscallConn, SetReadBuffer)
+// are the socket's own; ReadBatch is what quic-go would build for it.
+type workerConn struct {
+	*net.UDPConn
+	local *net.UDPAddr
+	batch *ipv4.PacketConn
+}
+
+func (c *workerConn) LocalAddr() net.Addr { return c.local }
+
+func (c *workerConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	return c.batch.ReadBatch(ms, flags)
+}
+
+func reusePort(network, address string, rc syscall.RawConn) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
 	}
+	return serr
+}
+
+type workerStats struct {
+	conns, echoes int64
+}
+
+func listen(bind string, workers int) []quic.Listener {
+	tlsc, qc := tlsConfig(), quicConfig()
+	if workers == 1 {
+		ln, err := quic.ListenAddr(bind, tlsc, qc)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rudp-bench: quic-go server: %v\n", err)
+			os.Exit(1)
+		}
+		return []quic.Listener{ln}
+	}
+	lc := net.ListenConfig{Control: reusePort}
+	lns := make([]quic.Listener, workers)
+	for i := range lns {
+		pc, err := lc.ListenPacket(context.Background(), "udp", bind)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rudp-bench: quic-go server: worker %d: %v\n", i, err)
+			os.Exit(1)
+		}
+		udp := pc.(*net.UDPConn)
+		la := *udp.LocalAddr().(*net.UDPAddr)
+		la.Zone = fmt.Sprintf("w%d", i)
+		wc := &workerConn{UDPConn: udp, local: &la, batch: ipv4.NewPacketConn(udp)}
+		if lns[i], err = quic.Listen(wc, tlsc, qc); err != nil {
+			fmt.Fprintf(os.Stderr, "rudp-bench: quic-go server: worker %d: %v\n", i, err)
+			os.Exit(1)
+		}
+	}
+	return lns
+}
+
+// summary is the line rudp-bench reads from the ready pipe at exit.
+func summary(st []workerStats) string {
+	c, e := make([]string, len(st)), make([]string, len(st))
+	for i := range st {
+		c[i] = fmt.Sprint(atomic.LoadInt64(&st[i].conns))
+		e[i] = fmt.Sprint(atomic.LoadInt64(&st[i].echoes))
+	}
+	return fmt.Sprintf("served workers=%d conns=%s echoes=%s\n", len(st), strings.Join(c, ","),
+		strings.Join(e, ","))
+}
+
+func server(bind string, readyFd, workers int) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+	lns := listen(bind, workers)
+	st := make([]workerStats, workers)
+	var ready *os.File
 	if readyFd >= 0 {
-		f := os.NewFile(uintptr(readyFd), "ready")
-		f.Write([]byte("ready\n"))
-		f.Close()
+		ready = os.NewFile(uintptr(readyFd), "ready")
+		ready.Write([]byte("ready\n"))
 	}
+	for i, ln := range lns {
+		go serve(ln, &st[i])
+	}
+	<-stop
+	if ready != nil {
+		ready.Write([]byte(summary(st)))
+		ready.Close()
+	} else {
+		fmt.Fprint(os.Stderr, "rudp-bench: "+summary(st))
+	}
+	os.Exit(0)
+}
+
+func serve(ln quic.Listener, st *workerStats) {
 	for {
 		conn, err := ln.Accept(context.Background())
 		if err != nil {
 			return
 		}
+		atomic.AddInt64(&st.conns, 1)
 		go func() {
 			for {
-				st, err := conn.AcceptStream(context.Background())
+				s, err := conn.AcceptStream(context.Background())
 				if err != nil {
 					return
 				}
-				go echo(st)
+				go echo(s, &st.echoes)
 			}
 		}()
 	}
 }
 
 // echo writes each whole record back with one Write, as the TCP column does.
-func echo(st quic.Stream) {
+func echo(st quic.Stream, echoes *int64) {
 	buf := make([]byte, 4+maxSize)
 	for {
 		if _, err := io.ReadFull(st, buf[:4]); err != nil {
@@ -145,15 +245,16 @@ func echo(st quic.Stream) {
 		if _, err := st.Write(buf[:4+n]); err != nil {
 			return
 		}
+		atomic.AddInt64(echoes, 1)
 	}
 }
 
 type params struct {
-	kind                                string
+	kind                                 string
 	size, conns, window, warmup, samples uint32
-	messages                            uint64
-	stallMs                             uint32
-	fault                               string
+	messages                             uint64
+	stallMs                              uint32
+	fault                                string
 }
 
 type conn struct {
@@ -379,6 +480,7 @@ func main() {
 	connect := fs.String("connect", "", "")
 	fs.Int("mtu", 0, "quic-go 0.29 has no datagram size setting; path MTU discovery is on")
 	fs.Int("conns", 1, "")
+	workers := fs.Int("workers", 1, "listeners on the port, one UDP socket each (SO_REUSEPORT)")
 	readyFd := fs.Int("ready-fd", -1, "")
 	p := &params{}
 	fs.StringVar(&p.kind, "workload", "single", "")
@@ -409,7 +511,11 @@ func main() {
 		os.Exit(2)
 	}
 	if os.Args[1] == "server" {
-		server(*bind, *readyFd)
+		if *workers < 1 || *workers > 64 {
+			fmt.Fprintf(os.Stderr, "rudp-bench-quic: --workers wants 1..64\n")
+			os.Exit(2)
+		}
+		server(*bind, *readyFd, *workers)
 		return
 	}
 	client(*connect, p)
