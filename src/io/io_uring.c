@@ -524,11 +524,24 @@ static void uring_destroy(struct rudp_io *io)
 		io_uring_queue_exit(&r->ring);
 	} else if (r->ring_ready) {
 		submit(r);
-		/* Sends still in the kernel point into tx_bufs: let them finish. */
+		/* The posted receive holds a reference to the socket, and the
+		 * kernel tears a ring down in the background: without a cancel
+		 * the port stays bound for a while after the host is gone, and a
+		 * server restarted at once fails with EADDRINUSE. */
+		if (r->rx_armed) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+			if (sqe) {
+				io_uring_prep_cancel64(sqe, RECV_TAG, 0);
+				io_uring_sqe_set_data64(sqe, RECV_TAG - 1);
+				io_uring_submit(&r->ring);
+			}
+		}
+		/* Sends still in the kernel point into tx_bufs: let them finish;
+		 * and wait for the receive's last completion. */
 		struct timespec start;
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		reap(r);
-		while (r->tx_inflight > 0) {
+		while (r->tx_inflight > 0 || r->rx_armed) {
 			struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
 			struct io_uring_cqe *cqe;
 			io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);

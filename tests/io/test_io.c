@@ -315,6 +315,37 @@ static void test_gso_round_trip(void **state)
 	gso_round_trip(0);
 }
 
+/* A server restarted in the same process (or right after the old process
+ * closed it) binds its address again at once: destroying a host releases
+ * the port before it returns, on both backends (io_uring's receive holds
+ * the socket until it is cancelled). */
+static void rebind_right_after_destroy(int backend)
+{
+	rudp_config c;
+	rudp_config_init(&c);
+	c.io_backend = backend;
+	c.bind_address = "127.0.0.1:0";
+	rudp_host *h = NULL;
+	char addr[64];
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	assert_int_equal(rudp_host_local_address(h, addr, sizeof(addr)), 0);
+	c.bind_address = addr;
+	for (int i = 0; i < 20; i++) {
+		rudp_host_destroy(h);
+		h = NULL;
+		assert_int_equal(rudp_host_create(&c, &h), 0);
+	}
+	rudp_host_destroy(h);
+}
+
+static void test_rebind_right_after_destroy(void **state)
+{
+	(void)state;
+	rebind_right_after_destroy(RUDP_IO_MMSG);
+	if (uring_usable())
+		rebind_right_after_destroy(RUDP_IO_URING);
+}
+
 static void test_batch_echo_mmsg(void **state)
 {
 	(void)state;
@@ -706,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_backend_choice),
 		cmocka_unit_test(test_reuse_port),
 		cmocka_unit_test(test_bound_address_not_shared),
+		cmocka_unit_test(test_rebind_right_after_destroy),
 		cmocka_unit_test(test_ephemeral_ports_distinct),
 		cmocka_unit_test(test_send_batch_partial),
 		cmocka_unit_test(test_recv_batch_order),
