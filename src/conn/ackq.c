@@ -312,8 +312,10 @@ static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us)
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
 
-		if (f->state == FRAME_IN_FLIGHT && f->last_send_us < newest_acked_send_us - reorder_window)
+		if (f->state == FRAME_IN_FLIGHT && f->last_send_us < newest_acked_send_us - reorder_window) {
 			f->state = FRAME_NACKED;
+			f->resend_why = RESEND_INFERRED;
+		}
 	}
 }
 
@@ -360,6 +362,7 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 			if (now_us - f->last_send_us >= c->rtt.srtt_us / 2 &&
 			    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
 				f->state = FRAME_NACKED;
+				f->resend_why = RESEND_NACK;
 				c->nack_resends_since_ack++;
 			}
 			continue;

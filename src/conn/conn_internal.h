@@ -65,7 +65,17 @@ struct sendq_frame {
 	uint8_t transmissions; /* saturates at 255 */
 	uint8_t backoff; /* RTO doublings so far */
 	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
+	uint8_t resend_why; /* enum conn_resend_why, while FRAME_NACKED */
 	bool split;
+};
+
+/* Why a frame was marked for resend before its RTO: counted per reason in
+ * struct rudp_conn's retx_why, so tests and the simulator benchmark can tell
+ * the recovery paths apart. */
+enum conn_resend_why {
+	RESEND_NACK,
+	RESEND_INFERRED,
+	RESEND_PROBE,
 };
 
 /*
@@ -324,6 +334,10 @@ struct rudp_conn {
 
 	struct rudp_conn_stats stats;
 	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
+	/* frames_retransmitted by cause (not exported: tests and sim_bench) */
+	struct {
+		uint64_t nack, inferred, probe, rto;
+	} retx_why;
 };
 
 struct flush_ref {

@@ -118,6 +118,14 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 			if (f->transmissions < UINT8_MAX)
 				f->transmissions++;
 			c->stats.frames_retransmitted++;
+			if (ref->kind == FLUSH_RETX_RTO)
+				c->retx_why.rto++;
+			else if (f->resend_why == RESEND_NACK)
+				c->retx_why.nack++;
+			else if (f->resend_why == RESEND_INFERRED)
+				c->retx_why.inferred++;
+			else
+				c->retx_why.probe++;
 			commit_reliable(c, f, now_us);
 			break;
 		default: break;
@@ -279,7 +287,10 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 		policy_feed(c);
 #endif
 	if (flush_probe_deadline(c) <= now_us) {
-		newest_in_flight(c)->state = FRAME_NACKED;
+		struct sendq_frame *f = newest_in_flight(c);
+
+		f->state = FRAME_NACKED;
+		f->resend_why = RESEND_PROBE;
 		c->probes_without_ack++;
 	}
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
