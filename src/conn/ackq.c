@@ -20,6 +20,8 @@
 /* Longest span we let a single queued range grow to; half the seq space
  * minus a margin keeps every range unambiguous for the encoder and the peer. */
 #define ACKQ_MAX_SPAN 0x3fffffu
+/* Datagrams acknowledged after a frame's latest copy that make it lost. */
+#define INFER_DGRAM_THRESHOLD 3
 
 int ackq_init(struct ackq *q, uint32_t cap)
 {
@@ -237,6 +239,7 @@ struct ack_sample {
 	bool have;
 	uint64_t sent_us;
 	uint64_t newest_acked_send_us; /* any copy, for loss inference */
+	int32_t newest_key; /* the newest datagram the ACK names (see normalize_records) */
 };
 
 static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
@@ -291,30 +294,45 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 }
 
 /*
- * Time-based loss inference (the idea of TCP's RACK): a frame still unacked
- * although a frame sent clearly after it has been acknowledged was lost, or
- * its ACK was. Either way waiting for the RTO only stalls the window: the
- * peer NACKs a lost datagram once, and that NACK or the ACK itself may be
- * lost too. Resending early costs a duplicate the receiver drops by reliable
- * index. "Clearly after" allows a quarter of the RTT (at least 1 ms) for
- * reordering on the path.
+ * Loss inference: a frame still unacked although the peer acknowledged a
+ * datagram sent clearly after it was lost, or its ACK was. Either way
+ * waiting for the RTO, or for a tail probe, only stalls the window: the
+ * peer NACKs a lost datagram once, and that NACK may be lost too. Resending
+ * early costs a duplicate the receiver drops by reliable index.
+ *
+ * "Clearly after" is either of two tests. By count, as TCP's duplicate
+ * ACK threshold: at least INFER_DGRAM_THRESHOLD datagrams newer than the
+ * frame's latest copy were acknowledged. This is what recovers within one
+ * RTT of the loss on a fast path, where a whole window leaves in less than
+ * any sane time threshold. By time, as TCP's RACK: a frame sent more than a
+ * quarter of the RTT (at least 1 ms) after it was acknowledged; this covers
+ * frames with too few datagrams after them to count. Both leave room for
+ * some reordering on the path.
+ *
+ * Like NACKs, inferences without ACK progress share the budget of two
+ * windows: an ACK that only names datagrams already acknowledged must not
+ * pull resends again and again.
  */
-static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us)
+static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us, int32_t newest_acked_key)
 {
 	uint64_t reorder_window = c->rtt.srtt_us / 4;
+	uint64_t sent_before = 0;
 
-	if (newest_acked_send_us == 0)
-		return;
 	if (reorder_window < 1000)
 		reorder_window = 1000;
-	if (newest_acked_send_us <= reorder_window)
-		return;
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
+	if (newest_acked_send_us > reorder_window)
+		sent_before = newest_acked_send_us - reorder_window;
+	for (uint32_t i = 0; i < c->rel_sent && c->nack_resends_since_ack < 2 * c->cfg.window_frames; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
+		int32_t key;
 
-		if (f->state == FRAME_IN_FLIGHT && f->last_send_us < newest_acked_send_us - reorder_window) {
+		if (f->state != FRAME_IN_FLIGHT)
+			continue;
+		key = rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq);
+		if (f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD) {
 			f->state = FRAME_NACKED;
 			f->resend_why = RESEND_INFERRED;
+			c->nack_resends_since_ack++;
 		}
 	}
 }
@@ -341,6 +359,7 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	nkeys = normalize_records(c, c->ack_scratch, count);
 	if (nkeys == 0)
 		return 0;
+	sample.newest_key = c->ack_keys[nkeys - 1].hi;
 	if (!nack)
 		ack_from_history(c, nkeys, &sample);
 	/* Frames whose latest copy is older than the history, and NACKs. */
@@ -358,8 +377,9 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 			 * after the send, and NACKs alone (with no ACK progress) may pull
 			 * at most two windows of resends; after that the RTO and its
 			 * backoff decide. A peer NACKing every seq it can name must not
-			 * get the window once per NACK datagram. */
-			if (now_us - f->last_send_us >= c->rtt.srtt_us / 2 &&
+			 * get the window once per NACK datagram. A frame already marked
+			 * (by loss inference) is not counted twice. */
+			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= c->rtt.srtt_us / 2 &&
 			    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
 				f->state = FRAME_NACKED;
 				f->resend_why = RESEND_NACK;
@@ -371,7 +391,7 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	}
 	if (nack)
 		return 0;
-	infer_losses(c, sample.newest_acked_send_us);
+	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
 		c->rel_sent--;

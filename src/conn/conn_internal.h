@@ -297,7 +297,7 @@ struct rudp_conn {
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
-	uint32_t nack_resends_since_ack; /* frames NACKs marked for resend since then */
+	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
 
 	/* Optional send policy (src/policy, borrowed: its owner frees it after
