@@ -150,6 +150,8 @@ int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, b
 
 	if (q->count == 0)
 		return 0;
+	if (!nack)
+		conn_repeat_recent_acks(c);
 	ackq_normalize(q, c->have_highest_dgram ? c->highest_dgram_seq : 0);
 	while (q->count > 0) {
 		size_t encoded = 0;
@@ -250,8 +252,13 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
 	c->nack_resends_since_ack = 0;
 	if (f->last_send_us > sample->newest_acked_send_us)
 		sample->newest_acked_send_us = f->last_send_us;
-	/* Karn: a frame sent more than once cannot say which copy was acked. */
-	if (f->transmissions == 1 && (!sample->have || f->last_send_us > sample->sent_us)) {
+	/* Karn: a frame sent more than once cannot say which copy was acked.
+	 * And only the newest datagram named is timed: the others may be named
+	 * again because their first ACK was lost (the peer repeats recent
+	 * ranges), and would measure how long that took. */
+	if (f->transmissions == 1 &&
+	    rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq) == sample->newest_key &&
+	    (!sample->have || f->last_send_us > sample->sent_us)) {
 		sample->sent_us = f->last_send_us;
 		sample->have = true;
 	}
@@ -295,10 +302,11 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 
 /*
  * Loss inference: a frame still unacked although the peer acknowledged a
- * datagram sent clearly after it was lost, or its ACK was. Either way
- * waiting for the RTO, or for a tail probe, only stalls the window: the
- * peer NACKs a lost datagram once, and that NACK may be lost too. Resending
- * early costs a duplicate the receiver drops by reliable index.
+ * datagram sent clearly after it was lost, or its ACK was (and the peer's
+ * ACKs repeat recent ranges, so rarely that). Either way waiting for the
+ * RTO, or for a tail probe, only stalls the window: the peer NACKs a lost
+ * datagram once, and that NACK may be lost too. Resending early costs a
+ * duplicate the receiver drops by reliable index.
  *
  * "Clearly after" is either of two tests. By count, as TCP's duplicate
  * ACK threshold: at least INFER_DGRAM_THRESHOLD datagrams newer than the

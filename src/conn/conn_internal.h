@@ -20,6 +20,10 @@
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
 #define CONN_DGRAM_HISTORY 1024u
+/* Each ACK datagram repeats the acknowledged seqs among the last this many
+ * (conn.c, conn_repeat_recent_acks), in at most this many ranges. */
+#define CONN_ACK_REPEAT_SPAN 128u
+#define CONN_ACK_REPEAT_RANGES 8u
 
 /* ---- rtt.c ---- */
 
@@ -316,6 +320,8 @@ struct rudp_conn {
 	 * a datagram the network duplicated must not deliver its unreliable
 	 * frames twice (reliable ones have their own dedup) */
 	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
+	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
+	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
 	struct rudp_wire_range *ack_scratch; /* max_ack_ranges decoded records */
 	struct ack_key_range *ack_keys; /* the same, normalized */
 
@@ -379,6 +385,8 @@ void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint6
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
 void conn_count_bad_frame(struct rudp_conn *c);
+/* Adds the recently acknowledged seqs to c->acks again (before an ACK is sent). */
+void conn_repeat_recent_acks(struct rudp_conn *c);
 /* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
 void conn_check_disconnect_done(struct rudp_conn *c);
 /* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */

@@ -489,7 +489,11 @@ static void test_lost_acks_inferred(void **state)
 	sim_assert_complete(s, 1);
 	print_message("3000 messages with 10 %% ACK loss: %.3f s of virtual time\n",
 		      (double)(s->now - start) / SEC);
-	/* Measured: 1.02 s; without the inference (probes and RTO only) 2.96 s. */
+	/* Measured: 1.28 s; without the inference (probes and RTO only) 2.96 s.
+	 * Before ACKs repeated recent ranges 1.02 s, but that is this seed's
+	 * luck: this link delivers a window at one instant, so one ACK covers
+	 * it and its loss waits for a tail probe either way; over seeds 31-42
+	 * the median went from 1.23 to 1.10 s. */
 	assert_true(s->now - start < 2 * SEC);
 	sim_delete(s);
 }
