@@ -381,13 +381,17 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 		if (nack) {
 			/* Only the copy in that datagram was lost; a NACK for an older copy
 			 * does not match because last_dgram_seq moved on when it was resent.
-			 * A genuine NACK cannot come back sooner than about half an RTT
-			 * after the send, and NACKs alone (with no ACK progress) may pull
-			 * at most two windows of resends; after that the RTO and its
-			 * backoff decide. A peer NACKing every seq it can name must not
-			 * get the window once per NACK datagram. A frame already marked
-			 * (by loss inference) is not counted twice. */
-			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= c->rtt.srtt_us / 2 &&
+			 * A genuine NACK cannot come back sooner than about half the
+			 * path's minimum RTT after the send. Not half the smoothed RTT:
+			 * that includes the queues our own bursts build, which drain
+			 * while a loss stalls the window, so genuine NACKs came back
+			 * faster than srtt / 2 and were ignored. NACKs alone (with no
+			 * ACK progress) may pull at most two windows of resends; after
+			 * that the RTO and its backoff decide. A peer NACKing every seq
+			 * it can name must not get the window once per NACK datagram.
+			 * A frame already marked (by loss inference) is not counted
+			 * twice. */
+			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= c->rtt.min_us / 2 &&
 			    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
 				f->state = FRAME_NACKED;
 				f->resend_why = RESEND_NACK;
@@ -406,8 +410,10 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	}
 	/* One sample per ACK datagram, from the freshest frame it covers: many
 	 * samples from one ACK would shrink rttvar without new information. */
-	if (sample.have && now_us >= sample.sent_us)
+	if (sample.have && now_us >= sample.sent_us) {
 		rtt_on_sample(&c->rtt, now_us - sample.sent_us);
+		rtt_note_min(&c->rtt, now_us - sample.sent_us, now_us);
+	}
 	conn_check_disconnect_done(c);
 	return 0;
 }

@@ -150,6 +150,14 @@ static bool fake_named(const struct fake *fk, uint32_t seq)
 	return false;
 }
 
+/* An ACK (or NACK) naming one of the server's datagram seqs. */
+static int fake_ack_seq(struct fake *fk, uint32_t seq, bool nack)
+{
+	uint8_t d[] = {nack ? 0xa0 : 0xc0, 0, 1, 1, (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16)};
+
+	return fake_push_raw(fk, d, sizeof(d));
+}
+
 static void fake_setup(struct fake *fk, struct rudp_conn_config *cfg)
 {
 	struct rudp_conn_callbacks cb = {
@@ -729,6 +737,49 @@ static void test_ack_repeats_recent(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* A NACK is taken once half the path's minimum RTT has passed since the
+ * send, even when the smoothed RTT is much larger (queues built by our own
+ * bursts inflate it, and drain while a loss stalls the window). */
+static void test_nack_guard_uses_min_rtt(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	static const uint8_t msg[] = {0xfe, 'x'};
+	uint64_t retx;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	fk.now += 10000;
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
+	/* One sample of 4 ms, then eight of 50 ms: srtt ~ 33 ms, minimum 4 ms
+	 * (each push adds 1 ms). */
+	for (int i = 0; i < 9; i++) {
+		assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+		fake_flush(&fk);
+		fk.now += i > 0 ? 49000 : 3000;
+		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+	}
+	assert_true(stats_of(&fk).rtt_us > 25000);
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	retx = stats_of(&fk).frames_retransmitted;
+	assert_int_equal(retx, 0);
+
+	/* Lost; the NACK comes back 5 ms after the send. */
+	assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	fake_flush(&fk);
+	fk.now += 4000;
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, true), 0);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	/* A NACK naming the resend 1 ms later, faster than the path allows, is
+	 * not taken. */
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, true), 0);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	rudp_conn_destroy(fk.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_fuzz),
 		cmocka_unit_test(test_remote_disconnect_acks_first),
 		cmocka_unit_test(test_ack_repeats_recent),
+		cmocka_unit_test(test_nack_guard_uses_min_rtt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
