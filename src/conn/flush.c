@@ -220,13 +220,20 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
  * later reaches the peer to reveal the gap (no NACK) and nothing later is
  * acknowledged (no inferred loss), so only the RTO would recover, and an
  * application waiting for those messages sends nothing meanwhile. So when
- * frames are in flight and nothing was sent for about two RTTs, resend the
- * newest one: its ACK, or the NACK its new sequence number provokes,
- * recovers the rest at once. At most two probes go out per ACK progress, so
- * a dead peer is left to the RTO's backoff.
+ * frames are in flight and nothing was sent for two RTTs plus a little
+ * slack, resend the newest one: its ACK (which repeats the peer's recent
+ * ranges), or the NACK its new sequence number provokes, recovers the rest
+ * at once. At most two probes go out per ACK progress, so a dead peer is
+ * left to the RTO's backoff.
+ *
+ * The slack only covers an ACK leaving the peer a little late (RTT samples
+ * already include a peer's usual ACK delay); a spurious probe costs one
+ * frame. It is small because the host's timers wait whole milliseconds on
+ * top of it: with 1 ms a probe on a LAN fired after 2 ms, now after 1, and
+ * on a fast path a stalled ordered channel waits for exactly this.
  */
 #define FLUSH_MAX_PROBES 2
-#define FLUSH_PROBE_SLACK_US 1000
+#define FLUSH_PROBE_SLACK_US 250
 
 static struct sendq_frame *newest_in_flight(const struct rudp_conn *c)
 {
