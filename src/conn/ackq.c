@@ -20,6 +20,8 @@
 /* Longest span we let a single queued range grow to; half the seq space
  * minus a margin keeps every range unambiguous for the encoder and the peer. */
 #define ACKQ_MAX_SPAN 0x3fffffu
+/* Datagrams acknowledged after a frame's latest copy that make it lost. */
+#define INFER_DGRAM_THRESHOLD 3
 
 int ackq_init(struct ackq *q, uint32_t cap)
 {
@@ -148,6 +150,8 @@ int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, b
 
 	if (q->count == 0)
 		return 0;
+	if (!nack)
+		conn_repeat_recent_acks(c);
 	ackq_normalize(q, c->have_highest_dgram ? c->highest_dgram_seq : 0);
 	while (q->count > 0) {
 		size_t encoded = 0;
@@ -237,6 +241,7 @@ struct ack_sample {
 	bool have;
 	uint64_t sent_us;
 	uint64_t newest_acked_send_us; /* any copy, for loss inference */
+	int32_t newest_key; /* the newest datagram the ACK names (see normalize_records) */
 };
 
 static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
@@ -247,8 +252,13 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
 	c->nack_resends_since_ack = 0;
 	if (f->last_send_us > sample->newest_acked_send_us)
 		sample->newest_acked_send_us = f->last_send_us;
-	/* Karn: a frame sent more than once cannot say which copy was acked. */
-	if (f->transmissions == 1 && (!sample->have || f->last_send_us > sample->sent_us)) {
+	/* Karn: a frame sent more than once cannot say which copy was acked.
+	 * And only the newest datagram named is timed: the others may be named
+	 * again because their first ACK was lost (the peer repeats recent
+	 * ranges), and would measure how long that took. */
+	if (f->transmissions == 1 &&
+	    rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq) == sample->newest_key &&
+	    (!sample->have || f->last_send_us > sample->sent_us)) {
 		sample->sent_us = f->last_send_us;
 		sample->have = true;
 	}
@@ -291,29 +301,47 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 }
 
 /*
- * Time-based loss inference (the idea of TCP's RACK): a frame still unacked
- * although a frame sent clearly after it has been acknowledged was lost, or
- * its ACK was. Either way waiting for the RTO only stalls the window: the
- * peer NACKs a lost datagram once, and that NACK or the ACK itself may be
- * lost too. Resending early costs a duplicate the receiver drops by reliable
- * index. "Clearly after" allows a quarter of the RTT (at least 1 ms) for
- * reordering on the path.
+ * Loss inference: a frame still unacked although the peer acknowledged a
+ * datagram sent clearly after it was lost, or its ACK was (and the peer's
+ * ACKs repeat recent ranges, so rarely that). Either way waiting for the
+ * RTO, or for a tail probe, only stalls the window: the peer NACKs a lost
+ * datagram once, and that NACK may be lost too. Resending early costs a
+ * duplicate the receiver drops by reliable index.
+ *
+ * "Clearly after" is either of two tests. By count, as TCP's duplicate
+ * ACK threshold: at least INFER_DGRAM_THRESHOLD datagrams newer than the
+ * frame's latest copy were acknowledged. This is what recovers within one
+ * RTT of the loss on a fast path, where a whole window leaves in less than
+ * any sane time threshold. By time, as TCP's RACK: a frame sent more than a
+ * quarter of the RTT (at least 1 ms) after it was acknowledged; this covers
+ * frames with too few datagrams after them to count. Both leave room for
+ * some reordering on the path.
+ *
+ * Like NACKs, inferences without ACK progress share the budget of two
+ * windows: an ACK that only names datagrams already acknowledged must not
+ * pull resends again and again.
  */
-static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us)
+static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us, int32_t newest_acked_key)
 {
 	uint64_t reorder_window = c->rtt.srtt_us / 4;
+	uint64_t sent_before = 0;
 
-	if (newest_acked_send_us == 0)
-		return;
 	if (reorder_window < 1000)
 		reorder_window = 1000;
-	if (newest_acked_send_us <= reorder_window)
-		return;
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
+	if (newest_acked_send_us > reorder_window)
+		sent_before = newest_acked_send_us - reorder_window;
+	for (uint32_t i = 0; i < c->rel_sent && c->nack_resends_since_ack < 2 * c->cfg.window_frames; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
+		int32_t key;
 
-		if (f->state == FRAME_IN_FLIGHT && f->last_send_us < newest_acked_send_us - reorder_window)
+		if (f->state != FRAME_IN_FLIGHT)
+			continue;
+		key = rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq);
+		if (f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD) {
 			f->state = FRAME_NACKED;
+			f->resend_why = RESEND_INFERRED;
+			c->nack_resends_since_ack++;
+		}
 	}
 }
 
@@ -339,6 +367,7 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	nkeys = normalize_records(c, c->ack_scratch, count);
 	if (nkeys == 0)
 		return 0;
+	sample.newest_key = c->ack_keys[nkeys - 1].hi;
 	if (!nack)
 		ack_from_history(c, nkeys, &sample);
 	/* Frames whose latest copy is older than the history, and NACKs. */
@@ -352,14 +381,20 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 		if (nack) {
 			/* Only the copy in that datagram was lost; a NACK for an older copy
 			 * does not match because last_dgram_seq moved on when it was resent.
-			 * A genuine NACK cannot come back sooner than about half an RTT
-			 * after the send, and NACKs alone (with no ACK progress) may pull
-			 * at most two windows of resends; after that the RTO and its
-			 * backoff decide. A peer NACKing every seq it can name must not
-			 * get the window once per NACK datagram. */
-			if (now_us - f->last_send_us >= c->rtt.srtt_us / 2 &&
+			 * A genuine NACK cannot come back sooner than about half the
+			 * path's minimum RTT after the send. Not half the smoothed RTT:
+			 * that includes the queues our own bursts build, which drain
+			 * while a loss stalls the window, so genuine NACKs came back
+			 * faster than srtt / 2 and were ignored. NACKs alone (with no
+			 * ACK progress) may pull at most two windows of resends; after
+			 * that the RTO and its backoff decide. A peer NACKing every seq
+			 * it can name must not get the window once per NACK datagram.
+			 * A frame already marked (by loss inference) is not counted
+			 * twice. */
+			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= c->rtt.min_us / 2 &&
 			    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
 				f->state = FRAME_NACKED;
+				f->resend_why = RESEND_NACK;
 				c->nack_resends_since_ack++;
 			}
 			continue;
@@ -368,15 +403,17 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	}
 	if (nack)
 		return 0;
-	infer_losses(c, sample.newest_acked_send_us);
+	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
 		c->rel_sent--;
 	}
 	/* One sample per ACK datagram, from the freshest frame it covers: many
 	 * samples from one ACK would shrink rttvar without new information. */
-	if (sample.have && now_us >= sample.sent_us)
+	if (sample.have && now_us >= sample.sent_us) {
 		rtt_on_sample(&c->rtt, now_us - sample.sent_us);
+		rtt_note_min(&c->rtt, now_us - sample.sent_us, now_us);
+	}
 	conn_check_disconnect_done(c);
 	return 0;
 }

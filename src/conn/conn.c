@@ -406,21 +406,21 @@ void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint
 
 /* ---- datagrams in ---- */
 
-static bool dgram_seen_bit(const struct rudp_conn *c, uint32_t seq)
+static bool seq_bit(const uint64_t *bits, uint32_t seq)
 {
 	uint32_t i = seq % CONN_DGRAM_HISTORY;
 
-	return (c->dgram_seen[i / 64] >> (i % 64)) & 1u;
+	return (bits[i / 64] >> (i % 64)) & 1u;
 }
 
-static void dgram_set_bit(struct rudp_conn *c, uint32_t seq, bool on)
+static void seq_set_bit(uint64_t *bits, uint32_t seq, bool on)
 {
 	uint32_t i = seq % CONN_DGRAM_HISTORY;
 
 	if (on)
-		c->dgram_seen[i / 64] |= (uint64_t)1 << (i % 64);
+		bits[i / 64] |= (uint64_t)1 << (i % 64);
 	else
-		c->dgram_seen[i / 64] &= ~((uint64_t)1 << (i % 64));
+		bits[i / 64] &= ~((uint64_t)1 << (i % 64));
 }
 
 /* Notes a frame-set datagram's seq: NACKs for the gap it reveals, and whether
@@ -433,7 +433,7 @@ static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
 	if (!c->have_highest_dgram) {
 		c->have_highest_dgram = true;
 		c->highest_dgram_seq = seq;
-		dgram_set_bit(c, seq, true);
+		seq_set_bit(c->dgram_seen, seq, true);
 		return false;
 	}
 	ahead = rudp_u24_diff(seq, c->highest_dgram_seq);
@@ -448,25 +448,60 @@ static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
 	if (ahead > 0) {
 		uint32_t clear = (uint32_t)ahead < CONN_DGRAM_HISTORY ? (uint32_t)ahead : CONN_DGRAM_HISTORY;
 
-		for (uint32_t k = 1; k <= clear; k++)
-			dgram_set_bit(c, rudp_u24_add(c->highest_dgram_seq, k), false);
+		for (uint32_t k = 1; k <= clear; k++) {
+			seq_set_bit(c->dgram_seen, rudp_u24_add(c->highest_dgram_seq, k), false);
+			seq_set_bit(c->dgram_acked, rudp_u24_add(c->highest_dgram_seq, k), false);
+		}
 		c->highest_dgram_seq = seq;
-		dgram_set_bit(c, seq, true);
+		seq_set_bit(c->dgram_seen, seq, true);
 		return false;
 	}
 	if ((uint32_t)-ahead >= CONN_DGRAM_HISTORY)
 		return true;
-	if (dgram_seen_bit(c, seq))
+	if (seq_bit(c->dgram_seen, seq))
 		return true;
 	ackq_remove_seq(&c->nacks, seq);
-	dgram_set_bit(c, seq, true);
+	seq_set_bit(c->dgram_seen, seq, true);
 	return false;
+}
+
+/*
+ * Every ACK datagram also names again the datagrams acknowledged among the
+ * last CONN_ACK_REPEAT_SPAN seqs (at most CONN_ACK_REPEAT_RANGES runs, the
+ * newest first). ACKs are sent once and not acknowledged themselves: without
+ * this a lost ACK leaves the peer guessing, and when it covered the end of
+ * a burst nothing later tells the peer either, so it waits for a tail probe
+ * and then resends everything that ACK covered. Repeated, the next ACK
+ * datagram repairs the loss at the cost of a few bytes; RakNet peers ignore
+ * ACKs for datagrams they no longer track.
+ */
+void conn_repeat_recent_acks(struct rudp_conn *c)
+{
+	uint32_t runs = 0;
+
+	if (!c->have_highest_dgram)
+		return;
+	for (uint32_t k = 0; k < CONN_ACK_REPEAT_SPAN && runs < CONN_ACK_REPEAT_RANGES; k++) {
+		uint32_t end = (c->highest_dgram_seq - k) & RUDP_WIRE_U24_MASK;
+
+		if (!seq_bit(c->dgram_acked, end))
+			continue;
+		while (k + 1 < CONN_ACK_REPEAT_SPAN &&
+		       seq_bit(c->dgram_acked, (c->highest_dgram_seq - k - 1) & RUDP_WIRE_U24_MASK))
+			k++;
+		if (!ackq_push_range(&c->acks, (c->highest_dgram_seq - k) & RUDP_WIRE_U24_MASK, end))
+			return;
+		runs++;
+	}
 }
 
 static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
 {
 	bool blocked = false;
+	int32_t behind = rudp_u24_diff(c->highest_dgram_seq, seq);
 
+	if (behind >= 0 && (uint32_t)behind < CONN_DGRAM_HISTORY)
+		seq_set_bit(c->dgram_acked, seq, true);
 	if (ackq_push_seq(&c->acks, seq))
 		return;
 	/* Too many separate ranges to hold: send what we have now. */

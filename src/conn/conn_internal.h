@@ -20,6 +20,10 @@
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
 #define CONN_DGRAM_HISTORY 1024u
+/* Each ACK datagram repeats the acknowledged seqs among the last this many
+ * (conn.c, conn_repeat_recent_acks), in at most this many ranges. */
+#define CONN_ACK_REPEAT_SPAN 128u
+#define CONN_ACK_REPEAT_RANGES 8u
 
 /* ---- rtt.c ---- */
 
@@ -29,6 +33,11 @@ struct rtt_estimator {
 	uint64_t rto_us;
 	uint64_t rto_min_us;
 	uint64_t rto_max_us;
+	/* Smallest ACK-timed sample lately: the path's RTT without the queues
+	 * our own bursts build, which srtt includes. Renewed every
+	 * RTT_MIN_WINDOW_US so a longer path is noticed. 0: no sample yet. */
+	uint64_t min_us;
+	uint64_t min_stamp_us;
 	bool has_sample;
 };
 
@@ -36,6 +45,9 @@ void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uin
 void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us);
 /* The RTO doubled `backoff` times, never above rto_max_us. */
 uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
+/* Feeds the windowed minimum; only samples timed in microseconds (ACKs),
+ * not the millisecond pongs. */
+void rtt_note_min(struct rtt_estimator *r, uint64_t sample_us, uint64_t now_us);
 
 /* ---- sendq.c: frame records and their bodies ---- */
 
@@ -65,7 +77,17 @@ struct sendq_frame {
 	uint8_t transmissions; /* saturates at 255 */
 	uint8_t backoff; /* RTO doublings so far */
 	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
+	uint8_t resend_why; /* enum conn_resend_why, while FRAME_NACKED */
 	bool split;
+};
+
+/* Why a frame was marked for resend before its RTO: counted per reason in
+ * struct rudp_conn's retx_why, so tests and the simulator benchmark can tell
+ * the recovery paths apart. */
+enum conn_resend_why {
+	RESEND_NACK,
+	RESEND_INFERRED,
+	RESEND_PROBE,
 };
 
 /*
@@ -287,7 +309,7 @@ struct rudp_conn {
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
-	uint32_t nack_resends_since_ack; /* frames NACKs marked for resend since then */
+	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
 
 	/* Optional send policy (src/policy, borrowed: its owner frees it after
@@ -306,6 +328,8 @@ struct rudp_conn {
 	 * a datagram the network duplicated must not deliver its unreliable
 	 * frames twice (reliable ones have their own dedup) */
 	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
+	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
+	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
 	struct rudp_wire_range *ack_scratch; /* max_ack_ranges decoded records */
 	struct ack_key_range *ack_keys; /* the same, normalized */
 
@@ -324,6 +348,10 @@ struct rudp_conn {
 
 	struct rudp_conn_stats stats;
 	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
+	/* frames_retransmitted by cause (not exported: tests and sim_bench) */
+	struct {
+		uint64_t nack, inferred, probe, rto;
+	} retx_why;
 };
 
 struct flush_ref {
@@ -365,6 +393,8 @@ void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint6
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
 void conn_count_bad_frame(struct rudp_conn *c);
+/* Adds the recently acknowledged seqs to c->acks again (before an ACK is sent). */
+void conn_repeat_recent_acks(struct rudp_conn *c);
 /* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
 void conn_check_disconnect_done(struct rudp_conn *c);
 /* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */

@@ -118,6 +118,14 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 			if (f->transmissions < UINT8_MAX)
 				f->transmissions++;
 			c->stats.frames_retransmitted++;
+			if (ref->kind == FLUSH_RETX_RTO)
+				c->retx_why.rto++;
+			else if (f->resend_why == RESEND_NACK)
+				c->retx_why.nack++;
+			else if (f->resend_why == RESEND_INFERRED)
+				c->retx_why.inferred++;
+			else
+				c->retx_why.probe++;
 			commit_reliable(c, f, now_us);
 			break;
 		default: break;
@@ -212,13 +220,20 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
  * later reaches the peer to reveal the gap (no NACK) and nothing later is
  * acknowledged (no inferred loss), so only the RTO would recover, and an
  * application waiting for those messages sends nothing meanwhile. So when
- * frames are in flight and nothing was sent for about two RTTs, resend the
- * newest one: its ACK, or the NACK its new sequence number provokes,
- * recovers the rest at once. At most two probes go out per ACK progress, so
- * a dead peer is left to the RTO's backoff.
+ * frames are in flight and nothing was sent for two RTTs plus a little
+ * slack, resend the newest one: its ACK (which repeats the peer's recent
+ * ranges), or the NACK its new sequence number provokes, recovers the rest
+ * at once. At most two probes go out per ACK progress, so a dead peer is
+ * left to the RTO's backoff.
+ *
+ * The slack only covers an ACK leaving the peer a little late (RTT samples
+ * already include a peer's usual ACK delay); a spurious probe costs one
+ * frame. It is small because the host's timers wait whole milliseconds on
+ * top of it: with 1 ms a probe on a LAN fired after 2 ms, now after 1, and
+ * on a fast path a stalled ordered channel waits for exactly this.
  */
 #define FLUSH_MAX_PROBES 2
-#define FLUSH_PROBE_SLACK_US 1000
+#define FLUSH_PROBE_SLACK_US 250
 
 static struct sendq_frame *newest_in_flight(const struct rudp_conn *c)
 {
@@ -279,7 +294,10 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 		policy_feed(c);
 #endif
 	if (flush_probe_deadline(c) <= now_us) {
-		newest_in_flight(c)->state = FRAME_NACKED;
+		struct sendq_frame *f = newest_in_flight(c);
+
+		f->state = FRAME_NACKED;
+		f->resend_why = RESEND_PROBE;
 		c->probes_without_ack++;
 	}
 	for (uint32_t i = 0; i < c->rel_sent; i++) {

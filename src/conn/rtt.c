@@ -10,6 +10,8 @@
 #include "conn/conn_internal.h"
 
 #define RTT_GRANULARITY_US 1000u
+/* How long a minimum RTT sample stands before a larger one replaces it. */
+#define RTT_MIN_WINDOW_US 10000000u
 
 static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
 {
@@ -27,6 +29,8 @@ void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uin
 	r->rto_min_us = min_us;
 	r->rto_max_us = max_us < min_us ? min_us : max_us;
 	r->rto_us = clamp_u64(initial_us, r->rto_min_us, r->rto_max_us);
+	r->min_us = 0;
+	r->min_stamp_us = 0;
 	r->has_sample = false;
 }
 
@@ -59,4 +63,13 @@ uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff)
 	while (backoff-- > 0 && rto < r->rto_max_us)
 		rto *= 2;
 	return rto > r->rto_max_us ? r->rto_max_us : rto;
+}
+
+void rtt_note_min(struct rtt_estimator *r, uint64_t sample_us, uint64_t now_us)
+{
+	if (r->min_us == 0 || sample_us <= r->min_us || now_us - r->min_stamp_us >= RTT_MIN_WINDOW_US) {
+		/* 0 means "none": a sample below the clock's resolution counts as 1. */
+		r->min_us = sample_us ? sample_us : 1;
+		r->min_stamp_us = now_us;
+	}
 }

@@ -80,8 +80,21 @@ static struct sim_packet *heap_pop(struct sim *s)
 static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 {
 	uint32_t copies = 1;
+	uint64_t start = s->now;
 
+	if (s->cpu_us) {
+		start = s->send_clock;
+		s->send_clock += s->cpu_us;
+	}
 	s->dgrams_sent++;
+	if (s->link.tx_us) {
+		/* Charged before the loss decision: a dropped datagram cost its
+		 * sender as much as a delivered one. */
+		if (s->link_free[to] > start)
+			start = s->link_free[to];
+		start += s->link.tx_us;
+		s->link_free[to] = start;
+	}
 	if (s->silent || rng_below(&s->rng, 1000) < s->link.loss_pm ||
 	    (s->link.ack_loss_pm && len > 0 && (data[0] & RUDP_DGRAM_ACK) &&
 	     rng_below(&s->rng, 1000) < s->link.ack_loss_pm)) {
@@ -97,7 +110,7 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 
 		assert_non_null(p);
 		p->deliver_at =
-			s->now + s->link.delay_us + rng_below(&s->rng, (uint32_t)s->link.jitter_us + 1);
+			start + s->link.delay_us + rng_below(&s->rng, (uint32_t)s->link.jitter_us + 1);
 		if (rng_below(&s->rng, 1000) < s->link.reorder_pm)
 			p->deliver_at += rng_below(&s->rng, (uint32_t)s->link.reorder_us + 1);
 		p->serial = s->serial++;
@@ -200,6 +213,13 @@ static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliab
 	rx->delivered++;
 	e->rx_messages++;
 	e->rx_bytes += len;
+	if (e->work.echo) {
+		/* The same bytes back: the client checks them as the next message
+		 * of the same stream. */
+		assert_int_equal(rudp_conn_send(e->c, data, len, rel, ch, e->sim->now), 0);
+		e->tx_next[rel][ch]++;
+		e->tx_bytes += len;
+	}
 }
 
 static void cb_connected(void *ud)
@@ -225,7 +245,8 @@ static void pump(struct sim *s, struct sim_endpoint *e)
 	static uint8_t buf[8u << 20];
 	struct sim_workload *w = &e->work;
 
-	while (e->sent < w->count && rudp_conn_state(e->c) == RUDP_CONN_STATE_CONNECTED) {
+	while (e->sent < w->count && rudp_conn_state(e->c) == RUDP_CONN_STATE_CONNECTED &&
+	       (!w->max_outstanding || e->sent - e->rx_messages < w->max_outstanding)) {
 		uint8_t rel, ch = 0;
 		uint32_t len;
 		int rc;
@@ -312,11 +333,82 @@ void sim_free(struct sim *s)
 	free(s->heap);
 }
 
+/* When endpoint i's host would wake for its timers: rounded up to the
+ * granularity from the moment it went idle. */
+static uint64_t timer_wake(const struct sim *s, int i)
+{
+	uint64_t d = rudp_conn_next_deadline(s->ep[i].c);
+	uint64_t base = s->busy_until[i], g = s->timer_granularity_us;
+
+	if (d == UINT64_MAX)
+		return d;
+	if (d <= base)
+		return base;
+	if (g)
+		d = base + (d - base + g - 1) / g * g;
+	return d;
+}
+
+static void sim_step_cpu(struct sim *s)
+{
+	struct sim_packet *later[1024];
+	uint32_t nlater = 0, nread[2] = {0, 0};
+	uint64_t t = s->heap_n ? s->heap[0]->deliver_at : UINT64_MAX, wake[2];
+
+	for (int i = 0; i < 2; i++) {
+		wake[i] = timer_wake(s, i);
+		if (wake[i] < t)
+			t = wake[i];
+	}
+	if (t == UINT64_MAX) {
+		s->stuck = true;
+		return;
+	}
+	if (t > s->now)
+		s->now = t;
+	while (s->heap_n && s->heap[0]->deliver_at <= s->now) {
+		struct sim_packet *p = heap_pop(s);
+		int to = p->to;
+
+		if (s->busy_until[to] > s->now) {
+			/* Waits in the socket for the reader; keeps its order. */
+			if (nlater == sizeof(later) / sizeof(later[0])) {
+				p->deliver_at = s->busy_until[to];
+				p->serial = s->serial++;
+				heap_push(s, p);
+				continue;
+			}
+			later[nlater++] = p;
+			continue;
+		}
+		s->send_clock = s->now + s->cpu_us * ++nread[to];
+		rudp_conn_on_datagram(s->ep[to].c, p->data, p->len, s->now);
+		free(p);
+	}
+	for (uint32_t k = 0; k < nlater; k++) {
+		later[k]->deliver_at = s->busy_until[later[k]->to];
+		later[k]->serial = s->serial++;
+		heap_push(s, later[k]);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (s->busy_until[i] > s->now || (nread[i] == 0 && wake[i] > s->now))
+			continue;
+		s->send_clock = s->now + s->cpu_us * nread[i];
+		pump(s, &s->ep[i]);
+		rudp_conn_flush(s->ep[i].c, s->now);
+		s->busy_until[i] = s->send_clock;
+	}
+}
+
 void sim_step(struct sim *s)
 {
 	uint64_t t = UINT64_MAX;
 
 	s->steps++;
+	if (s->cpu_us) {
+		sim_step_cpu(s);
+		return;
+	}
 	if (s->heap_n)
 		t = s->heap[0]->deliver_at;
 	for (int i = 0; i < 2; i++) {
@@ -328,6 +420,15 @@ void sim_step(struct sim *s)
 	if (t == UINT64_MAX) {
 		s->stuck = true;
 		return;
+	}
+	if (s->timer_granularity_us && t > s->now && (!s->heap_n || t < s->heap[0]->deliver_at)) {
+		/* A timer wake-up: rounded up to the granularity, unless a datagram
+		 * arrives first. */
+		uint64_t g = s->timer_granularity_us;
+
+		t = s->now + (t - s->now + g - 1) / g * g;
+		if (s->heap_n && s->heap[0]->deliver_at < t)
+			t = s->heap[0]->deliver_at;
 	}
 	if (t > s->now)
 		s->now = t;

@@ -38,6 +38,9 @@ struct sim_link {
 	uint64_t delay_us;
 	uint64_t jitter_us;
 	uint64_t reorder_us;
+	/* Per direction, the link is busy this long per datagram (0: no limit):
+	 * a bottleneck like a host's per-datagram cost, so goodput is finite. */
+	uint64_t tx_us;
 };
 
 struct sim_workload {
@@ -48,6 +51,11 @@ struct sim_workload {
 	uint32_t big_size;
 	uint8_t rel_mask; /* bit r: reliability r may be used */
 	uint32_t channels; /* channels used for ordered / sequenced */
+	/* Echo workloads: the client sends while fewer than this many of its
+	 * messages are awaiting their echo (0: no limit)... */
+	uint32_t max_outstanding;
+	/* ...and the server sends every message it receives straight back. */
+	bool echo;
 };
 
 struct sim_stream_rx {
@@ -87,6 +95,18 @@ struct sim {
 	uint64_t now;
 	struct sim_link link;
 	bool silent; /* drop everything */
+	/* Timers fire only on multiples of this after the last wake-up, as a
+	 * host waiting in whole milliseconds does; datagrams still wake it at
+	 * once. 0: exact timers. */
+	uint64_t timer_granularity_us;
+	uint64_t link_free[2]; /* per receiving side: when the link is free again */
+	/* Each endpoint is one thread that spends this long per datagram it
+	 * reads or sends (0: no cost, and both flush at every step). Datagrams
+	 * arriving while it is busy wait and are then read as one batch, one
+	 * flush after it, as a host does with a batched read. */
+	uint64_t cpu_us;
+	uint64_t busy_until[2];
+	uint64_t send_clock; /* cpu_us mode: when the datagram being sent leaves */
 	struct sim_packet **heap;
 	size_t heap_n, heap_cap;
 	uint64_t serial;

@@ -26,6 +26,8 @@ struct fake {
 	int acks, nacks, data_dgrams;
 	uint32_t last_data_seq;
 	struct rudp_wire_range last_ack;
+	struct rudp_wire_range ranges[64]; /* every record of the last ACK or NACK */
+	size_t nranges;
 	/* what it delivered */
 	int delivered;
 	uint8_t msg[70000];
@@ -41,8 +43,11 @@ static int fake_send(void *ud, const uint8_t *data, size_t len)
 	bool nack;
 
 	if (data[0] & RUDP_DGRAM_ACK || data[0] & RUDP_DGRAM_NACK) {
-		assert_int_equal(rudp_wire_decode_ack(data, len, &fk->last_ack, 1, &count, &dropped, &nack),
-				 0);
+		assert_int_equal(rudp_wire_decode_ack(data, len, fk->ranges, 64, &count, &dropped, &nack), 0);
+		assert_true(count > 0 && dropped == 0);
+		fk->nranges = count;
+		/* The newest range: ACKs also repeat older acknowledged seqs. */
+		fk->last_ack = fk->ranges[count - 1];
 		if (nack)
 			fk->nacks++;
 		else
@@ -132,6 +137,25 @@ static struct rudp_conn_stats stats_of(struct fake *fk)
 
 	rudp_conn_get_stats(fk->c, &st);
 	return st;
+}
+
+/* The last ACK or NACK datagram named seq. */
+static bool fake_named(const struct fake *fk, uint32_t seq)
+{
+	for (size_t i = 0; i < fk->nranges; i++) {
+		if (rudp_u24_diff(seq, fk->ranges[i].start) >= 0 &&
+		    rudp_u24_diff(fk->ranges[i].end, seq) >= 0)
+			return true;
+	}
+	return false;
+}
+
+/* An ACK (or NACK) naming one of the server's datagram seqs. */
+static int fake_ack_seq(struct fake *fk, uint32_t seq, bool nack)
+{
+	uint8_t d[] = {nack ? 0xa0 : 0xc0, 0, 1, 1, (uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16)};
+
+	return fake_push_raw(fk, d, sizeof(d));
 }
 
 static void fake_setup(struct fake *fk, struct rudp_conn_config *cfg)
@@ -387,7 +411,7 @@ static void test_window_and_duplicates(void **state)
 	acks = fk.acks;
 	fake_flush(&fk);
 	assert_int_equal(fk.acks, acks + 1);
-	assert_int_equal(fk.last_ack.start, rudp_u24_add(fk.seq, (uint32_t)-2));
+	assert_true(rudp_u24_diff(fk.last_ack.start, rudp_u24_add(fk.seq, (uint32_t)-2)) <= 0);
 	assert_int_equal(fk.last_ack.end, rudp_u24_add(fk.seq, (uint32_t)-1));
 
 	/* A reliable index beyond the receive window: dropped and not acked. */
@@ -644,6 +668,118 @@ static void test_remote_disconnect_acks_first(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* Every ACK repeats the recently acknowledged seqs, so one lost ACK
+ * datagram costs the peer nothing; never a seq it did not acknowledge. */
+static void test_ack_repeats_recent(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	static const uint8_t body[] = {0xfe, 1, 2, 3};
+	struct rudp_wire_frame f;
+	uint32_t first, deferred, skipped;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	fake_flush(&fk);
+	first = fk.seq;
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	fake_flush(&fk); /* this ACK is "lost": the test ignores it */
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	fake_flush(&fk);
+	assert_true(fake_named(&fk, first));
+	assert_true(fake_named(&fk, rudp_u24_add(first, 1)));
+
+	/* Not acknowledged (beyond the receive window), then a gap: neither is
+	 * named by the repeats. */
+	deferred = fk.seq;
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	fk.ri--;
+	f.reliable_index = rudp_u24_add(fk.ri, cfg.recv_window);
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	skipped = rudp_u24_add(fk.seq, 1);
+	fk.seq = rudp_u24_add(fk.seq, 2);
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	fake_flush(&fk);
+	assert_true(fk.nacks > 0);
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	fake_flush(&fk);
+	assert_true(fake_named(&fk, first));
+	assert_false(fake_named(&fk, deferred));
+	assert_false(fake_named(&fk, skipped));
+	assert_true(fake_named(&fk, rudp_u24_add(skipped, 1)));
+	assert_true(fake_named(&fk, rudp_u24_add(skipped, 2)));
+
+	/* Bounded: many gaps give at most CONN_ACK_REPEAT_RANGES repeated runs
+	 * (plus the new one), and seqs older than the span are not repeated. */
+	for (int i = 0; i < 40; i++) {
+		fk.seq = rudp_u24_add(fk.seq, 1);
+		f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+		assert_int_equal(fake_push(&fk, &f, 1), 0);
+	}
+	fake_flush(&fk);
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	fake_flush(&fk);
+	assert_true(fk.nranges <= CONN_ACK_REPEAT_RANGES + 1);
+	for (uint32_t i = 0; i < CONN_ACK_REPEAT_SPAN; i++) {
+		f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+		assert_int_equal(fake_push(&fk, &f, 1), 0);
+	}
+	fake_flush(&fk);
+	assert_int_equal(fk.nranges, 1);
+	assert_int_equal(rudp_u24_diff(fk.last_ack.end, fk.last_ack.start), CONN_ACK_REPEAT_SPAN - 1);
+	assert_int_equal(stats_of(&fk).datagrams_dropped, 0);
+	rudp_conn_destroy(fk.c);
+}
+
+/* A NACK is taken once half the path's minimum RTT has passed since the
+ * send, even when the smoothed RTT is much larger (queues built by our own
+ * bursts inflate it, and drain while a loss stalls the window). */
+static void test_nack_guard_uses_min_rtt(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	static const uint8_t msg[] = {0xfe, 'x'};
+	uint64_t retx;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	fk.now += 10000;
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
+	/* One sample of 4 ms, then eight of 50 ms: srtt ~ 33 ms, minimum 4 ms
+	 * (each push adds 1 ms). */
+	for (int i = 0; i < 9; i++) {
+		assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+		fake_flush(&fk);
+		fk.now += i > 0 ? 49000 : 3000;
+		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+	}
+	assert_true(stats_of(&fk).rtt_us > 25000);
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	retx = stats_of(&fk).frames_retransmitted;
+	assert_int_equal(retx, 0);
+
+	/* Lost; the NACK comes back 5 ms after the send. */
+	assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	fake_flush(&fk);
+	fk.now += 4000;
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, true), 0);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	/* A NACK naming the resend 1 ms later, faster than the path allows, is
+	 * not taken. */
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, true), 0);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	rudp_conn_destroy(fk.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +791,8 @@ int main(void)
 		cmocka_unit_test(test_split_deferred_when_full),
 		cmocka_unit_test(test_garbage_fuzz),
 		cmocka_unit_test(test_remote_disconnect_acks_first),
+		cmocka_unit_test(test_ack_repeats_recent),
+		cmocka_unit_test(test_nack_guard_uses_min_rtt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
