@@ -350,8 +350,8 @@ typedef struct rudp_host_stats {
 	uint64_t datagrams_dropped; /**< malformed, unknown source, or over a limit */
 	uint64_t handshakes_refused; /**< full, bad protocol, or bad request */
 	uint64_t syscalls_recv, syscalls_send;
-	/** Sends that carried two or more datagrams as one UDP GSO request
-	 * (rudp_config.udp_gso; io_uring only). */
+	/** Sends that carried two or more datagrams as one UDP GSO request and
+	 * that the kernel accepted (rudp_config.udp_gso; io_uring only). */
 	uint64_t gso_sends;
 	uint32_t peers; /**< peers in the table now */
 	const char *io_backend; /**< "mmsg" or "uring" */

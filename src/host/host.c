@@ -209,6 +209,16 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 	rudp_addr_normalize((const struct sockaddr *)&h->local_addr, &local);
 	rudp_addr_to_wire(&local, &id.local_addr);
 	rudp_addr_to_wire(&p->addr, &id.remote_addr);
+	/* RakNet's MTU probing cannot see the first hop: the kernel fragments
+	 * an oversized probe locally and it arrives, so a host on a link with
+	 * a smaller MTU (a cloud VM at 1460, a tunnel) agrees on 1492 and then
+	 * sends every full datagram as IP fragments; worse, a UDP GSO run of
+	 * such datagrams is not fragmented but lost. Never send datagrams
+	 * larger than the kernel's route to the peer allows (each side only
+	 * limits what it sends, so the two may differ). */
+	unsigned route = rudp_addr_route_mtu(&p->addr);
+	if (route && route < mtu)
+		mtu = (uint16_t)(route < 576 ? 576 : route);
 	cc.mtu = mtu;
 	cc.ip_udp_overhead = p->addr.ss_family == AF_INET6 ? 48 : 28;
 	if (role == RUDP_CONN_CLIENT) {

@@ -29,6 +29,10 @@ bool rudp_addr_for_socket(const struct sockaddr_storage *in, int sock_family, st
 			  socklen_t *outlen);
 bool rudp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b); /* normalized */
 void rudp_addr_to_wire(const struct sockaddr_storage *normalized, struct rudp_wire_addr *out);
+/* The MTU of the kernel's route to a normalized address (IP packet bytes:
+ * the device's, or a smaller path MTU the kernel has learned), or 0 when
+ * it cannot tell. A few system calls: once per connection. */
+unsigned rudp_addr_route_mtu(const struct sockaddr_storage *normalized);
 
 /* ---- peers ---- */
 enum peer_stage {

@@ -3,9 +3,12 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "host_internal.h"
 
@@ -175,4 +178,24 @@ void rudp_addr_to_wire(const struct sockaddr_storage *n, struct rudp_wire_addr *
 		out->flowinfo = ntohl(v6->sin6_flowinfo);
 		out->scope_id = v6->sin6_scope_id;
 	}
+}
+
+unsigned rudp_addr_route_mtu(const struct sockaddr_storage *n)
+{
+	int fam = n->ss_family;
+	if (fam != AF_INET && fam != AF_INET6)
+		return 0;
+	int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	/* Connecting a UDP socket only looks the route up; nothing is sent. */
+	socklen_t len = fam == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int mtu = 0;
+	socklen_t ml = sizeof(mtu);
+	if (connect(fd, (const struct sockaddr *)n, len) != 0 ||
+	    getsockopt(fd, fam == AF_INET ? IPPROTO_IP : IPPROTO_IPV6, fam == AF_INET ? IP_MTU : IPV6_MTU,
+		       &mtu, &ml) != 0)
+		mtu = 0;
+	close(fd);
+	return mtu > 0 ? (unsigned)mtu : 0;
 }

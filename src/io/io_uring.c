@@ -164,6 +164,8 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 				r->gso = false;
 		} else {
 			r->base.stats.bytes_sent += (uint64_t)cqe->res;
+			if (segs > 1)
+				r->base.stats.gso_sends++;
 		}
 		return;
 	}
@@ -281,7 +283,6 @@ static void close_run(struct io_ring *r)
 		r->tx_iovs_used += k;
 		t->hdr.msg_iov = v;
 		t->hdr.msg_iovlen = k;
-		r->base.stats.gso_sends++;
 		t->hdr.msg_control = t->control.buf;
 		t->hdr.msg_controllen = sizeof(t->control.buf);
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&t->hdr);
