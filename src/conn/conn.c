@@ -181,6 +181,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	return c;
 }
 
+static void free_early(struct rudp_conn *c);
+
 void rudp_conn_destroy(struct rudp_conn *c)
 {
 	if (!c)
@@ -191,6 +193,7 @@ void rudp_conn_destroy(struct rudp_conn *c)
 	ackq_free(&c->nacks);
 	recv_free(c);
 	reasm_free(c);
+	free_early(c);
 	free(c->dgram_buf);
 	free(c->sent.tag);
 	free(c->sent.count);
@@ -213,11 +216,32 @@ void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason)
 		c->cb.closed(c->cb.ud, reason);
 }
 
+/* Held early messages: as many as the array holds, and at most this many
+ * bytes (a server has no business sending more before it is answered). */
+#define CONN_EARLY_MAX (sizeof(((struct rudp_conn *)0)->early) / sizeof(((struct rudp_conn *)0)->early[0]))
+#define CONN_EARLY_BYTES (64u * 1024u)
+
+static void free_early(struct rudp_conn *c)
+{
+	for (uint32_t i = 0; i < c->early_count; i++)
+		free(c->early[i].data);
+	c->early_count = 0;
+	c->early_bytes = 0;
+}
+
 static void become_connected(struct rudp_conn *c)
 {
 	c->state = RUDP_CONN_STATE_CONNECTED;
 	if (c->cb.connected)
 		c->cb.connected(c->cb.ud);
+	/* Then what the server sent before we had its 0x10, in order. */
+	for (uint32_t i = 0; i < c->early_count && c->state == RUDP_CONN_STATE_CONNECTED; i++) {
+		c->stats.messages_received++;
+		if (c->cb.deliver)
+			c->cb.deliver(c->cb.ud, c->early[i].data, c->early[i].len, c->early[i].reliability,
+				      c->early[i].channel);
+	}
+	free_early(c);
 }
 
 void conn_count_bad_frame(struct rudp_conn *c)
@@ -392,6 +416,24 @@ void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint
 		 * answered means its 0x13 is late or lost: it is connected. */
 		if (c->role == RUDP_CONN_SERVER && c->answered_request) {
 			become_connected(c);
+		} else if (c->role == RUDP_CONN_CLIENT && c->early_count < CONN_EARLY_MAX &&
+			   c->early_bytes + len <= CONN_EARLY_BYTES) {
+			/* Some servers (raknet-node) send as soon as they have our
+			 * connection request, and their 0x10 can come after the data
+			 * (a resend of it, after ours was retried). The datagram is
+			 * acknowledged, so dropping the message would lose it for
+			 * good: hold it until the handshake completes. Rare, so a
+			 * copy on the heap is fine. */
+			uint8_t *copy = malloc(len ? len : 1);
+			if (!copy) {
+				conn_count_bad_frame(c);
+				return;
+			}
+			memcpy(copy, data, len);
+			c->early[c->early_count++] =
+				(struct conn_early_msg){copy, (uint32_t)len, reliability, channel};
+			c->early_bytes += len;
+			return;
 		} else {
 			conn_count_bad_frame(c);
 			return;

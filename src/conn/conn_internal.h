@@ -348,6 +348,16 @@ struct rudp_conn {
 
 	struct rudp_conn_stats stats;
 	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
+	/* Client side: messages that arrived before the server's connection
+	 * request accepted (0x10) was handled, held for delivery right after
+	 * it. Bounded by CONN_EARLY_MAX messages and CONN_EARLY_BYTES. */
+	struct conn_early_msg {
+		uint8_t *data;
+		uint32_t len;
+		uint8_t reliability, channel;
+	} early[8];
+	uint32_t early_count;
+	size_t early_bytes;
 	/* frames_retransmitted by cause (not exported: tests and sim_bench) */
 	struct {
 		uint64_t nack, inferred, probe, rto;

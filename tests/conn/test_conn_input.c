@@ -214,6 +214,85 @@ static void expect_app_message_works(struct fake *fk, uint8_t ch)
 	assert_memory_equal(fk->msg, hello, sizeof(hello));
 }
 
+/* A client whose server sends data before the client has handled the
+ * server's 0x10 (raknet-node does, when the 0x10 is a resend): the message
+ * is acknowledged with its datagram, so it must be held and delivered right
+ * after the connect, in order, not dropped. Bounded: beyond the hold's
+ * limits messages are counted as dropped. */
+static void test_client_holds_data_before_accept(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	struct rudp_conn_callbacks cb = {
+		.ud = &fk,
+		.send_datagram = fake_send,
+		.deliver = fake_deliver,
+		.connected = fake_connected,
+		.closed = fake_closed,
+	};
+	struct rudp_conn_identity id = {.local_guid = 42, .remote_guid = 7};
+	static const uint8_t first[] = {0xfe, 'o', 'n', 'e'}, second[] = {0xfe, 't', 'w', 'o', '!'};
+	struct rudp_wire_connection_accepted acc;
+	struct rudp_wire_frame f[2];
+	uint8_t body[600];
+	int len;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	memset(&fk, 0, sizeof(fk));
+	fk.now = 5000000;
+	id.remote_addr.version = 4;
+	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
+	assert_non_null(fk.c);
+	fake_flush(&fk); /* our connection request */
+	assert_int_equal(fk.data_dgrams, 1);
+
+	/* Two messages on channel 0, then (in a later datagram) the 0x10. */
+	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, first, sizeof(first));
+	f[1] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, second, sizeof(second));
+	assert_int_equal(fake_push(&fk, f, 2), 0);
+	assert_int_equal(fk.delivered, 0);
+	assert_int_equal(fk.connected, 0);
+
+	memset(&acc, 0, sizeof(acc));
+	acc.client_addr.version = 4;
+	acc.n_internal = 10;
+	for (int i = 0; i < 10; i++)
+		acc.internal[i].version = 4;
+	len = rudp_wire_encode_connection_accepted(body, sizeof(body), &acc);
+	assert_true(len > 0);
+	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, (uint16_t)len);
+	assert_int_equal(fake_push(&fk, f, 1), 0);
+	assert_int_equal(fk.connected, 1);
+	assert_int_equal(fk.delivered, 2);
+	assert_int_equal(fk.msg_len, sizeof(second)); /* in order: the last one is "two!" */
+	assert_memory_equal(fk.msg, second, sizeof(second));
+	assert_int_equal(stats_of(&fk).frames_dropped, 0);
+	rudp_conn_destroy(fk.c);
+
+	/* The hold is bounded: 9 early messages, 8 kept, 1 counted. */
+	memset(&fk, 0, sizeof(fk));
+	fk.now = 5000000;
+	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
+	assert_non_null(fk.c);
+	for (int i = 0; i < 9; i++) {
+		f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, first, sizeof(first));
+		assert_int_equal(fake_push(&fk, f, 1), 0);
+	}
+	assert_int_equal(stats_of(&fk).frames_dropped, 1);
+	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, (uint16_t)len);
+	assert_int_equal(fake_push(&fk, f, 1), 0);
+	assert_int_equal(fk.delivered, 8);
+	/* Destroying a conn that still holds early messages frees them (ASan). */
+	rudp_conn_destroy(fk.c);
+	memset(&fk, 0, sizeof(fk));
+	fk.now = 5000000;
+	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
+	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, first, sizeof(first));
+	assert_int_equal(fake_push(&fk, f, 1), 0);
+	rudp_conn_destroy(fk.c);
+}
+
 static void test_handshake_and_data(void **state)
 {
 	struct rudp_conn_config cfg;
@@ -784,6 +863,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handshake_and_data),
+		cmocka_unit_test(test_client_holds_data_before_accept),
 		cmocka_unit_test(test_malformed_datagrams),
 		cmocka_unit_test(test_hostile_acks),
 		cmocka_unit_test(test_window_and_duplicates),

@@ -489,6 +489,15 @@ static void on_disconnect(struct state *s, int reason)
 {
 	uint64_t t = now_ms();
 	note("disconnected: %s", rudp_reason_string(reason));
+	/* What the link saw, for a failure's log: counts only, cheap. */
+	rudp_peer_stats st;
+	if (s->peer && rudp_peer_stats_get(s->peer, &st) == 0)
+		note("link: datagrams %" PRIu64 " in / %" PRIu64 " out, messages %" PRIu64 " in / %" PRIu64
+		     " out, dropped %" PRIu64 ", duplicates %" PRIu64 ", retransmitted %" PRIu64
+		     ", nacks %" PRIu64 ", reassembly %u B",
+		     st.datagrams_received, st.datagrams_sent, st.messages_received, st.messages_sent,
+		     st.datagrams_dropped, st.duplicates_dropped, st.frames_retransmitted, st.nacks_received,
+		     st.reassembly_bytes);
 	switch (s->o.sc) {
 	case SC_DISC_RUDP:
 		if (reason != RUDP_REASON_LOCAL)
