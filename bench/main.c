@@ -5,7 +5,7 @@
  *
  *   rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]
  *              [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE] [--out DIR]
- *              [--no-netns]
+ *              [--no-netns] [--resume DIR]
  *   rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]
  *              [--ready-fd FD]
  *   rudp-bench client --column C --connect ADDR:PORT [--workload W] [--size N]
@@ -766,7 +766,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]\n"
 		"                  [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE]\n"
-		"                  [--out DIR] [--no-netns] [--list]\n"
+		"                  [--out DIR] [--no-netns] [--resume DIR] [--list]\n"
 		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
 		"         enet raw-udp; workloads: single sparse many loaded\n");
@@ -800,16 +800,25 @@ int main(int argc, char **argv)
 		return sub_main(argc - 1, argv + 1, !strcmp(argv[1], "server"));
 
 	struct plan_opts po = {.mode = MODE_QUICK, .rounds = 0, .loss_pct = -1, .delay_ms = -1};
-	const char *json_path = NULL, *outdir = "rudp-bench-results";
+	const char *json_path = NULL, *outdir = "rudp-bench-results", *resume_dir = NULL;
 	bool no_ns = false, list = false, out_given = false;
-	static const struct option opts[] = {{"full", 0, 0, 'f'},     {"smoke", 0, 0, 'k'},
-					     {"quick", 0, 0, 'q'},    {"columns", 1, 0, 'c'},
-					     {"workload", 1, 0, 'w'}, {"case", 1, 0, 'a'},
-					     {"rounds", 1, 0, 'r'},   {"loss", 1, 0, 'l'},
-					     {"delay", 1, 0, 'd'},    {"json", 1, 0, 'j'},
-					     {"out", 1, 0, 'o'},      {"no-netns", 0, 0, 'n'},
-					     {"list", 0, 0, 'L'},     {"help", 0, 0, 'h'},
-					     {"workers", 1, 0, 'W'},  {0, 0, 0, 0}};
+	static const struct option opts[] = {{"full", 0, 0, 'f'},
+					     {"smoke", 0, 0, 'k'},
+					     {"quick", 0, 0, 'q'},
+					     {"columns", 1, 0, 'c'},
+					     {"workload", 1, 0, 'w'},
+					     {"case", 1, 0, 'a'},
+					     {"rounds", 1, 0, 'r'},
+					     {"loss", 1, 0, 'l'},
+					     {"delay", 1, 0, 'd'},
+					     {"json", 1, 0, 'j'},
+					     {"out", 1, 0, 'o'},
+					     {"no-netns", 0, 0, 'n'},
+					     {"list", 0, 0, 'L'},
+					     {"help", 0, 0, 'h'},
+					     {"workers", 1, 0, 'W'},
+					     {"resume", 1, 0, 'R'},
+					     {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end;
@@ -857,6 +866,7 @@ int main(int argc, char **argv)
 			out_given = true;
 			break;
 		case 'n': no_ns = true; break;
+		case 'R': resume_dir = optarg; break;
 		case 'L': list = true; break;
 		default: usage(); return o == 'h' ? 0 : 2;
 		}
@@ -891,25 +901,48 @@ int main(int argc, char **argv)
 	meta_fill(&meta, &plan, have_root);
 	split_cpus(&meta);
 	meta.workers_forced = workers_forced;
+	if (resume_dir) {
+		/* A resumed run must be the same code and plan: resume_load
+		 * refuses another commit or mode; the filters are the caller's. */
+		if (strlen(resume_dir) >= sizeof meta.resumed_from) {
+			fprintf(stderr, "rudp-bench: --resume: path too long\n");
+			plan_free(&plan);
+			return 2;
+		}
+		if (resume_load(&plan, resume_dir, &meta, &meta.resumed_runs) < 0) {
+			plan_free(&plan);
+			return 2;
+		}
+		snprintf(meta.resumed_from, sizeof meta.resumed_from, "%s", resume_dir);
+	}
 	printf("rudp-bench %s mode, commit %s, %s, %d CPUs, kernel %s\n", meta.mode, meta.commit, meta.cpu,
 	       meta.cpus, meta.kernel);
 	printf("server CPUs %s, client CPUs %s%s; server workers: %s\n", meta.server_cpus, meta.client_cpus,
 	       meta.cpus_shared ? " (one CPU: shared)" : "", workers_desc(&meta));
 	for (size_t i = 0; i < plan.nskipped; i++)
 		printf("skipped: %s\n", plan.skipped[i]);
+	size_t todo = plan.nruns - meta.resumed_runs, done = 0;
+	if (resume_dir)
+		printf("resumed from %s: %zu of %zu runs copied, %zu to run\n", resume_dir, meta.resumed_runs,
+		       plan.nruns, todo);
 	fflush(stdout);
 
+	/* Progress and the estimate count only the runs this sitting makes. */
 	double spent = 0, estimate_total = 0;
 	for (size_t i = 0; i < plan.nruns; i++)
-		estimate_total += plan.runs[i].row->estimate_s;
+		if (!plan.runs[i].copied)
+			estimate_total += plan.runs[i].row->estimate_s;
 	int failures = 0;
 	bool tty = isatty(2);
 	uint64_t start = bench_now_ns();
 	for (size_t i = 0; i < plan.nruns && !interrupted; i++) {
 		struct run *r = &plan.runs[i];
+		if (r->copied)
+			continue;
 		double est_left = 0;
 		for (size_t j = i; j < plan.nruns; j++)
-			est_left += plan.runs[j].row->estimate_s;
+			if (!plan.runs[j].copied)
+				est_left += plan.runs[j].row->estimate_s;
 		/* Scale the static estimate by how fast the runs so far went. */
 		double done_est = estimate_total - est_left;
 		if (done_est > 0 && spent > 0)
@@ -917,11 +950,22 @@ int main(int argc, char **argv)
 		char left[32];
 		fmt_dur(left, sizeof left, est_left);
 		fprintf(stderr, "%s[%zu/%zu] %s %s · %s · round %d · about %s left%s", tty ? "\r\033[K" : "",
-			i + 1, plan.nruns, r->row->workload_name, r->row->label, columns[r->column].name,
+			++done, todo, r->row->workload_name, r->row->label, columns[r->column].name,
 			r->round + 1, left, tty ? "" : "\n");
 		fflush(stderr);
 		uint64_t t = bench_now_ns();
-		if (run_one(r, (int)i, have_root) < 0) {
+		if (run_one(r, (int)i, have_root) < 0 && interrupted) {
+			/* Cut short by SIGINT: not a failure of the column. Left
+			 * as never reached, it stays out of runs.json and the
+			 * tables, and a --resume of this folder makes it again. */
+			const struct row *row = r->row;
+			int column = r->column, round = r->round;
+			memset(r, 0, sizeof *r);
+			r->row = row;
+			r->column = column;
+			r->round = round;
+			r->throughput = -1;
+		} else if (!r->ok) {
 			failures++;
 			fprintf(stderr, "%sFAILED: %s %s %s round %d: %s\n", tty ? "\r\033[K" : "",
 				r->row->workload_name, r->row->label, columns[r->column].name, r->round + 1,
@@ -955,11 +999,23 @@ int main(int argc, char **argv)
 			fclose(f);
 		}
 		printf("\nresults: %s (report.md, runs.json, charts)\n", dir);
+		if (interrupted)
+			printf("to finish it later: the same command with --resume %s\n", dir);
 	}
 	if (json_path && json_write(json_path, &plan, &meta) < 0)
 		fprintf(stderr, "rudp-bench: cannot write %s\n", json_path);
-	printf("%s: %zu runs, %d failed, took %s\n", failures ? "FAILED" : "done", plan.nruns, failures,
-	       took);
+	if (resume_dir)
+		printf("%s: %zu runs (%zu copied from %s), %d failed, took %s\n",
+		       failures      ? "FAILED"
+		       : interrupted ? "interrupted"
+				     : "done",
+		       plan.nruns, meta.resumed_runs, resume_dir, failures, took);
+	else
+		printf("%s: %zu runs, %d failed, took %s\n",
+		       failures      ? "FAILED"
+		       : interrupted ? "interrupted"
+				     : "done",
+		       plan.nruns, failures, took);
 	plan_free(&plan);
 	return failures || interrupted ? 1 : 0;
 }

@@ -499,6 +499,16 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		"Server workers (a thread and an SO_REUSEPORT socket each): %s; enet: always 1 (%s). "
 		"The path column gives each row's count.\n\n",
 		workers_desc(m), BENCH_ENET_ONE_WORKER);
+	if (m->resumed_from[0]) {
+		size_t made = 0;
+		for (size_t i = 0; i < p->nruns; i++)
+			made += !p->runs[i].copied && (p->runs[i].ok || p->runs[i].error[0]);
+		fprintf(f,
+			"Resumed from %s: %zu verified runs copied from there (same commit and mode), %zu "
+			"made "
+			"in this sitting.\n\n",
+			m->resumed_from, m->resumed_runs, made);
+	}
 	fprintf(f, "| column | version |\n|---|---|\n");
 	for (int c = 0; c < NCOLUMNS; c++) {
 		if (!p->col_on[c])
@@ -611,6 +621,11 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		fprintf(f, "\"auto\"");
 	fprintf(f, ", \"workers_note\": ");
 	jstr(f, workers_desc(m));
+	if (m->resumed_from[0]) {
+		fprintf(f, ", \"resumed_from\": ");
+		jstr(f, m->resumed_from);
+		fprintf(f, ", \"resumed_runs\": %zu", m->resumed_runs);
+	}
 	fprintf(f, ",\n    \"columns\": {");
 	bool first = true;
 	for (int c = 0; c < NCOLUMNS; c++) {

@@ -43,6 +43,7 @@ struct run {
 	const struct row *row;
 	int column, round;
 	bool ok, verified;
+	bool copied; /* taken from the --resume folder, not made in this sitting */
 	uint64_t messages, verified_msgs;
 	double throughput; /* MiB/s of verified message bytes per direction, -1: none */
 	double rtt_p50_us, rtt_p95_us, rtt_p99_us;
@@ -88,6 +89,9 @@ struct meta {
 	bool root;
 	double seconds;
 	char chart_note[160];
+	/* --resume: the folder the verified runs were copied from, and how many. */
+	char resumed_from[1024];
+	size_t resumed_runs;
 };
 
 /* Datagram budget a column uses on a row (its own meaning; 0 = the driver's default). */
@@ -99,6 +103,10 @@ int make_results_dir(const char *base, const struct meta *m, char *out, size_t n
 /* Prints the Markdown tables; writes SVG charts into dir when not NULL. */
 void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir);
 int json_write(const char *path, const struct plan *p, const struct meta *m);
+/* --resume: copies every planned run that dir/runs.json holds verified
+ * into p (marked copied). Returns 0, or -1 with the reason on stderr when
+ * the file is missing or malformed or came from another commit or mode. */
+int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *copied);
 /* "1 per server CPU (2) on many and loaded rows, 1 on single and sparse" or "3 (--workers)". */
 const char *workers_desc(const struct meta *m);
 

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Proves rudp-bench --resume on the smoke plan:
+#  1. resuming from a complete folder copies every run and makes none, and
+#     the new runs.json holds the same runs;
+#  2. from a copy with one run removed and one marked unverified, exactly
+#     those two are made again and the set is complete;
+#  3. a runs.json from another commit is refused with exit 2.
+#   resume.sh PATH/TO/rudp-bench
+set -u
+bench=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fails=0
+passes=0
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+}
+ok() {
+	echo "ok: $*"
+	passes=$((passes + 1))
+}
+
+if ! "$bench" --smoke --json "$tmp/A.json" --out "$tmp/D1" >"$tmp/1.log" 2>&1; then
+	echo "FAIL: the first smoke run failed:"
+	cat "$tmp/1.log"
+	exit 1
+fi
+d1=$(ls -d "$tmp"/D1/*_*)
+total=$(grep -c '"verified": true' "$tmp/A.json")
+[ "$total" -gt 0 ] || fail "the first smoke run verified no run"
+
+# 1. everything copied
+if "$bench" --smoke --resume "$d1" --json "$tmp/B.json" --out "$tmp/D2" >"$tmp/2.log" 2>&1 &&
+	grep -q "^resumed from $d1: $total of $total runs copied, 0 to run$" "$tmp/2.log" &&
+	! grep -q '^\[[0-9]*/' "$tmp/2.log" &&
+	grep -q "\"resumed_runs\": $total" "$tmp/B.json" &&
+	[ "$(grep -c '"verified": true' "$tmp/B.json")" -eq "$total" ] &&
+	grep '"column"' "$tmp/A.json" >"$tmp/a.runs" && grep '"column"' "$tmp/B.json" >"$tmp/b.runs" &&
+	cmp -s "$tmp/a.runs" "$tmp/b.runs" &&
+	grep -q "^Resumed from $d1: $total verified runs copied" "$(ls -d "$tmp"/D2/*_*)/report.md"; then
+	ok "--resume of a complete folder: $total of $total runs copied, none made"
+else
+	fail "--resume of a complete folder:"
+	cat "$tmp/2.log"
+fi
+
+# 2. one run absent, one unverified: those two are made
+mkdir "$tmp/C"
+sed -e '/"column": "tcp", "workload": "many"/d' \
+	-e '/"column": "raw-udp", "workload": "single"/s/"verified": true/"verified": false/' \
+	"$d1/runs.json" >"$tmp/C/runs.json"
+if "$bench" --smoke --resume "$tmp/C" --json "$tmp/C.json" >"$tmp/3.log" 2>&1 &&
+	grep -q "^resumed from $tmp/C: $((total - 2)) of $total runs copied, 2 to run$" "$tmp/3.log" &&
+	[ "$(grep -c '^\[[0-9]*/2\]' "$tmp/3.log")" -eq 2 ] &&
+	grep -q '^\[[0-9]/2\] many .* · tcp · ' "$tmp/3.log" &&
+	grep -q '^\[[0-9]/2\] single .* · raw-udp · ' "$tmp/3.log" &&
+	[ "$(grep -c '"verified": true' "$tmp/C.json")" -eq "$total" ]; then
+	ok "--resume with one run absent and one unverified: exactly those 2 made, $total verified"
+else
+	fail "--resume with one run absent and one unverified:"
+	cat "$tmp/3.log"
+fi
+
+# 3. another commit
+mkdir "$tmp/E"
+sed 's/"commit": "[^"]*"/"commit": "0000000000"/' "$d1/runs.json" >"$tmp/E/runs.json"
+"$bench" --smoke --resume "$tmp/E" >"$tmp/4.log" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "made by another commit" "$tmp/4.log" && ! grep -q '^\[[0-9]*/' "$tmp/4.log"; then
+	ok "--resume of another commit's folder refused (exit 2)"
+else
+	fail "--resume of another commit's folder: exit $rc:"
+	cat "$tmp/4.log"
+fi
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]
