@@ -97,21 +97,32 @@ static int wait_client_event(struct pair *p, int want, rudp_event *out, int time
 	return 0;
 }
 
+/* A server and a client on default configs, the client connected (its
+ * CONNECT event consumed). Stores the server's address in addr and returns
+ * the client's peer. */
+static rudp_peer *pair_connect(struct pair *p, int echo, char *addr, size_t addrlen)
+{
+	rudp_config sc, cc;
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	*p = (struct pair){.echo = echo};
+	p->server = make_server(&sc, addr, addrlen);
+	p->client = make_client(&cc);
+	rudp_peer *peer;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p->client, addr, &peer), 0);
+	assert_true(wait_client_event(p, RUDP_EVENT_CONNECT, &ev, 3000));
+	assert_ptr_equal(ev.peer, peer);
+	return peer;
+}
+
 static void test_connect_echo_disconnect(void **state)
 {
 	(void)state;
-	rudp_config sc, cc;
 	char addr[64];
-	rudp_config_init(&sc);
-	rudp_config_init(&cc);
-	struct pair p = {.echo = 1};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	struct pair p;
+	rudp_peer *peer = pair_connect(&p, 1, addr, sizeof(addr));
 	rudp_event ev;
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
-	assert_ptr_equal(ev.peer, peer);
 	for (int i = 0; i < 50 && p.server_connects == 0; i++)
 		service_server(&p);
 	assert_int_equal(p.server_connects, 1);
@@ -150,17 +161,10 @@ static void test_connect_echo_disconnect(void **state)
 static void test_receive_leaves_acks_for_next_call(void **state)
 {
 	(void)state;
-	rudp_config sc, cc;
 	char addr[64];
-	rudp_config_init(&sc);
-	rudp_config_init(&cc);
-	struct pair p = {0};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	struct pair p;
+	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
 	rudp_event ev;
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
 	/* The client's call that returned CONNECT sent the handshake's last
 	 * message: the server connects without the client being serviced. */
 	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_connects == 0;)
@@ -201,17 +205,10 @@ static void test_receive_leaves_acks_for_next_call(void **state)
 static void test_server_disconnects_client(void **state)
 {
 	(void)state;
-	rudp_config sc, cc;
 	char addr[64];
-	rudp_config_init(&sc);
-	rudp_config_init(&cc);
-	struct pair p = {.echo = 1};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
+	struct pair p;
+	pair_connect(&p, 1, addr, sizeof(addr));
 	rudp_event ev;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
 	for (int i = 0; i < 100 && !p.server_peer; i++)
 		service_server(&p);
 	assert_non_null(p.server_peer);
@@ -252,17 +249,10 @@ static void test_echo_many_mixed_sizes(void **state)
 	(void)state;
 	const uint32_t count = getenv("RUDP_TEST_QUICK") ? 10000 : 100000;
 	const uint32_t window = 64;
-	rudp_config sc, cc;
 	char addr[64];
-	rudp_config_init(&sc);
-	rudp_config_init(&cc);
-	struct pair p = {.echo = 1};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
+	struct pair p;
+	rudp_peer *peer = pair_connect(&p, 1, addr, sizeof(addr));
 	rudp_event ev[64];
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, ev, 3000));
 
 	uint8_t *buf = malloc(65536), *expect = malloc(65536);
 	size_t *sizes = malloc(count * sizeof(*sizes));
@@ -464,17 +454,10 @@ static void test_unconnected_ping(void **state)
 static void test_bad_datagrams_dropped(void **state)
 {
 	(void)state;
-	rudp_config sc, cc;
 	char addr[64];
-	rudp_config_init(&sc);
-	rudp_config_init(&cc);
-	struct pair p = {.echo = 1};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
+	struct pair p;
+	rudp_peer *peer = pair_connect(&p, 1, addr, sizeof(addr));
 	rudp_event ev;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
 
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in to = {.sin_family = AF_INET};
