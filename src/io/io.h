@@ -62,6 +62,11 @@ struct rudp_io_ops {
 	int (*wait)(struct rudp_io *io, int timeout_ms);
 	/* Datagrams committed but not yet handed to the kernel. */
 	uint32_t (*pending)(const struct rudp_io *io);
+	/* Whether input may be waiting, found without a system call; NULL
+	 * when a backend cannot tell (then the answer is always yes). A false
+	 * answer can be stale by the time it is used: it only decides whether
+	 * pending sends go out now or with the wait that follows. */
+	bool (*input_waiting)(struct rudp_io *io);
 	void (*destroy)(struct rudp_io *io);
 };
 
@@ -128,6 +133,10 @@ static inline int rudp_io_wait(struct rudp_io *io, int timeout_ms)
 static inline uint32_t rudp_io_pending(const struct rudp_io *io)
 {
 	return io->ops->pending(io);
+}
+static inline bool rudp_io_input_waiting(struct rudp_io *io)
+{
+	return io->ops->input_waiting ? io->ops->input_waiting(io) : true;
 }
 static inline void rudp_io_destroy(struct rudp_io *io)
 {

@@ -516,6 +516,17 @@ static uint32_t uring_pending(const struct rudp_io *io)
 	return ((const struct io_ring *)io)->tx_queued;
 }
 
+/* Completions in the CQ, receives queued, or task work the kernel holds
+ * for this thread (COOP_TASKRUN): all visible in shared memory. */
+static bool uring_input_waiting(struct rudp_io *io)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	if (r->fork_gen != fork_generation || r->broken)
+		return true; /* let the next call find out */
+	return r->rx_q_len > 0 || r->rx_error || !r->rx_armed || io_uring_cq_ready(&r->ring) > 0 ||
+	       (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN);
+}
+
 static void uring_destroy(struct rudp_io *io)
 {
 	struct io_ring *r = (struct io_ring *)io;
@@ -578,6 +589,7 @@ static const struct rudp_io_ops uring_ops = {
 	.flush = uring_flush,
 	.wait = uring_wait,
 	.pending = uring_pending,
+	.input_waiting = uring_input_waiting,
 	.destroy = uring_destroy,
 };
 

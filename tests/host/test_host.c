@@ -202,6 +202,52 @@ static void test_receive_leaves_acks_for_next_call(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* A call that finds nothing arrived and is going to wait hands what was
+ * queued to the kernel in the wait's own system call (io_uring: one
+ * io_uring_enter for both); the datagram still goes out before the wait. */
+static void test_waiting_call_sends_with_the_wait(void **state)
+{
+	(void)state;
+	char addr[64];
+	struct pair p;
+	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_connects == 0;)
+		service_server(&p);
+	assert_int_equal(p.server_connects, 1);
+	/* Let the client settle: the server's ACKs of the handshake arrive
+	 * and nothing is left to read. */
+	rudp_event ev[8];
+	for (int i = 0; i < 20; i++)
+		assert_true(rudp_service(p.client, ev, 8, 1) >= 0);
+
+	/* Unreliable: a reliable one would arm the tail-loss probe, whose
+	 * timer wakes the wait (the server does not answer here). */
+	const uint8_t msg[] = {0xfe, 9, 8, 7};
+	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_UNRELIABLE, 0), 0);
+	rudp_host_stats before, after;
+	assert_int_equal(rudp_host_stats_get(p.client, &before), 0);
+	/* The server is not serviced: nothing can arrive, the call waits out
+	 * its 5 ms. */
+	assert_int_equal(rudp_service(p.client, ev, 8, 5), 0);
+	assert_int_equal(rudp_host_stats_get(p.client, &after), 0);
+	assert_int_equal(after.datagrams_sent - before.datagrams_sent, 1);
+	uint64_t calls =
+		after.syscalls_recv + after.syscalls_send - before.syscalls_recv - before.syscalls_send;
+	if (strcmp(after.io_backend, "uring") == 0)
+		assert_int_equal(calls, 1); /* submit and wait together */
+	else
+		assert_true(calls >= 2); /* sendmmsg, then poll */
+	/* It did go out: the server receives it without the client's help. */
+	int n = 0;
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;)
+		n = rudp_service(p.server, ev, 8, 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].type, RUDP_EVENT_RECEIVE);
+	assert_memory_equal(ev[0].data, msg, sizeof(msg));
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 static void test_server_disconnects_client(void **state)
 {
 	(void)state;
@@ -572,6 +618,7 @@ int main(void)
 		cmocka_unit_test(test_api_rejects_bad_arguments),
 		cmocka_unit_test(test_connect_echo_disconnect),
 		cmocka_unit_test(test_receive_leaves_acks_for_next_call),
+		cmocka_unit_test(test_waiting_call_sends_with_the_wait),
 		cmocka_unit_test(test_server_disconnects_client),
 		cmocka_unit_test(test_connect_to_nothing_fails),
 		cmocka_unit_test(test_incompatible_protocol),
