@@ -24,9 +24,12 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
+#include "io/io.h"
 #include "rudp.h"
 
 static uint64_t now_ms(void)
@@ -315,6 +318,69 @@ static void test_gso_round_trip(void **state)
 	gso_round_trip(0);
 }
 
+/* The io_uring backend stops building GSO runs once the kernel refuses
+ * one, and what it sends from then on arrives. The kernel refuses UDP
+ * GSO on a socket with checksums off (SO_NO_CHECK): EINVAL, as from a
+ * device that cannot segment. The refused run's datagrams are counted
+ * as send errors (reliability resends them). */
+static void test_gso_refused_falls_back(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	int tx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	assert_true(rx >= 0 && tx >= 0);
+	assert_int_equal(bind(rx, (struct sockaddr *)&a, alen), 0);
+	assert_int_equal(getsockname(rx, (struct sockaddr *)&a, &alen), 0);
+	struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(tx, (struct sockaddr *)&any, sizeof(any)), 0);
+	int one = 1;
+	assert_int_equal(setsockopt(tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)), 0);
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(tx, 8, &err);
+	assert_non_null(io);
+
+	enum { LEN = 500 };
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 4; i++) {
+			uint8_t *slot = rudp_io_tx_slot(io);
+			memset(slot, 'a' + round * 4 + i, LEN);
+			rudp_io_tx_commit(io, LEN, (struct sockaddr *)&a, alen);
+		}
+		assert_int_equal(rudp_io_flush(io), 4);
+		/* Let the completions come back. */
+		for (int i = 0;
+		     i < 20 && io->stats.send_errors + io->stats.bytes_sent / LEN < 4u * (round + 1); i++) {
+			usleep(1000);
+			rudp_io_flush(io);
+		}
+	}
+	/* Round 0: one GSO send of 4, refused. Round 1: one by one, sent. */
+	assert_int_equal(io->stats.send_errors, 4);
+	assert_int_equal(io->stats.gso_sends, 0);
+	assert_int_equal(io->stats.bytes_sent, 4 * LEN);
+	uint8_t buf[2048];
+	int got = 0;
+	for (uint64_t until = now_ms() + 1000; now_ms() < until && got < 4;) {
+		ssize_t n = recv(rx, buf, sizeof(buf), 0);
+		if (n < 0) {
+			usleep(1000);
+			continue;
+		}
+		assert_int_equal(n, LEN);
+		assert_int_equal(buf[0], 'e' + got);
+		got++;
+	}
+	assert_int_equal(got, 4);
+	assert_true(recv(rx, buf, sizeof(buf), 0) < 0); /* nothing from round 0 */
+	rudp_io_destroy(io);
+	close(tx);
+	close(rx);
+}
+
 /* A server restarted in the same process (or right after the old process
  * closed it) binds its address again at once: destroying a host releases
  * the port before it returns, on both backends (io_uring's receive holds
@@ -357,7 +423,7 @@ static void test_batch_echo_uring_buffers_run_out(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	/* io_batch 64 gives 256 receive buffers; stalls let more pile up, so
+	/* io_batch 64 gives 128 receive buffers; stalls let more pile up, so
 	 * the multishot receive ends with ENOBUFS and must be re-armed. */
 	echo_with_batches(RUDP_IO_URING, 20000, 64, 50);
 }
@@ -744,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_batch_echo_mmsg),
 		cmocka_unit_test(test_batch_echo_uring_buffers_run_out),
 		cmocka_unit_test(test_gso_round_trip),
+		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_seccomp_forces_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
