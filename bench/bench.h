@@ -192,6 +192,10 @@ extern atomic_int bench_stop;
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
 void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */
+/* Every UDP column's sockets get the same kernel buffers (SO_*BUFFORCE
+ * as root, else as much as the sysctl caps allow): 4 MiB each way. */
+#define BENCH_UDP_SOCKBUF (4 * 1024 * 1024)
+void bench_udp_buffers(int fd);
 void bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline void put_le32(uint8_t *p, uint32_t v)

@@ -25,17 +25,6 @@
 
 #define KCP_BATCH 64
 #define KCP_DGRAM 2048
-#define KCP_SOCKBUF (4 * 1024 * 1024)
-
-static void set_bufs(int fd)
-{
-	int v = KCP_SOCKBUF;
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
-}
-
 static IUINT32 now_ms32(void)
 {
 	return (IUINT32)(bench_now_ns() / 1000000u);
@@ -200,7 +189,7 @@ int kcp_server_drv(const char *column, const struct drv_server_opts *o)
 			close(fd);
 			break;
 		}
-		set_bufs(fd);
+		bench_udp_buffers(fd);
 		kw[made] = (struct kcp_worker){.fd = fd, .mtu = o->mtu, .many = o->conns_hint > 1};
 		bw[made].drv = &kw[made];
 	}
@@ -253,7 +242,7 @@ int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct w
 			snprintf(w->err, sizeof w->err, "udp socket: %s", strerror(errno));
 			goto out;
 		}
-		set_bufs(k[c].fd);
+		bench_udp_buffers(k[c].fd);
 		k[c].kcp = ikcp_create(c + 1, &k[c]);
 		k[c].kcp->output = client_output;
 		configure(k[c].kcp, w->p.mtu, nc > 1);

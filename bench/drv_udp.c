@@ -20,18 +20,6 @@
 
 #define UDP_BATCH 64
 #define UDP_MAX_DGRAM 65536
-#define UDP_SOCKBUF (4 * 1024 * 1024)
-
-static void set_bufs(int fd)
-{
-	int v = UDP_SOCKBUF;
-	/* The FORCE variants pass net.core.*mem_max when we run as root. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
-}
-
 /* One worker: its own socket (SO_REUSEPORT when there are several) that
  * echoes every datagram it reads to its sender. */
 static int udp_worker_run(struct bench_worker *bw)
@@ -101,7 +89,7 @@ int udp_server(const char *column, const struct drv_server_opts *o)
 			close(fds[made]);
 			break;
 		}
-		set_bufs(fds[made]);
+		bench_udp_buffers(fds[made]);
 		struct timeval tv = {0, 200000};
 		setsockopt(fds[made], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		bw[made].drv = &fds[made];
@@ -141,7 +129,7 @@ int udp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 			snprintf(w->err, sizeof w->err, "udp socket: %s", strerror(errno));
 			goto out;
 		}
-		set_bufs(fds[c]);
+		bench_udp_buffers(fds[c]);
 		struct epoll_event e = {.events = EPOLLIN, .data.u32 = c};
 		epoll_ctl(ep, EPOLL_CTL_ADD, fds[c], &e);
 	}

@@ -74,6 +74,15 @@ void bench_signal_ready(int fd)
 	/* Left open: bench_server_summary() writes what each worker served. */
 }
 
+void bench_udp_buffers(int fd)
+{
+	int v = BENCH_UDP_SOCKBUF;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
 void bench_fail(const char *fmt, ...)
 {
 	va_list ap;
