@@ -196,6 +196,11 @@ void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summ
  * as root, else as much as the sysctl caps allow): 4 MiB each way. */
 #define BENCH_UDP_SOCKBUF (4 * 1024 * 1024)
 void bench_udp_buffers(int fd);
+/* This process's peak resident set (VmHWM of /proc/self/status) in KiB, or
+ * -1. Reported by each half at exit: wait4()'s ru_maxrss would also count
+ * the pages of rudp-bench itself, which the child held between fork() and
+ * exec() (Linux keeps the larger of the two across exec). */
+long bench_self_hwm_kib(void);
 void bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline void put_le32(uint8_t *p, uint32_t v)

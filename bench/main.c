@@ -527,6 +527,19 @@ static void parse_served(const char *s, struct run *r)
 	r->workers_reported = (int)n;
 }
 
+/* The hwm_kib= field of the line that starts with prefix, or -1. */
+static long reported_hwm_kib(const char *s, const char *prefix)
+{
+	const char *p = strstr(s, prefix);
+	if (!p)
+		return -1;
+	const char *nl = strchr(p, '\n');
+	const char *h = strstr(p, " hwm_kib=");
+	if (!h || (nl && h > nl))
+		return -1;
+	return strtol(h + 9, NULL, 10);
+}
+
 static int parse_result(const char *out, struct run *r)
 {
 	const char *p = strstr(out, "RESULT ");
@@ -721,8 +734,12 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	served[slen] = '\0';
 	close(rp[0]);
 	parse_served(served, r);
-	r->rss_client_kib = cru.ru_maxrss;
-	r->rss_server_kib = sru.ru_maxrss;
+	/* Each half's own peak (VmHWM) where it reported one: ru_maxrss also
+	 * counts rudp-bench's pages, held by the child between fork and exec,
+	 * which put rudp-bench's own size under every column's figure. */
+	long chwm = reported_hwm_kib(out, "RESULT "), shwm = reported_hwm_kib(served, "served ");
+	r->rss_client_kib = chwm > 0 ? chwm : cru.ru_maxrss;
+	r->rss_server_kib = shwm > 0 ? shwm : sru.ru_maxrss;
 	if (interrupted) {
 		snprintf(r->error, sizeof r->error, "interrupted");
 		goto out;

@@ -74,6 +74,22 @@ void bench_signal_ready(int fd)
 	/* Left open: bench_server_summary() writes what each worker served. */
 }
 
+long bench_self_hwm_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long kib = -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmHWM:", 6)) {
+			kib = strtol(line + 6, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kib;
+}
+
 void bench_udp_buffers(int fd)
 {
 	int v = BENCH_UDP_SOCKBUF;
@@ -387,10 +403,11 @@ void wl_report(struct wl *w)
 		qsort(conn_ms, cn, sizeof *conn_ms, cmp_float);
 	uint64_t burst_ns = w->burst_verified ? w->end_ns - w->burst_start_ns : 0;
 	printf("RESULT verified=%" PRIu64 " messages=%" PRIu64 " burst_messages=%" PRIu64 " burst_ns=%" PRIu64
-	       " rtt_p50_us=%.2f rtt_p95_us=%.2f rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f\n",
+	       " rtt_p50_us=%.2f rtt_p95_us=%.2f rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f"
+	       " hwm_kib=%ld\n",
 	       w->verified, w->total, w->burst_verified, burst_ns, pct(w->rtt_us, w->rtt_n, 0.50),
 	       pct(w->rtt_us, w->rtt_n, 0.95), pct(w->rtt_us, w->rtt_n, 0.99), pct(conn_ms, cn, 0.50),
-	       pct(conn_ms, cn, 0.99));
+	       pct(conn_ms, cn, 0.99), bench_self_hwm_kib());
 	fflush(stdout);
 	free(conn_ms);
 }

@@ -93,7 +93,7 @@ void bench_server_summary(int fd, const struct bench_worker *w, unsigned n)
 	sb_add(&b, " echoes=");
 	for (unsigned i = 0; i < n; i++)
 		sb_add(&b, "%s%" PRIu64, i ? "," : "", w[i].echoes);
-	sb_add(&b, "\n");
+	sb_add(&b, " hwm_kib=%ld\n", bench_self_hwm_kib());
 	if (fd < 0) {
 		fprintf(stderr, "rudp-bench: %s", b.s);
 		return;

@@ -182,8 +182,27 @@ func summary(st []workerStats) string {
 		c[i] = fmt.Sprint(atomic.LoadInt64(&st[i].conns))
 		e[i] = fmt.Sprint(atomic.LoadInt64(&st[i].echoes))
 	}
-	return fmt.Sprintf("served workers=%d conns=%s echoes=%s\n", len(st), strings.Join(c, ","),
-		strings.Join(e, ","))
+	return fmt.Sprintf("served workers=%d conns=%s echoes=%s hwm_kib=%d\n", len(st), strings.Join(c, ","),
+		strings.Join(e, ","), hwmKiB())
+}
+
+// hwmKiB is this process's peak resident set (VmHWM), -1 if unknown:
+// rudp-bench prefers it to wait4's ru_maxrss, which also counts the
+// launcher's pages held between fork and exec.
+func hwmKiB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			var v int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(l[6:]), "%d", &v); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
 
 func server(bind string, readyFd, workers int) {
@@ -464,9 +483,9 @@ func client(addr string, p *params) {
 		burstNs = end - burstStart
 	}
 	fmt.Printf("RESULT verified=%d messages=%d burst_messages=%d burst_ns=%d rtt_p50_us=%.2f rtt_p95_us=%.2f "+
-		"rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f\n", verified, total, burstMsgs, burstNs,
+		"rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f hwm_kib=%d\n", verified, total, burstMsgs, burstNs,
 		percentile(rtt, 0.5), percentile(rtt, 0.95), percentile(rtt, 0.99), percentile(cms, 0.5),
-		percentile(cms, 0.99))
+		percentile(cms, 0.99), hwmKiB())
 }
 
 func main() {
