@@ -301,7 +301,10 @@ typedef struct rudp_event {
  * stay valid until the next call; events not returned stay queued.
  *
  * What the call sends: first everything queued since the last call, then
- * what its own work produces (ACKs, resends). With the io_uring backend a
+ * what its own work produces (ACKs, resends). With the io_uring backend
+ * the queued datagrams go out before any waiting; when nothing has
+ * arrived and the call is about to wait, they go in the wait's own system
+ * call (one instead of two). With the io_uring backend a
  * call that returns only RUDP_EVENT_RECEIVE events leaves the datagrams it
  * produced itself (the ACKs of what it read, mostly) for the next
  * rudp_service(), rudp_recv_batch() or rudp_flush() on the host, which
