@@ -368,9 +368,10 @@ static void run_timers(struct rudp_host *h)
 /* One round of all due work; waits up to wait_us first when wait_us > 0
  * and nothing is pending. The output is flushed at the end, except with a
  * backend whose reads are free (io_uring): there the caller's next wait or
- * its final flush submits it, one system call for both. Returns < 0 on a
- * socket failure. */
-static int pump_round(struct rudp_host *h, uint64_t wait_us)
+ * its final flush submits it, one system call for both. *waited (if not
+ * NULL) is set when the round waited, which also handed every pending
+ * datagram to the kernel. Returns < 0 on a socket failure. */
+static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
 		struct rudp_peer *top = timer_heap_top(&h->timers);
@@ -385,6 +386,8 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us)
 			int ms = (int)((wait_us + 999) / 1000);
 			if (rudp_io_wait(h->io, ms) < 0)
 				return RUDP_E_SYSTEM;
+			if (waited)
+				*waited = true;
 		}
 	}
 	h->now_us = rudp_now_us();
@@ -402,7 +405,7 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us)
 /* pump_round() that always leaves nothing unsent. */
 static int pump(struct rudp_host *h, uint64_t wait_us)
 {
-	int r = pump_round(h, wait_us);
+	int r = pump_round(h, wait_us, NULL);
 	rudp_io_flush(h->io);
 	return r;
 }
@@ -428,8 +431,10 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	 * and the call may wait, this call is going to wait: the wait's
 	 * enter submits them, one system call instead of two, and they
 	 * leave only the few microseconds of the empty read round later.
-	 * Input already there means work before any wait: send first. */
-	if (!(want_events && timeout_ms != 0 && h->io->recv_is_free && !rudp_io_input_waiting(h->io)))
+	 * Input already there means work before any wait: send first. (A
+	 * backend that cannot tell, recvmmsg, always says input may wait.) */
+	bool sent_first = !(want_events && timeout_ms != 0 && !rudp_io_input_waiting(h->io));
+	if (sent_first)
 		rudp_io_flush(h->io);
 	free_seen_dead(h);
 	event_queue_release(&h->events);
@@ -437,8 +442,9 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	uint64_t start = h->now_us;
 	uint64_t limit = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000;
 	uint64_t wait = 0;
+	bool waited = false;
 	for (;;) {
-		int r = pump_round(h, wait);
+		int r = pump_round(h, wait, &waited);
 		if (r < 0)
 			return r;
 		if (h->events.count > 0 || h->now_us >= limit || !want_events)
@@ -454,8 +460,13 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	 * Any other call sends everything before returning: after a connect
 	 * or disconnect, or with nothing to hand over, the application may
 	 * turn to other work for long. (With recvmmsg the read costs a call
-	 * anyway, and the receive round has sent these already.) */
-	if (!(want_events && h->events.count > 0 && h->events.non_receive == 0 && h->io->recv_is_free))
+	 * anyway, and the receive round has sent these already.) What the
+	 * application queued before the call is never left: if the first
+	 * flush was saved for a wait that did not happen (input came between
+	 * the look and the read), it goes now. */
+	bool leave_own = want_events && h->events.count > 0 && h->events.non_receive == 0 &&
+			 h->io->recv_is_free && (sent_first || waited);
+	if (!leave_own)
 		rudp_io_flush(h->io);
 	return 0;
 }
