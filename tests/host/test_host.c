@@ -116,6 +116,14 @@ static rudp_peer *pair_connect(struct pair *p, int echo, char *addr, size_t addr
 	return peer;
 }
 
+/* Services the server until it has seen the client connect (2 s at most). */
+static void wait_server_connected(struct pair *p)
+{
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && p->server_connects == 0;)
+		service_server(p);
+	assert_int_equal(p->server_connects, 1);
+}
+
 static void test_connect_echo_disconnect(void **state)
 {
 	(void)state;
@@ -123,9 +131,7 @@ static void test_connect_echo_disconnect(void **state)
 	struct pair p;
 	rudp_peer *peer = pair_connect(&p, 1, addr, sizeof(addr));
 	rudp_event ev;
-	for (int i = 0; i < 50 && p.server_connects == 0; i++)
-		service_server(&p);
-	assert_int_equal(p.server_connects, 1);
+	wait_server_connected(&p);
 
 	const uint8_t msg[] = {0xfe, 'h', 'i'};
 	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 3), 0);
@@ -167,9 +173,7 @@ static void test_receive_leaves_acks_for_next_call(void **state)
 	rudp_event ev;
 	/* The client's call that returned CONNECT sent the handshake's last
 	 * message: the server connects without the client being serviced. */
-	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_connects == 0;)
-		service_server(&p);
-	assert_int_equal(p.server_connects, 1);
+	wait_server_connected(&p);
 
 	const uint8_t msg[] = {0xfe, 1, 2, 3};
 	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
@@ -211,9 +215,7 @@ static void test_waiting_call_sends_with_the_wait(void **state)
 	char addr[64];
 	struct pair p;
 	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
-	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_connects == 0;)
-		service_server(&p);
-	assert_int_equal(p.server_connects, 1);
+	wait_server_connected(&p);
 	/* Let the client settle: the server's ACKs of the handshake arrive
 	 * and nothing is left to read. */
 	rudp_event ev[8];
