@@ -10,8 +10,14 @@
  * overflows and peers are dropped.) The server has one worker:
  * enet_host_create() creates and binds its socket in one call, so libenet's
  * API leaves no point at which SO_REUSEPORT could be set before bind.
+ *
+ * libenet is opened with dlopen() when an enet half starts, not linked:
+ * a linked libenet.so would be mapped (and partly resident) in every
+ * rudp-bench process, and the peak RSS of the librudp, TCP and KCP halves
+ * would carry another library's pages.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +26,67 @@
 
 #if defined(BENCH_HAVE_ENET)
 #include <enet/enet.h>
+
+/* The libenet functions this file calls, resolved by enet_load(). The
+ * macros below send every call through this table; the prototypes come
+ * from enet.h, so the types are checked as with a linked libenet. */
+#define ENET_FUNCTIONS(X)                                                                                    \
+	X(enet_initialize)                                                                                   \
+	X(enet_deinitialize)                                                                                 \
+	X(enet_address_set_host_ip)                                                                          \
+	X(enet_host_create)                                                                                  \
+	X(enet_host_destroy)                                                                                 \
+	X(enet_host_connect)                                                                                 \
+	X(enet_host_service)                                                                                 \
+	X(enet_host_check_events)                                                                            \
+	X(enet_host_flush)                                                                                   \
+	X(enet_peer_send)                                                                                    \
+	X(enet_packet_create)                                                                                \
+	X(enet_packet_destroy)
+
+static struct {
+#define ENET_POINTER(name) __typeof__(name) *name;
+	ENET_FUNCTIONS(ENET_POINTER)
+#undef ENET_POINTER
+} enet_api;
+
+/* Opens libenet and resolves the table once per process. Returns NULL or
+ * the reason it could not. */
+static const char *enet_load(void)
+{
+	static char why[256];
+	static bool loaded;
+	if (loaded)
+		return NULL;
+	void *lib = dlopen(BENCH_ENET_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(why, sizeof why, "cannot load %s: %s", BENCH_ENET_SONAME, dlerror());
+		return why;
+	}
+#define ENET_RESOLVE(name)                                                                                   \
+	*(void **)&enet_api.name = dlsym(lib, #name);                                                        \
+	if (!enet_api.name) {                                                                                \
+		snprintf(why, sizeof why, "%s has no %s", BENCH_ENET_SONAME, #name);                         \
+		return why;                                                                                  \
+	}
+	ENET_FUNCTIONS(ENET_RESOLVE)
+#undef ENET_RESOLVE
+	loaded = true;
+	return NULL;
+}
+
+#define enet_initialize (*enet_api.enet_initialize)
+#define enet_deinitialize (*enet_api.enet_deinitialize)
+#define enet_address_set_host_ip (*enet_api.enet_address_set_host_ip)
+#define enet_host_create (*enet_api.enet_host_create)
+#define enet_host_destroy (*enet_api.enet_host_destroy)
+#define enet_host_connect (*enet_api.enet_host_connect)
+#define enet_host_service (*enet_api.enet_host_service)
+#define enet_host_check_events (*enet_api.enet_host_check_events)
+#define enet_host_flush (*enet_api.enet_host_flush)
+#define enet_peer_send (*enet_api.enet_peer_send)
+#define enet_packet_create (*enet_api.enet_packet_create)
+#define enet_packet_destroy (*enet_api.enet_packet_destroy)
 
 static int parse_enet_addr(const char *s, ENetAddress *a)
 {
@@ -36,6 +103,11 @@ static int parse_enet_addr(const char *s, ENetAddress *a)
 int enet_server_drv(const char *column, const struct drv_server_opts *o)
 {
 	(void)column;
+	const char *why = enet_load();
+	if (why) {
+		bench_fail("enet server: %s", why);
+		return 2;
+	}
 	ENetAddress a;
 	if (enet_initialize() != 0 || parse_enet_addr(o->bind, &a) < 0) {
 		bench_fail("enet server: bad --bind %s or enet_initialize failed", o->bind);
@@ -104,6 +176,11 @@ static int handle(struct wl *w, ENetEvent *ev, uint32_t *connected)
 int enet_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
 {
 	(void)column;
+	const char *why = enet_load();
+	if (why) {
+		snprintf(w->err, sizeof w->err, "enet: %s", why);
+		return -1;
+	}
 	ENetAddress a;
 	if (enet_initialize() != 0 || parse_enet_addr(o->connect, &a) < 0) {
 		snprintf(w->err, sizeof w->err, "bad --connect %s or enet_initialize failed", o->connect);
