@@ -80,7 +80,9 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 	struct pending_event ev = *e;
 	if (ev.len) {
 		if (q->arena_end + ev.len > q->arena_cap) {
-			size_t cap = q->arena_cap ? q->arena_cap : 65536;
+			/* Starts small and doubles: a quiet host (one of many
+			 * clients in a process) keeps a few KiB. */
+			size_t cap = q->arena_cap ? q->arena_cap : 4096;
 			while (cap < q->arena_end + ev.len)
 				cap *= 2;
 			uint8_t *a = realloc(q->arena, cap);

@@ -49,9 +49,9 @@ int guard_init(struct host_guard *g, const struct rudp_config *cfg, uint64_t see
 	while (g->count_cap < 2 * g->max_pending)
 		g->count_cap <<= 1;
 	g->counts = calloc(g->count_cap, sizeof(*g->counts));
-	if (g->rate_per_addr)
-		g->buckets = calloc(GUARD_RATE_BUCKETS, sizeof(*g->buckets));
-	if (!g->counts || (g->rate_per_addr && !g->buckets)) {
+	/* The rate buckets (128 KiB) are made by the first offline request:
+	 * a client host, or one of many hosts in a process, never gets one. */
+	if (!g->counts) {
 		guard_free(g);
 		return RUDP_E_NOMEM;
 	}
@@ -74,6 +74,13 @@ bool guard_offline_allowed(struct host_guard *g, const struct sockaddr_storage *
 
 	if (!g->rate_per_addr)
 		return true;
+	if (!g->buckets) {
+		g->buckets = calloc(GUARD_RATE_BUCKETS, sizeof(*g->buckets));
+		if (!g->buckets) {
+			g->rate_limited++; /* out of memory: refuse rather than go unlimited */
+			return false;
+		}
+	}
 	addr_key(from, key);
 	b = &g->buckets[key_hash(g, key) & (GUARD_RATE_BUCKETS - 1)];
 	cap_milli = (uint64_t)g->rate_per_addr * 1000u;

@@ -38,6 +38,7 @@ struct rudp_io_stats {
 	uint64_t bytes_received, bytes_sent;
 	uint64_t send_errors; /* datagrams the kernel refused (dropped; reliability resends) */
 	uint64_t gso_sends; /* send requests that carried two or more datagrams */
+	uint64_t rx_buffer_grows; /* io_uring: times the receive buffers were doubled */
 };
 
 struct rudp_io;

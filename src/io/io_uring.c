@@ -14,6 +14,13 @@
  * datagram that finds no buffer stays in the socket queue, so ENOBUFS loses
  * nothing.
  *
+ * Receive buffers come in chunks, allocated as the traffic asks for them:
+ * a host starts with RX_INITIAL and doubles (up to rx_count) each time the
+ * kernel runs out (the ENOBUFS that ends a multishot). A client or a quiet
+ * peer keeps a few dozen KiB; a busy server grows to the full pool within
+ * its first bursts. Every provided buffer becomes resident (the ring hands
+ * them out in turn), so buffers that are never needed are never made.
+ *
  * Send: each datagram is a sendmsg SQE over its own slot (buffer, iovec,
  * msghdr, address), and flush submits them all with one io_uring_enter. A
  * slot is reusable only once its CQE has come back: a send the kernel could
@@ -57,6 +64,9 @@
  * AF_INET6, and a sockaddr_storage holds either. */
 #define NAME_SPACE ((unsigned)sizeof(struct sockaddr_storage))
 #define RX_STRIDE (sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + RUDP_IO_SLOT_SIZE)
+/* Receive buffers per allocation, and how many a ring starts with. */
+#define RX_CHUNK 8u
+#define RX_INITIAL 16u
 /* How long destroy waits for sends still in the kernel before the memory
  * they point at is freed. */
 #define DESTROY_DRAIN_MS 200
@@ -92,8 +102,10 @@ struct io_ring {
 	struct io_uring_buf_ring *br;
 	size_t br_bytes;
 	bool br_registered;
-	uint8_t *rx_bufs;
-	uint32_t rx_count; /* provided buffers, a power of two */
+	uint8_t **rx_chunks; /* rx_count / RX_CHUNK chunks of RX_CHUNK buffers, NULL until made */
+	uint32_t rx_count; /* most buffers ever provided (the buffer ring's size), a power of two */
+	uint32_t rx_ready; /* buffers made so far (ids 0..rx_ready-1), a multiple of RX_CHUNK */
+	bool rx_starved; /* the kernel ran out of buffers since the last grow */
 	struct msghdr rx_msg; /* the multishot template: name space, no control */
 	bool rx_armed;
 	struct rx_done *rx_q; /* ring of rx_count */
@@ -139,7 +151,38 @@ static int ring_check(struct io_ring *r)
 
 static uint8_t *rx_buf(struct io_ring *r, uint32_t bid)
 {
-	return r->rx_bufs + (size_t)bid * RX_STRIDE;
+	return r->rx_chunks[bid / RX_CHUNK] + (size_t)(bid % RX_CHUNK) * RX_STRIDE;
+}
+
+/* Makes chunks until rx_ready reaches want (at most rx_count). Returns the
+ * first buffer id made; on ENOMEM the ring keeps what it has. */
+static uint32_t rx_make(struct io_ring *r, uint32_t want)
+{
+	uint32_t first = r->rx_ready;
+	if (want > r->rx_count)
+		want = r->rx_count;
+	while (r->rx_ready < want) {
+		uint8_t *chunk = malloc((size_t)RX_CHUNK * RX_STRIDE);
+		if (!chunk)
+			break;
+		r->rx_chunks[r->rx_ready / RX_CHUNK] = chunk;
+		r->rx_ready += RX_CHUNK;
+	}
+	return first;
+}
+
+/* The kernel ran out of buffers: double them (up to rx_count) and hand the
+ * new ones to the buffer ring. */
+static void rx_grow(struct io_ring *r)
+{
+	uint32_t first = rx_make(r, r->rx_ready * 2);
+	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
+	int offset = 0;
+	for (uint32_t bid = first; bid < r->rx_ready; bid++)
+		io_uring_buf_ring_add(r->br, rx_buf(r, bid), (unsigned)RX_STRIDE, (unsigned short)bid,
+				      (int)mask, offset++);
+	io_uring_buf_ring_advance(r->br, offset);
+	r->base.stats.rx_buffer_grows += offset > 0;
 }
 
 static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
@@ -179,7 +222,11 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 		return;
 	}
 	switch (-cqe->res) {
-	case ENOBUFS: /* every buffer is out: the datagram waits in the socket */
+	case ENOBUFS:
+		/* Every buffer is out: the datagram waits in the socket, and
+		 * the next recv makes more buffers before re-arming. */
+		r->rx_starved = true;
+		break;
 	case EINTR:
 	case EAGAIN:
 	/* ICMP errors reported on the socket say nothing about it. */
@@ -364,6 +411,11 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 	/* Re-arm once buffers are back; rare (ENOBUFS or an error ended the
 	 * last one), so submitting at once costs nothing in steady state. */
 	if (!r->rx_armed && r->rx_q_len < r->rx_count) {
+		if (r->rx_starved) {
+			r->rx_starved = false;
+			if (r->rx_ready < r->rx_count)
+				rx_grow(r);
+		}
 		if (!arm_recv(r)) {
 			submit(r);
 			arm_recv(r);
@@ -570,7 +622,10 @@ static void uring_destroy(struct rudp_io *io)
 	}
 	if (r->br)
 		munmap(r->br, r->br_bytes);
-	free(r->rx_bufs);
+	if (r->rx_chunks)
+		for (uint32_t i = 0; i < r->rx_ready / RX_CHUNK; i++)
+			free(r->rx_chunks[i]);
+	free(r->rx_chunks);
 	free(r->rx_q);
 	free(r->rx_held);
 	free(r->rx_out);
@@ -643,10 +698,11 @@ static int ring_start(struct io_ring *r)
 	r->br_registered = true;
 	io_uring_buf_ring_init(r->br);
 	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
-	for (uint32_t i = 0; i < r->rx_count; i++)
+	for (uint32_t i = 0; i < r->rx_ready; i++)
 		io_uring_buf_ring_add(r->br, rx_buf(r, i), (unsigned)RX_STRIDE, (unsigned short)i, (int)mask,
 				      (int)i);
-	io_uring_buf_ring_advance(r->br, (int)r->rx_count);
+	io_uring_buf_ring_advance(r->br, (int)r->rx_ready);
+	r->rx_starved = false;
 	r->rx_q_head = r->rx_q_len = r->rx_held_len = 0;
 	for (uint32_t i = 0; i < r->tx_cap; i++)
 		r->tx_free[i] = r->tx_cap - 1 - i;
@@ -728,12 +784,12 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 	r->base.batch = batch;
 	r->base.recv_is_free = true;
 	r->tx_cur = UINT32_MAX;
-	/* Two batches of receive buffers: the host holds one while the
-	 * kernel fills the other. The ring hands them out in turn, so every
-	 * buffer ends up resident: more would only be memory, since a burst
+	/* At most two batches of receive buffers: the host holds one while
+	 * the kernel fills the other. More would only be memory, since a burst
 	 * beyond them waits in the socket's receive buffer (multishot ends
 	 * with ENOBUFS and is re-armed). 64 at least so small batches still
-	 * absorb a window, 32768 at most (buffer ids are 16 bits). */
+	 * absorb a window, 32768 at most (buffer ids are 16 bits). They are
+	 * made as needed, RX_INITIAL first (see the top of this file). */
 	r->rx_count = pow2_at_least(batch * 2 < 64 ? 64 : batch * 2);
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */
@@ -741,7 +797,9 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 
 	r->br_bytes = (size_t)r->rx_count * sizeof(struct io_uring_buf);
 	void *br = mmap(NULL, r->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	r->rx_bufs = malloc((size_t)r->rx_count * RX_STRIDE);
+	r->rx_chunks = calloc(r->rx_count / RX_CHUNK, sizeof(*r->rx_chunks));
+	if (r->rx_chunks)
+		rx_make(r, RX_INITIAL);
 	r->rx_q = calloc(r->rx_count, sizeof(*r->rx_q));
 	r->rx_held = calloc(r->rx_count, sizeof(*r->rx_held));
 	r->rx_out = calloc(batch, sizeof(*r->rx_out));
@@ -751,8 +809,8 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 	r->tx_iovs = calloc(r->tx_cap, sizeof(*r->tx_iovs));
 	if (br != MAP_FAILED)
 		r->br = br;
-	if (!r->br || !r->rx_bufs || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx || !r->tx_bufs ||
-	    !r->tx_free || !r->tx_iovs) {
+	if (!r->br || !r->rx_chunks || r->rx_ready == 0 || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx ||
+	    !r->tx_bufs || !r->tx_free || !r->tx_iovs) {
 		*err = ENOMEM;
 		uring_destroy(&r->base);
 		return NULL;

@@ -381,6 +381,61 @@ static void test_gso_refused_falls_back(void **state)
 	close(rx);
 }
 
+/* The io_uring backend starts with a few receive buffers and doubles them
+ * each time the kernel runs out, up to its pool (2 x io_batch, at least 64):
+ * a burst larger than the pool, sent before the first receive, arrives
+ * whole and in order, the pool grows to its size (16, 32, 64: two
+ * doublings) and no further, however many more bursts come. */
+static void test_uring_rx_buffers_grow_to_pool(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	int rx = socket(AF_INET, SOCK_DGRAM, 0);
+	int tx = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(rx >= 0 && tx >= 0);
+	int big = 4 << 20;
+	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	assert_int_equal(bind(rx, (struct sockaddr *)&a, alen), 0);
+	assert_int_equal(getsockname(rx, (struct sockaddr *)&a, &alen), 0);
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(rx, 32, &err);
+	assert_non_null(io);
+
+	enum { BURST = 200, LEN = 1000, ROUNDS = 3 };
+	uint8_t msg[LEN];
+	for (uint32_t round = 0; round < ROUNDS; round++) {
+		for (uint32_t i = 0; i < BURST; i++) {
+			memset(msg, (int)(i & 0xff), LEN);
+			memcpy(msg, &i, sizeof(i));
+			assert_int_equal(sendto(tx, msg, LEN, 0, (struct sockaddr *)&a, alen), LEN);
+		}
+		uint32_t got = 0;
+		for (uint64_t until = now_ms() + 5000; now_ms() < until && got < BURST;) {
+			struct rudp_io_datagram *d;
+			int n = rudp_io_recv(io, &d);
+			assert_true(n >= 0);
+			if (n == 0)
+				rudp_io_wait(io, 10);
+			for (int k = 0; k < n; k++, got++) {
+				assert_int_equal(d[k].len, LEN);
+				assert_false(d[k].truncated);
+				uint32_t id;
+				memcpy(&id, d[k].data, sizeof(id));
+				assert_int_equal(id, got);
+				assert_int_equal(d[k].data[LEN - 1], (uint8_t)(got & 0xff));
+			}
+		}
+		assert_int_equal(got, BURST);
+		assert_int_equal(io->stats.rx_buffer_grows, 2);
+	}
+	rudp_io_destroy(io);
+	close(tx);
+	close(rx);
+}
+
 /* A server restarted in the same process (or right after the old process
  * closed it) binds its address again at once: destroying a host releases
  * the port before it returns, on both backends (io_uring's receive holds
@@ -809,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_recv_batch_order),
 		cmocka_unit_test(test_batch_echo_mmsg),
 		cmocka_unit_test(test_batch_echo_uring_buffers_run_out),
+		cmocka_unit_test(test_uring_rx_buffers_grow_to_pool),
 		cmocka_unit_test(test_gso_round_trip),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_seccomp_forces_fallback),
