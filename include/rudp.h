@@ -127,8 +127,9 @@ typedef struct rudp_config {
 	 * system default. Default 4 MiB each. */
 	uint32_t socket_rcvbuf, socket_sndbuf;
 	/** Datagrams read or written per system call. 1..1024, default 32.
-	 * Memory grows with it: each host keeps 2 x io_batch receive buffers
-	 * of 1.5 KiB with io_uring (at least 64), io_batch with recvmmsg, and
+	 * Memory grows with it: each host keeps up to 2 x io_batch receive
+	 * buffers of 1.5 KiB with io_uring (at least 64; made as traffic
+	 * needs them, 16 at first), io_batch with recvmmsg, and
 	 * as many send slots; raise it for servers with many busy peers. */
 	uint32_t io_batch;
 	/** Events queued inside the host before the oldest messages must be
