@@ -10,6 +10,9 @@
 #   scripts/test.sh --no-policy   a build without the send-policy module (-Dsend_policy=false)
 #                                 in build-nopolicy/: everything compiles, and the wire, conn
 #                                 and policy suites pass (policy checks "not supported")
+#   scripts/test.sh --no-uring    a build without liburing (-Dio_uring=disabled) in
+#                                 build-nouring/: everything compiles, and the wire, conn,
+#                                 io and host suites pass on recvmmsg/sendmmsg alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +47,13 @@ elif [ "$mode" = --no-policy ]; then
 		-Dinterop=disabled >/dev/null
 	meson compile -C "$dir"
 	meson test -C "$dir" --suite wire --suite conn --suite policy --print-errorlogs
+	exit 0
+elif [ "$mode" = --no-uring ]; then
+	dir=build-nouring
+	[ -d "$dir" ] || meson setup "$dir" -Dbuildtype=debugoptimized -Dwerror=true -Dio_uring=disabled \
+		-Dinterop=disabled >/dev/null
+	meson compile -C "$dir"
+	meson test -C "$dir" --suite wire --suite conn --suite io --suite host --print-errorlogs
 	exit 0
 else
 	dir=build
