@@ -60,11 +60,8 @@ struct rudp_io *rudp_io_open(int fd, uint32_t batch, int choice, const char *env
 		}
 	}
 	if (choice != RUDP_IO_CHOICE_MMSG) {
-		int uerr = ENOSYS;
-		struct rudp_io *io = NULL;
-#if RUDP_HAVE_IO_URING
-		io = rudp_io_uring_create(fd, batch, &uerr);
-#endif
+		int uerr = 0;
+		struct rudp_io *io = rudp_io_uring_create(fd, batch, &uerr);
 		if (io) {
 			snprintf(note, note_len, "io backend uring (%s)",
 				 choice == RUDP_IO_CHOICE_URING ? by : "auto");

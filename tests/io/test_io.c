@@ -318,6 +318,18 @@ static void test_gso_round_trip(void **state)
 	gso_round_trip(0);
 }
 
+/* A UDP socket bound to an ephemeral loopback port; *a gets its address. */
+static int loopback_socket(int flags, struct sockaddr_in *a, socklen_t *alen)
+{
+	*a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	*alen = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_DGRAM | flags, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)a, *alen), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)a, alen), 0);
+	return fd;
+}
+
 /* The io_uring backend stops building GSO runs once the kernel refuses
  * one, and what it sends from then on arrives. The kernel refuses UDP
  * GSO on a socket with checksums off (SO_NO_CHECK): EINVAL, as from a
@@ -328,15 +340,10 @@ static void test_gso_refused_falls_back(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof(a);
-	int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	int tx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	assert_true(rx >= 0 && tx >= 0);
-	assert_int_equal(bind(rx, (struct sockaddr *)&a, alen), 0);
-	assert_int_equal(getsockname(rx, (struct sockaddr *)&a, &alen), 0);
-	struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(tx, (struct sockaddr *)&any, sizeof(any)), 0);
+	struct sockaddr_in a, from;
+	socklen_t alen, fromlen;
+	int rx = loopback_socket(SOCK_NONBLOCK, &a, &alen);
+	int tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
 	int one = 1;
 	assert_int_equal(setsockopt(tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)), 0);
 	int err = 0;
@@ -391,15 +398,13 @@ static void test_uring_rx_buffers_grow_to_pool(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof(a);
-	int rx = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a;
+	socklen_t alen;
+	int rx = loopback_socket(0, &a, &alen);
 	int tx = socket(AF_INET, SOCK_DGRAM, 0);
-	assert_true(rx >= 0 && tx >= 0);
+	assert_true(tx >= 0);
 	int big = 4 << 20;
 	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
-	assert_int_equal(bind(rx, (struct sockaddr *)&a, alen), 0);
-	assert_int_equal(getsockname(rx, (struct sockaddr *)&a, &alen), 0);
 	int err = 0;
 	struct rudp_io *io = rudp_io_uring_create(rx, 32, &err);
 	assert_non_null(io);
