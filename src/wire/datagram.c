@@ -216,6 +216,15 @@ int rudp_wire_decode_ack(const uint8_t *p, size_t n, struct rudp_wire_range *out
 	return 0;
 }
 
+/* One record; start <= end as plain numbers. */
+static void write_record(struct wire_writer *w, uint32_t start, uint32_t end)
+{
+	wr_bool(w, start == end);
+	wr_u24le(w, start);
+	if (start != end)
+		wr_u24le(w, end);
+}
+
 int rudp_wire_encode_ack(uint8_t *p, size_t cap, bool nack, const struct rudp_wire_range *ranges,
 			 size_t count, size_t *encoded)
 {
@@ -234,23 +243,27 @@ int rudp_wire_encode_ack(uint8_t *p, size_t cap, bool nack, const struct rudp_wi
 	wr_u16be(&w, 0); /* record count, patched below */
 	if (w.overflow)
 		return RUDP_WIRE_NO_SPACE;
-	while (done < count && done < UINT16_MAX) {
-		uint32_t start = ranges[done].start & RUDP_WIRE_U24_MASK;
-		uint32_t end = ranges[done].end & RUDP_WIRE_U24_MASK;
-		size_t len = start == end ? 4 : 7;
+	size_t records = 0;
+	while (done < count) {
+		struct rudp_wire_range r = {ranges[done].start & RUDP_WIRE_U24_MASK,
+					    ranges[done].end & RUDP_WIRE_U24_MASK};
+		size_t nrec = rudp_wire_range_records(&r);
 
-		if (w.cap - w.off < len)
+		if (w.cap - w.off < rudp_wire_range_len(&r) || records + nrec > UINT16_MAX)
 			break;
-		wr_bool(&w, start == end);
-		wr_u24le(&w, start);
-		if (start != end)
-			wr_u24le(&w, end);
+		if (nrec == 2) {
+			write_record(&w, r.start, RUDP_WIRE_U24_MASK);
+			write_record(&w, 0, r.end);
+		} else {
+			write_record(&w, r.start, r.end);
+		}
+		records += nrec;
 		done++;
 	}
 	if (done == 0)
 		return RUDP_WIRE_NO_SPACE;
-	p[1] = (uint8_t)(done >> 8);
-	p[2] = (uint8_t)done;
+	p[1] = (uint8_t)(records >> 8);
+	p[2] = (uint8_t)records;
 	if (encoded)
 		*encoded = done;
 	return wr_done(&w);

@@ -260,13 +260,29 @@ struct rudp_wire_range {
 int rudp_wire_decode_ack(const uint8_t *p, size_t n, struct rudp_wire_range *out, size_t max_ranges,
 			 size_t *count, size_t *dropped, bool *nack);
 /* Encodes as many of the count ranges as fit in cap; *encoded says how many.
- * Returns bytes written (>= 3) or a status (no range fits). */
+ * A range that crosses the 2^24 wrap (end < start as plain numbers) goes out
+ * as two records, [start, 0xffffff] and [0, end], and only whole: RakNet
+ * and the peers modelled on it walk a record from start up to end, so a
+ * wrapped record names nothing for them (or fails the whole ACK). Returns
+ * bytes written (>= 3) or a status (no range fits). */
 int rudp_wire_encode_ack(uint8_t *p, size_t cap, bool nack, const struct rudp_wire_range *ranges,
 			 size_t count, size_t *encoded);
-/* Encoded size of one range record: 4 single, 7 otherwise. */
+/* Encoded size of one record [start, end] (start <= end): 4 single, 7 otherwise. */
+static inline size_t rudp_wire_record_len(uint32_t start, uint32_t end)
+{
+	return start == end ? 4 : 7;
+}
+/* Encoded size of one range: one record, or two when it crosses the wrap. */
 static inline size_t rudp_wire_range_len(const struct rudp_wire_range *r)
 {
-	return r->start == r->end ? 4 : 7;
+	if (r->end < r->start)
+		return rudp_wire_record_len(r->start, RUDP_WIRE_U24_MASK) + rudp_wire_record_len(0, r->end);
+	return rudp_wire_record_len(r->start, r->end);
+}
+/* Records a range takes on the wire: 2 when it crosses the wrap, else 1. */
+static inline size_t rudp_wire_range_records(const struct rudp_wire_range *r)
+{
+	return r->end < r->start ? 2 : 1;
 }
 #define RUDP_WIRE_ACK_HEADER_LEN 3
 

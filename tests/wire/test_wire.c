@@ -491,9 +491,15 @@ static void test_vector_ack(void **state)
 {
 	/* ACK, one record, a range 0x000102..0x000105. */
 	static const uint8_t want_ack[] = {0xc0, 0x00, 0x01, 0x00, 0x02, 0x01, 0x00, 0x05, 0x01, 0x00};
-	/* NACK, two records: single 7 and range 0xfffffe..0x000001 across the wrap. */
-	static const uint8_t want_nack[] = {
+	/* NACK, two records: single 7 and a range 0xfffffe..0x000001 written
+	 * across the wrap, as librudp before 2026-12 sent it: still accepted. */
+	static const uint8_t wrapped_nack[] = {
 		0xa0, 0x00, 0x02, 0x01, 0x07, 0x00, 0x00, 0x00, 0xfe, 0xff, 0xff, 0x01, 0x00, 0x00,
+	};
+	/* What the encoder sends for the same ranges: the wrapped one split. */
+	static const uint8_t want_nack[] = {
+		0xa0, 0x00, 0x03, 0x01, 0x07, 0x00, 0x00, 0x00, 0xfe, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
 	};
 	/* RakNet's ACK with "has B and AS" set carries a float before the count. */
 	static const uint8_t ack_bas[] = {0xe0, 0x3f, 0x80, 0, 0, 0x00, 0x01, 0x01, 0x09, 0x00, 0x00};
@@ -517,9 +523,18 @@ static void test_vector_ack(void **state)
 	assert_int_equal(out[0].end, 0x105);
 
 	assert_int_equal(rudp_wire_encode_ack(buf, sizeof(buf), true, r2, 2, &enc), sizeof(want_nack));
+	assert_int_equal(enc, 2);
 	assert_memory_equal(buf, want_nack, sizeof(want_nack));
 	assert_int_equal(rudp_wire_decode_ack(want_nack, sizeof(want_nack), out, 4, &count, &dropped, &nack),
 			 0);
+	assert_true(nack);
+	assert_int_equal(count, 3);
+	assert_int_equal(out[1].start, 0xfffffe);
+	assert_int_equal(out[1].end, 0xffffff);
+	assert_int_equal(out[2].start, 0);
+	assert_int_equal(out[2].end, 1);
+	assert_int_equal(
+		rudp_wire_decode_ack(wrapped_nack, sizeof(wrapped_nack), out, 4, &count, &dropped, &nack), 0);
 	assert_true(nack);
 	assert_int_equal(count, 2);
 	assert_int_equal(out[0].start, 7);
@@ -936,11 +951,28 @@ static void test_roundtrip_frame_set(void **state)
 	assert_int_equal(n_frames, 16);
 }
 
+/* The records an encoder must put on the wire for ranges: one each, or two
+ * for a range that crosses the 2^24 wrap. Returns how many. */
+static size_t expected_records(const struct rudp_wire_range *in, size_t n, struct rudp_wire_range *out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in[i].end < in[i].start) {
+			out[k++] = (struct rudp_wire_range){in[i].start, 0xffffff};
+			out[k++] = (struct rudp_wire_range){0, in[i].end};
+		} else {
+			out[k++] = in[i];
+		}
+	}
+	return k;
+}
+
 static void test_roundtrip_ack(void **state)
 {
-	struct rudp_wire_range in[300], out[300];
-	size_t count, dropped, enc;
-	uint8_t buf[4096];
+	struct rudp_wire_range in[300], want[600], out[600];
+	size_t count, dropped, enc, nwant;
+	uint8_t buf[8192];
 	bool nack;
 	int rc;
 
@@ -955,6 +987,8 @@ static void test_roundtrip_ack(void **state)
 	}
 	in[0] = (struct rudp_wire_range){0xffffff, 0xffffff};
 	in[1] = (struct rudp_wire_range){0xffffff, 0x000000};
+	nwant = expected_records(in, 300, want);
+	assert_true(nwant > 301); /* in[1], in[2], in[3] and the random ones cross the wrap */
 	for (int which = 0; which < 2; which++) {
 		size_t want_len = 3;
 
@@ -963,20 +997,53 @@ static void test_roundtrip_ack(void **state)
 		rc = rudp_wire_encode_ack(buf, sizeof(buf), which, in, 300, &enc);
 		assert_int_equal(rc, want_len);
 		assert_int_equal(enc, 300);
-		assert_int_equal(rudp_wire_decode_ack(buf, (size_t)rc, out, 300, &count, &dropped, &nack), 0);
+		assert_int_equal(rudp_wire_decode_ack(buf, (size_t)rc, out, 600, &count, &dropped, &nack), 0);
 		assert_int_equal(nack, which);
-		assert_int_equal(count, 300);
+		assert_int_equal(count, nwant);
 		assert_int_equal(dropped, 0);
-		assert_memory_equal(out, in, sizeof(in));
+		assert_memory_equal(out, want, nwant * sizeof(want[0]));
+		/* No record on the wire runs past 0xffffff. */
+		for (size_t i = 0; i < count; i++)
+			assert_true(out[i].start <= out[i].end);
 
 		/* Beyond max_ranges, records are counted, not stored. */
 		memset(out, 0, sizeof(out));
 		assert_int_equal(rudp_wire_decode_ack(buf, (size_t)rc, out, 10, &count, &dropped, &nack), 0);
 		assert_int_equal(count, 10);
-		assert_int_equal(dropped, 290);
-		assert_memory_equal(out, in, 10 * sizeof(in[0]));
+		assert_int_equal(dropped, nwant - 10);
+		assert_memory_equal(out, want, 10 * sizeof(want[0]));
 		assert_int_equal(out[10].start, 0);
 	}
+}
+
+/* A range across the wrap is two records, byte for byte, and goes out whole
+ * or not at all. */
+static void test_ack_wrap_split(void **state)
+{
+	static const uint8_t want[] = {
+		0xc0, 0x00, 0x03, /* ACK, three records */
+		0x00, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, /* [0xfffffe, 0xffffff] */
+		0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, /* [0, 2] */
+		0x01, 0x05, 0x00, 0x00, /* 5 */
+	};
+	struct rudp_wire_range in[2] = {{0xfffffe, 0x000002}, {5, 5}};
+	struct rudp_wire_range single = {0xffffff, 0};
+	uint8_t buf[64];
+	size_t enc = 0;
+
+	(void)state;
+	assert_int_equal(rudp_wire_encode_ack(buf, sizeof(buf), false, in, 2, &enc), sizeof(want));
+	assert_int_equal(enc, 2);
+	assert_memory_equal(buf, want, sizeof(want));
+	/* Room for the first half only: the wrapped range is not started. */
+	assert_int_equal(rudp_wire_encode_ack(buf, 3 + 7 + 6, false, in, 2, &enc), RUDP_WIRE_NO_SPACE);
+	assert_int_equal(enc, 0);
+	/* [0xffffff, 0] is two single records. */
+	assert_int_equal(rudp_wire_encode_ack(buf, sizeof(buf), true, &single, 1, &enc), 3 + 4 + 4);
+	assert_int_equal(buf[2], 2);
+	assert_int_equal(buf[3], 1);
+	assert_int_equal(buf[7], 1);
+	assert_int_equal(buf[8] | buf[9] | buf[10], 0);
 }
 
 static void test_roundtrip_internal_addrs(void **state)
@@ -1537,12 +1604,12 @@ static void test_no_space_ack(void **state)
 	/* ACKs encode as many records as fit: too small for even the first one
 	 * is NO_SPACE, in between is a shorter but valid ACK. */
 	struct rudp_wire_range in[5] = {{1, 1}, {3, 9}, {11, 11}, {0xfffff0, 0x10}, {20, 20}};
-	size_t full = 3 + 4 + 7 + 4 + 7 + 4;
+	size_t full = 3 + 4 + 7 + 4 + 7 + 7 + 4; /* the wrapped range is two records */
 
 	(void)state;
 	for (size_t cap = 0; cap <= full; cap++) {
 		uint8_t *p = malloc(cap ? cap : 1);
-		struct rudp_wire_range out[5];
+		struct rudp_wire_range out[6], records[6];
 		size_t enc = 99, count, dropped;
 		bool nack;
 		int rc = rudp_wire_encode_ack(p, cap, true, in, 5, &enc);
@@ -1557,11 +1624,13 @@ static void test_no_space_ack(void **state)
 				want += rudp_wire_range_len(&in[n++]);
 			assert_int_equal(rc, want);
 			assert_int_equal(enc, n);
-			assert_int_equal(rudp_wire_decode_ack(p, (size_t)rc, out, 5, &count, &dropped, &nack),
+			size_t nrec = expected_records(in, n, records);
+
+			assert_int_equal(rudp_wire_decode_ack(p, (size_t)rc, out, 6, &count, &dropped, &nack),
 					 0);
 			assert_true(nack);
-			assert_int_equal(count, n);
-			assert_memory_equal(out, in, n * sizeof(in[0]));
+			assert_int_equal(count, nrec);
+			assert_memory_equal(out, records, nrec * sizeof(records[0]));
 		}
 		free(p);
 	}
@@ -1651,6 +1720,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_frames),
 		cmocka_unit_test(test_roundtrip_frame_set),
 		cmocka_unit_test(test_roundtrip_ack),
+		cmocka_unit_test(test_ack_wrap_split),
 		cmocka_unit_test(test_roundtrip_internal_addrs),
 		cmocka_unit_test(test_truncations),
 		cmocka_unit_test(test_truncations_addr_list),
