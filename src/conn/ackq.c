@@ -23,12 +23,35 @@
 /* Datagrams acknowledged after a frame's latest copy that make it lost. */
 #define INFER_DGRAM_THRESHOLD 3
 
-int ackq_init(struct ackq *q, uint32_t cap)
+/* Ranges an ACK queue starts with. */
+#define ACKQ_INITIAL 16u
+
+int ackq_init(struct ackq *q, uint32_t max)
 {
-	q->ranges = calloc(cap, sizeof(*q->ranges));
+	uint32_t cap = max < ACKQ_INITIAL ? max : ACKQ_INITIAL;
+
+	q->ranges = malloc(cap * sizeof(*q->ranges));
 	q->count = 0;
 	q->cap = q->ranges ? cap : 0;
+	q->max = max;
 	return q->ranges ? 0 : RUDP_CONN_E_NOMEM;
+}
+
+/* Room for one more range: doubles the array up to max. False when the
+ * queue is at max (or memory ran out; the caller treats it as full). */
+static bool ackq_room(struct ackq *q)
+{
+	if (q->count < q->cap)
+		return true;
+	if (q->cap >= q->max)
+		return false;
+	uint32_t cap = q->cap * 2 < q->max ? q->cap * 2 : q->max;
+	struct rudp_wire_range *r = realloc(q->ranges, cap * sizeof(*r));
+	if (!r)
+		return false;
+	q->ranges = r;
+	q->cap = cap;
+	return true;
 }
 
 void ackq_free(struct ackq *q)
@@ -68,7 +91,7 @@ bool ackq_push_range(struct ackq *q, uint32_t start, uint32_t end)
 			return true;
 		}
 	}
-	if (q->count == q->cap)
+	if (!ackq_room(q))
 		return false;
 	q->ranges[q->count].start = start;
 	q->ranges[q->count].end = end;
@@ -95,7 +118,8 @@ void ackq_remove_seq(struct ackq *q, uint32_t seq)
 			r->start = rudp_u24_add(seq, 1);
 		} else if (seq == r->end) {
 			r->end = (seq - 1) & RUDP_WIRE_U24_MASK;
-		} else if (q->count < q->cap) {
+		} else if (ackq_room(q)) {
+			r = &q->ranges[i]; /* the array may have moved */
 			memmove(r + 2, r + 1, (q->count - i - 1) * sizeof(*r));
 			r[1].start = rudp_u24_add(seq, 1);
 			r[1].end = r->end;
@@ -345,6 +369,28 @@ static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us, int
 	}
 }
 
+int ack_scratch_grow(struct rudp_conn *c, size_t want)
+{
+	uint32_t cap = c->ack_cap ? c->ack_cap : ACKQ_INITIAL;
+
+	while (cap < want && cap < c->cfg.max_ack_ranges)
+		cap *= 2;
+	if (cap > c->cfg.max_ack_ranges)
+		cap = c->cfg.max_ack_ranges;
+	if (cap <= c->ack_cap)
+		return 0;
+	struct rudp_wire_range *s = realloc(c->ack_scratch, cap * sizeof(*s));
+	if (!s)
+		return RUDP_CONN_E_NOMEM;
+	c->ack_scratch = s;
+	struct ack_key_range *k = realloc(c->ack_keys, cap * sizeof(*k));
+	if (!k)
+		return RUDP_CONN_E_NOMEM;
+	c->ack_keys = k;
+	c->ack_cap = cap;
+	return 0;
+}
+
 int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
 {
 	size_t count = 0, dropped = 0;
@@ -353,11 +399,15 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	struct ack_sample sample = {0};
 	int rc;
 
-	rc = rudp_wire_decode_ack(p, n, c->ack_scratch, c->cfg.max_ack_ranges, &count, &dropped, &nack);
+	rc = rudp_wire_decode_ack(p, n, c->ack_scratch, c->ack_cap, &count, &dropped, &nack);
 	if (rc < 0) {
 		c->stats.datagrams_dropped++;
 		return rc;
 	}
+	/* More records than the scratch holds: grow it (up to max_ack_ranges,
+	 * at most log2(max / initial) times per connection) and decode again. */
+	if (dropped > 0 && c->ack_cap < c->cfg.max_ack_ranges && ack_scratch_grow(c, count + dropped) == 0)
+		rudp_wire_decode_ack(p, n, c->ack_scratch, c->ack_cap, &count, &dropped, &nack);
 	c->last_recv_us = now_us;
 	if (nack)
 		c->stats.nacks_received += count;

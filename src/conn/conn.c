@@ -163,10 +163,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	c->sent.count = calloc(c->sent.size, sizeof(*c->sent.count));
 	c->sent.reliable_index = calloc((size_t)c->sent.size * c->sent.per_dgram, sizeof(uint32_t));
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
-	c->ack_scratch = calloc(c->cfg.max_ack_ranges, sizeof(*c->ack_scratch));
-	c->ack_keys = calloc(c->cfg.max_ack_ranges, sizeof(*c->ack_keys));
 	if (!c->dgram_buf || !c->sent.tag || !c->sent.count || !c->sent.reliable_index || !c->flush_refs ||
-	    !c->ack_scratch || !c->ack_keys || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
+	    ack_scratch_grow(c, 1) < 0 || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
 	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 || reasm_init(c) < 0) {
 		rudp_conn_destroy(c);
 		return NULL;

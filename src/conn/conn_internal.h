@@ -131,13 +131,17 @@ void sendq_pop_front(struct sendq *q);
 
 /* ---- ackq.c: outgoing ACK/NACK ranges ---- */
 
+/* Pending ranges. The array starts small (a clean path needs one or two
+ * ranges) and doubles on demand up to max, so an idle or loss-free peer
+ * costs a few hundred bytes, not max's worth. */
 struct ackq {
 	struct rudp_wire_range *ranges;
 	uint32_t count;
-	uint32_t cap;
+	uint32_t cap; /* allocated */
+	uint32_t max; /* most ranges ever held */
 };
 
-int ackq_init(struct ackq *q, uint32_t cap);
+int ackq_init(struct ackq *q, uint32_t max);
 void ackq_free(struct ackq *q);
 /* Records one datagram seq; false when the queue is full (caller emits early). */
 bool ackq_push_seq(struct ackq *q, uint32_t seq);
@@ -153,6 +157,9 @@ struct rudp_conn;
  * number of datagrams sent; sets *blocked when the owner refused one (the
  * rest stays queued). */
 int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, bool *blocked);
+/* Makes the ACK decode scratch hold at least want records (at most
+ * max_ack_ranges); the first call makes it. 0 or RUDP_CONN_E_NOMEM. */
+int ack_scratch_grow(struct rudp_conn *c, size_t want);
 /* An incoming ACK or NACK datagram. */
 int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
 
@@ -330,8 +337,11 @@ struct rudp_conn {
 	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
 	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
 	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
-	struct rudp_wire_range *ack_scratch; /* max_ack_ranges decoded records */
-	struct ack_key_range *ack_keys; /* the same, normalized */
+	/* Decoded records of one incoming ACK and the same normalized: ack_cap
+	 * of each, grown on demand (doubling) up to max_ack_ranges. */
+	struct rudp_wire_range *ack_scratch;
+	struct ack_key_range *ack_keys;
+	uint32_t ack_cap;
 
 	/* receive side */
 	struct recv_dedup dedup;

@@ -60,7 +60,10 @@ void event_queue_release(struct event_queue *q)
 
 static int grow_items(struct event_queue *q)
 {
-	uint32_t cap = q->cap ? q->cap * 2 : 256;
+	/* Starts small and doubles, like the arena: a client host sees a
+	 * window's worth of events per call, a busy server grows in a few
+	 * steps (a copy of the queued entries each time, never per event). */
+	uint32_t cap = q->cap ? q->cap * 2 : 16;
 	struct pending_event *items = malloc(cap * sizeof(*items));
 	if (!items)
 		return RUDP_E_NOMEM;

@@ -802,8 +802,12 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 		rx_make(r, RX_INITIAL);
 	r->rx_q = calloc(r->rx_count, sizeof(*r->rx_q));
 	r->rx_held = calloc(r->rx_count, sizeof(*r->rx_held));
-	r->rx_out = calloc(batch, sizeof(*r->rx_out));
-	r->tx = calloc(r->tx_cap, sizeof(*r->tx));
+	/* malloc, not calloc: every field of an output datagram and of a send
+	 * slot is written before it is read (tx_commit and close_run fill a
+	 * slot), so only the slots in use become resident, and the free stack
+	 * below hands out the same few again and again. */
+	r->rx_out = malloc(batch * sizeof(*r->rx_out));
+	r->tx = malloc(r->tx_cap * sizeof(*r->tx));
 	r->tx_bufs = malloc((size_t)r->tx_cap * RUDP_IO_SLOT_SIZE);
 	r->tx_free = calloc(r->tx_cap, sizeof(*r->tx_free));
 	r->tx_iovs = calloc(r->tx_cap, sizeof(*r->tx_iovs));

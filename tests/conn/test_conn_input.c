@@ -468,6 +468,54 @@ static void test_hostile_acks(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* One ACK datagram naming 40 separate datagrams: every record counts (the
+ * decode scratch grows past the 16 it starts with), and with
+ * max_ack_ranges 20 only the first 20 do. */
+static void test_ack_with_many_records(void **state)
+{
+	static const uint8_t body[] = {0xfe, 1, 2, 3};
+
+	(void)state;
+	for (int limit = 0; limit < 2; limit++) {
+		struct rudp_conn_config cfg;
+		struct fake fk;
+		uint8_t d[3 + 40 * 4];
+
+		rudp_conn_config_init(&cfg);
+		cfg.max_frames_per_datagram = 1;
+		if (limit)
+			cfg.max_ack_ranges = 20;
+		fake_setup(&fk, &cfg);
+		fake_flush(&fk);
+		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+		assert_int_equal(stats_of(&fk).window_in_use, 0);
+		int before = fk.data_dgrams;
+		for (int i = 0; i < 40; i++)
+			assert_int_equal(
+				rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+		fake_flush(&fk);
+		assert_int_equal(fk.data_dgrams, before + 40);
+		assert_int_equal(stats_of(&fk).window_in_use, 40);
+
+		uint32_t first = rudp_u24_add(fk.last_data_seq, (uint32_t)-39);
+		d[0] = 0xc0;
+		d[1] = 0;
+		d[2] = 40;
+		for (uint32_t i = 0; i < 40; i++) {
+			uint32_t seq = rudp_u24_add(first, i);
+
+			d[3 + 4 * i] = 1;
+			d[4 + 4 * i] = (uint8_t)seq;
+			d[5 + 4 * i] = (uint8_t)(seq >> 8);
+			d[6 + 4 * i] = (uint8_t)(seq >> 16);
+		}
+		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
+		assert_int_equal(stats_of(&fk).window_in_use, limit ? 20 : 0);
+		assert_int_equal(stats_of(&fk).acks_received, limit ? 21 : 41);
+		rudp_conn_destroy(fk.c);
+	}
+}
+
 static void test_window_and_duplicates(void **state)
 {
 	struct rudp_conn_config cfg;
@@ -866,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_client_holds_data_before_accept),
 		cmocka_unit_test(test_malformed_datagrams),
 		cmocka_unit_test(test_hostile_acks),
+		cmocka_unit_test(test_ack_with_many_records),
 		cmocka_unit_test(test_window_and_duplicates),
 		cmocka_unit_test(test_split_limits),
 		cmocka_unit_test(test_split_deferred_when_full),

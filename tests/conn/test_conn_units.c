@@ -141,12 +141,54 @@ static void test_ackq_remove(void **state)
 	ackq_free(&q);
 }
 
+/* The range array starts small and doubles up to max; at max a push fails
+ * (the caller emits) and a split that needs a slot is skipped. */
+static void test_ackq_grows_to_max(void **state)
+{
+	struct ackq q;
+
+	(void)state;
+	assert_int_equal(ackq_init(&q, 100), 0);
+	assert_true(q.cap < 100);
+	for (uint32_t i = 0; i < 100; i++)
+		assert_true(ackq_push_seq(&q, 10 * i));
+	assert_int_equal(q.count, 100);
+	assert_int_equal(q.cap, 100);
+	assert_false(ackq_push_seq(&q, 5000));
+	for (uint32_t i = 0; i < 100; i++) {
+		assert_int_equal(q.ranges[i].start, 10 * i);
+		assert_int_equal(q.ranges[i].end, 10 * i);
+	}
+	/* Joining an existing range needs no slot even when full. */
+	assert_true(ackq_push_seq(&q, 991));
+	assert_int_equal(q.ranges[99].end, 991);
+	assert_true(ackq_push_seq(&q, 992));
+	ackq_remove_seq(&q, 991); /* would split [990, 992]: no room, kept */
+	assert_int_equal(q.count, 100);
+	ackq_free(&q);
+
+	/* A split grows the array like a push does. */
+	assert_int_equal(ackq_init(&q, 64), 0);
+	uint32_t cap0 = q.cap;
+	for (uint32_t i = 0; i < cap0; i++)
+		assert_true(ackq_push_range(&q, 100 * i, 100 * i + 10));
+	assert_int_equal(q.count, cap0);
+	ackq_remove_seq(&q, 5);
+	assert_int_equal(q.count, cap0 + 1);
+	assert_true(q.cap > cap0);
+	assert_int_equal(q.ranges[0].end, 4);
+	assert_int_equal(q.ranges[1].start, 6);
+	assert_int_equal(q.ranges[1].end, 10);
+	assert_int_equal(q.ranges[2].start, 100);
+	ackq_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rtt_first_sample), cmocka_unit_test(test_rtt_clamps_and_backoff),
 		cmocka_unit_test(test_ackq_coalesces),   cmocka_unit_test(test_ackq_wraps),
-		cmocka_unit_test(test_ackq_remove),
+		cmocka_unit_test(test_ackq_remove),      cmocka_unit_test(test_ackq_grows_to_max),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
