@@ -438,6 +438,8 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 		struct rudp_io_datagram *dg = &r->rx_out[n++];
 		socklen_t nl = o->namelen < NAME_SPACE ? o->namelen : NAME_SPACE;
 		memcpy(&dg->addr, io_uring_recvmsg_name(o), nl);
+		if (nl < sizeof(sa_family_t))
+			dg->addr.ss_family = AF_UNSPEC; /* no source: nothing stale to match */
 		dg->addrlen = nl;
 		dg->data = io_uring_recvmsg_payload(o, &r->rx_msg);
 		dg->len = io_uring_recvmsg_payload_length(o, d.len, &r->rx_msg);
