@@ -132,6 +132,16 @@ typedef struct rudp_config {
 	 * needs them, 16 at first), io_batch with recvmmsg, and
 	 * as many send slots; raise it for servers with many busy peers. */
 	uint32_t io_batch;
+	/** Most io_uring receive buffers a host keeps (about 1.7 KiB each; made
+	 * as traffic needs them, 16 at first, doubled each time the kernel runs
+	 * out). 0 (default) means 2 x io_batch, at least 64, which absorbs a
+	 * full window of MTU-sized datagrams from one peer between two calls.
+	 * 16..32768, rounded up to a power of two. A process running hundreds
+	 * of client hosts can set 32: about 50 KiB less per busy host, paid for
+	 * with an extra system call whenever a burst outgrows the buffers (the
+	 * rest waits in the socket's receive buffer; nothing is dropped by
+	 * librudp). Unused by the recvmmsg backend. */
+	uint32_t rx_buffers;
 	/** Events queued inside the host before the oldest messages must be
 	 * collected; receiving pauses beyond. Default 65536. */
 	uint32_t max_pending_events;

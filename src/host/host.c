@@ -611,6 +611,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->io_batch == 0 || c->io_batch > 1024 || c->max_pending_events == 0)
 		return RUDP_E_INVALID;
+	if (c->rx_buffers != 0 && (c->rx_buffers < 16 || c->rx_buffers > 32768))
+		return RUDP_E_INVALID;
 	if (c->max_pending_handshakes == 0 || c->max_pending_per_address == 0 ||
 	    c->handshake_timeout_ms == 0 || c->offline_rate_per_address > 1000000)
 		return RUDP_E_INVALID;
@@ -682,8 +684,8 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	}
 	char note[200] = "";
 	int note_level = 2;
-	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->io_backend, getenv("RUDP_IO"), note, sizeof(note),
-			     &note_level, &r);
+	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->rx_buffers, cfg->io_backend, getenv("RUDP_IO"), note,
+			     sizeof(note), &note_level, &r);
 	/* The choice (and a fallback's reason) is logged once, here. */
 	if (note[0])
 		host_log(h, note_level, "%s", note);

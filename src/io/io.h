@@ -91,8 +91,10 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
  * ring, not the socket, decides whether an operation waits). On failure
  * returns NULL and stores a positive errno in *err: ENOSYS (not built, or
  * no kernel support), EPERM (io_uring_disabled, seccomp), EINVAL (a kernel
- * too old for multishot recvmsg or provided-buffer rings), ENOMEM. */
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err);
+ * too old for multishot recvmsg or provided-buffer rings), ENOMEM. rx_buffers caps the receive
+ * buffers (rudp_config.rx_buffers: 0 for 2 x batch, at least 64; else
+ * 16..32768, rounded up to a power of two). */
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, int *err);
 
 /* Which backend the caller asked for (rudp_config.io_backend values). */
 enum rudp_io_choice {
@@ -108,8 +110,8 @@ enum rudp_io_choice {
  * warning for a fallback, 2 info). Returns NULL with *err = RUDP_E_INVALID
  * (a bad env value), RUDP_E_UNSUPPORTED (uring forced but unusable; errno
  * says why) or RUDP_E_NOMEM. */
-struct rudp_io *rudp_io_open(int fd, uint32_t batch, int choice, const char *env, char *note, size_t note_len,
-			     int *note_level, int *err);
+struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, int choice, const char *env,
+			     char *note, size_t note_len, int *note_level, int *err);
 
 static inline int rudp_io_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 {

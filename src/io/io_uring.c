@@ -767,12 +767,13 @@ static void register_fork_handler(void)
 	pthread_atfork(NULL, NULL, note_fork);
 }
 
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, int *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, register_fork_handler);
 	*err = 0;
-	if (batch == 0 || batch > 1024) {
+	if (batch == 0 || batch > 1024 ||
+	    (rx_buffers != 0 && (rx_buffers < RX_INITIAL || rx_buffers > 32768))) {
 		*err = EINVAL;
 		return NULL;
 	}
@@ -791,8 +792,10 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, int *err)
 	 * beyond them waits in the socket's receive buffer (multishot ends
 	 * with ENOBUFS and is re-armed). 64 at least so small batches still
 	 * absorb a window, 32768 at most (buffer ids are 16 bits). They are
-	 * made as needed, RX_INITIAL first (see the top of this file). */
-	r->rx_count = pow2_at_least(batch * 2 < 64 ? 64 : batch * 2);
+	 * made as needed, RX_INITIAL first (see the top of this file). The
+	 * owner may cap them lower (rx_buffers): a client among hundreds in one
+	 * process rarely needs a window's worth at once. */
+	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */
 	r->tx_cap = batch * 2;

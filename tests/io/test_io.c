@@ -347,7 +347,7 @@ static void test_gso_refused_falls_back(void **state)
 	int one = 1;
 	assert_int_equal(setsockopt(tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)), 0);
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(tx, 8, &err);
+	struct rudp_io *io = rudp_io_uring_create(tx, 8, 0, &err);
 	assert_non_null(io);
 
 	enum { LEN = 500 };
@@ -393,11 +393,8 @@ static void test_gso_refused_falls_back(void **state)
  * a burst larger than the pool, sent before the first receive, arrives
  * whole and in order, the pool grows to its size (16, 32, 64: two
  * doublings) and no further, however many more bursts come. */
-static void test_uring_rx_buffers_grow_to_pool(void **state)
+static void rx_buffers_grow_to(uint32_t rx_buffers, uint64_t want_grows)
 {
-	(void)state;
-	if (!uring_usable())
-		skip();
 	struct sockaddr_in a;
 	socklen_t alen;
 	int rx = loopback_socket(0, &a, &alen);
@@ -406,7 +403,7 @@ static void test_uring_rx_buffers_grow_to_pool(void **state)
 	int big = 4 << 20;
 	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(rx, 32, &err);
+	struct rudp_io *io = rudp_io_uring_create(rx, 32, rx_buffers, &err);
 	assert_non_null(io);
 
 	enum { BURST = 200, LEN = 1000, ROUNDS = 3 };
@@ -434,11 +431,51 @@ static void test_uring_rx_buffers_grow_to_pool(void **state)
 			}
 		}
 		assert_int_equal(got, BURST);
-		assert_int_equal(io->stats.rx_buffer_grows, 2);
+		assert_int_equal(io->stats.rx_buffer_grows, want_grows);
 	}
 	rudp_io_destroy(io);
 	close(tx);
 	close(rx);
+}
+
+static void test_uring_rx_buffers_grow_to_pool(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	rx_buffers_grow_to(0, 2); /* 16 -> 32 -> 64 */
+}
+
+/* rx_buffers caps the pool lower: bursts of 200 still arrive whole and in
+ * order through 32 buffers (one doubling), and a bad cap is refused. */
+static void test_uring_rx_buffers_capped(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	rx_buffers_grow_to(32, 1);
+	rx_buffers_grow_to(20, 1); /* rounded up to 32 */
+	rx_buffers_grow_to(16, 0);
+
+	int err = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_null(rudp_io_uring_create(fd, 32, 8, &err));
+	assert_int_equal(err, EINVAL);
+	assert_null(rudp_io_uring_create(fd, 32, 65536, &err));
+	assert_int_equal(err, EINVAL);
+	close(fd);
+
+	rudp_config c;
+	rudp_host *h = NULL;
+	rudp_config_init(&c);
+	c.bind_address = "127.0.0.1:0";
+	c.rx_buffers = 15;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.rx_buffers = 40000;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.rx_buffers = 32;
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_host_destroy(h);
 }
 
 /* A server restarted in the same process (or right after the old process
@@ -870,6 +907,7 @@ int main(void)
 		cmocka_unit_test(test_batch_echo_mmsg),
 		cmocka_unit_test(test_batch_echo_uring_buffers_run_out),
 		cmocka_unit_test(test_uring_rx_buffers_grow_to_pool),
+		cmocka_unit_test(test_uring_rx_buffers_capped),
 		cmocka_unit_test(test_gso_round_trip),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_seccomp_forces_fallback),
