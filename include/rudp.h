@@ -143,11 +143,7 @@ typedef struct rudp_config {
 	 * librudp). Unused by the recvmmsg backend. */
 	uint32_t rx_buffers;
 	/** Events queued inside the host before the oldest messages must be
-	 * collected; receiving pauses beyond. Default 65536. Apart from this
-	 * limit, a rudp_service() or rudp_recv_batch() call reads no further
-	 * once it holds as many events as it may return (its max) and 256 KiB
-	 * of their messages: the rest waits in the socket's receive buffer
-	 * (socket_rcvbuf), not in the host's memory. */
+	 * collected; receiving pauses beyond. Default 65536. */
 	uint32_t max_pending_events;
 	/** Optional log sink (level: 0 error, 1 warning, 2 info, 3 debug). */
 	void (*log)(void *userdata, int level, const char *message);

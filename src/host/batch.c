@@ -41,7 +41,7 @@ int rudp_recv_batch(rudp_host *h, rudp_event *events, int max, int timeout_ms)
 {
 	if (!h || !events || max <= 0)
 		return RUDP_E_INVALID;
-	int r = host_service_run(h, timeout_ms, max);
+	int r = host_service_run(h, timeout_ms, true);
 	if (r < 0)
 		return r;
 	struct event_queue *q = &h->events;

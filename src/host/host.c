@@ -18,9 +18,6 @@
 /* Receive batches handled before timers and sends get their turn, so a
  * flood on the socket cannot starve retransmission and ACKs. */
 #define RECV_BATCHES_PER_ROUND 16
-/* Message bytes queued for the application beyond which a service call that
- * already has the events it hands out reads no more (see receive_round). */
-#define RECV_AHEAD_BYTES (256u * 1024u)
 
 uint64_t rudp_now_us(void)
 {
@@ -326,17 +323,8 @@ static int receive_round(struct rudp_host *h)
 {
 	int total = 0;
 	for (int b = 0; b < RECV_BATCHES_PER_ROUND; b++) {
-		/* The application is behind (max_pending_events), or this call
-		 * already has as many events as it hands out and RECV_AHEAD_BYTES
-		 * of them: the kernel holds the rest. Reading ahead of the
-		 * application only moves messages from the socket buffer into the
-		 * arena (a server popping 256 800-byte messages per call used to
-		 * pile up megabytes); small messages still come a full round at a
-		 * time, which keeps their system calls few. */
-		if (h->events.count >= h->events.max ||
-		    (h->events.count >= h->recv_enough &&
-		     h->events.arena_end - h->events.arena_start >= RECV_AHEAD_BYTES))
-			break;
+		if (h->events.count >= h->events.max)
+			break; /* the application is behind; let the kernel hold the rest */
 		struct rudp_io_datagram *dg;
 		int n = rudp_io_recv(h->io, &dg);
 		if (n < 0) {
@@ -426,24 +414,13 @@ int rudp_service(rudp_host *h, rudp_event *events, int max, int timeout_ms)
 {
 	if (!h || (max > 0 && !events) || max < 0)
 		return RUDP_E_INVALID;
-	int r = host_service_run(h, timeout_ms, max);
+	int r = host_service_run(h, timeout_ms, max > 0);
 	if (r < 0)
 		return r;
 	return event_queue_pop(&h->events, events, max);
 }
 
-static int service_run(struct rudp_host *h, int timeout_ms, bool want_events);
-
-int host_service_run(struct rudp_host *h, int timeout_ms, int want)
-{
-	bool want_events = want > 0;
-	h->recv_enough = want_events ? (uint32_t)want : UINT32_MAX;
-	int r = service_run(h, timeout_ms, want_events);
-	h->recv_enough = UINT32_MAX;
-	return r;
-}
-
-static int service_run(struct rudp_host *h, int timeout_ms, bool want_events)
+int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 {
 	h->now_us = rudp_now_us();
 	host_flush_dirty(h);
@@ -690,7 +667,6 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	h->guid = cfg->guid ? cfg->guid : random_u64();
 	h->now_us = rudp_now_us();
 	event_queue_init(&h->events, cfg->max_pending_events);
-	h->recv_enough = UINT32_MAX;
 	if (peer_table_init(&h->table, cfg->max_peers < 1024 ? cfg->max_peers : 1024, random_u64()) != 0 ||
 	    timer_heap_init(&h->timers, 64) != 0 ||
 	    guard_init(&h->guard, cfg, random_u64(), random_u64()) != 0) {

@@ -159,10 +159,6 @@ struct rudp_host {
 	struct peer_table table;
 	struct timer_heap timers;
 	struct event_queue events;
-	/* Events the running rudp_service()/rudp_recv_batch() call hands out
-	 * at most; reading stops while at least this many wait (UINT32_MAX
-	 * outside such a call). */
-	uint32_t recv_enough;
 	struct rudp_peer *dirty_head;
 	struct rudp_peer *dead_head;
 	uint32_t peer_count;
@@ -210,11 +206,9 @@ int host_peer_policy_attach(struct rudp_peer *p);
 void host_peer_policy_closing(struct rudp_peer *p);
 void host_peer_policy_free(struct rudp_peer *p);
 /* The work of one rudp_service() call short of handing out events: flush,
- * read, timers, and (want > 0) waiting up to timeout_ms for an event; the
- * caller pops at most want events afterwards, so the call reads no more
- * while that many are queued. rudp_service() and rudp_recv_batch()
- * (batch.c) differ only in what they pop. Returns 0 or a negative RUDP_E_*
- * code. */
-int host_service_run(struct rudp_host *h, int timeout_ms, int want);
+ * read, timers, and (want_events) waiting up to timeout_ms for an event.
+ * rudp_service() and rudp_recv_batch() (batch.c) differ only in what they
+ * pop afterwards. Returns 0 or a negative RUDP_E_* code. */
+int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events);
 
 #endif

@@ -7,7 +7,6 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -361,74 +360,6 @@ static void test_echo_many_mixed_sizes(void **state)
 	rudp_host_destroy(p.server);
 }
 
-/* The host reads ahead of the application only so far: once a call holds
- * the events it hands out and 256 KiB of messages (RECV_AHEAD_BYTES), the
- * next call reads nothing and the rest waits in the socket, never more than
- * one receive round (512 datagrams) past that. Everything still arrives
- * whole and in order as the application catches up. */
-static void test_read_ahead_is_bounded(void **state)
-{
-	(void)state;
-	enum { N = 1000, LEN = 1000, POP = 16, AHEAD = 256 * 1024 / LEN, ROUND = 16 * 32 };
-	rudp_config sc, cc;
-	rudp_config_init(&sc);
-	rudp_config_init(&cc);
-	cc.window_frames = 1024; /* all N in flight at once */
-	char addr[64];
-	struct pair p = {.echo = 0};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
-	rudp_event ev;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
-	wait_server_connected(&p);
-
-	static uint8_t msg[LEN];
-	for (uint32_t i = 0; i < N; i++) {
-		memset(msg, (int)(i * 7), LEN);
-		msg[0] = 0xfe; /* an application message id */
-		memcpy(msg + 1, &i, sizeof(i));
-		assert_int_equal(rudp_send(peer, msg, LEN, RUDP_RELIABLE_ORDERED, 0), 0);
-	}
-	assert_true(rudp_flush(p.client) >= 0);
-	usleep(100 * 1000); /* all of it in the server's socket buffer */
-
-	rudp_host_stats st;
-	rudp_host_stats_get(p.server, &st);
-	const uint64_t base = st.datagrams_received;
-	uint64_t handed = 0, read = 0;
-	bool paused = false;
-	rudp_event sev[POP];
-	for (uint64_t until = now_ms() + 5000; handed < N && now_ms() < until;) {
-		bool full_before = read - handed >= AHEAD;
-		int n = rudp_service(p.server, sev, POP, paused ? 0 : 10);
-		assert_true(n >= 0);
-		for (int i = 0; i < n; i++, handed++) {
-			assert_int_equal(sev[i].type, RUDP_EVENT_RECEIVE);
-			assert_int_equal(sev[i].len, LEN);
-			uint32_t id;
-			memcpy(&id, sev[i].data + 1, sizeof(id));
-			assert_int_equal(id, handed);
-			assert_int_equal(sev[i].data[LEN - 1], (uint8_t)(handed * 7));
-		}
-		rudp_host_stats_get(p.server, &st);
-		uint64_t now_read = st.datagrams_received - base;
-		/* Never more than one round beyond the budget and this call's events. */
-		assert_true(now_read - handed <= AHEAD + ROUND + POP);
-		if (full_before && n == POP) {
-			/* It held its POP events and the budget: no read. */
-			assert_int_equal(now_read, read);
-			paused = true;
-		}
-		read = now_read;
-	}
-	assert_true(paused);
-	assert_int_equal(handed, N);
-	rudp_host_destroy(p.client);
-	rudp_host_destroy(p.server);
-}
-
 static void test_connect_to_nothing_fails(void **state)
 {
 	(void)state;
@@ -698,7 +629,6 @@ int main(void)
 		cmocka_unit_test(test_bad_datagrams_dropped),
 		cmocka_unit_test(test_ipv6_loopback),
 		cmocka_unit_test(test_echo_many_mixed_sizes),
-		cmocka_unit_test(test_read_ahead_is_bounded),
 	};
 	return cmocka_run_group_tests_name("host", tests, NULL, NULL);
 }
