@@ -4,7 +4,8 @@
 #   scripts/test.sh               the normal build in build/
 #   scripts/test.sh --sanitize    an ASan+UBSan build (clang) in build-asan/; it also
 #                                 runs the libFuzzer targets (suite fuzz) for 15 s each
-#   scripts/test.sh --valgrind    the integration tests over real sockets (suite hostile,
+#   scripts/test.sh --valgrind    the protocol core (suites wire and conn) and the
+#                                 integration tests over real sockets (suite hostile,
 #                                 without the soaks and scripts) under valgrind memcheck,
 #                                 zero errors and zero leaks, in build-valgrind/
 #   scripts/test.sh --no-policy   a build without the send-policy module (-Dsend_policy=false)
@@ -38,8 +39,8 @@ elif [ "$mode" = --valgrind ]; then
 	dir=build-valgrind
 	[ -d "$dir" ] || meson setup "$dir" -Dbuildtype=debug -Dwerror=true >/dev/null
 	meson compile -C "$dir"
-	meson test -C "$dir" --setup valgrind --suite hostile --no-suite soak --no-suite script \
-		--print-errorlogs
+	meson test -C "$dir" --setup valgrind --suite wire --suite conn --suite hostile --no-suite soak \
+		--no-suite script --print-errorlogs
 	exit 0
 elif [ "$mode" = --no-policy ]; then
 	dir=build-nopolicy
