@@ -87,6 +87,20 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 		s->send_clock += s->cpu_us;
 	}
 	s->dgrams_sent++;
+	if (len > 0 && (data[0] & RUDP_DGRAM_VALID) && (data[0] & (RUDP_DGRAM_ACK | RUDP_DGRAM_NACK))) {
+		/* RakNet peers walk a record from start up to end: none may run
+		 * across the wrap (the encoder splits such a range in two). */
+		static struct rudp_wire_range r[1024];
+		size_t n = 0, dropped = 0;
+		bool nack;
+
+		assert_int_equal(rudp_wire_decode_ack(data, len, r, 1024, &n, &dropped, &nack), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_true(r[i].start <= r[i].end);
+			if (i + 1 < n && r[i].end == RUDP_WIRE_U24_MASK && r[i + 1].start == 0)
+				s->ack_wrap_splits++;
+		}
+	}
 	if (s->link.tx_us) {
 		/* Charged before the loss decision: a dropped datagram cost its
 		 * sender as much as a delivered one. */

@@ -113,6 +113,9 @@ struct sim {
 	struct sim_endpoint ep[2]; /* 0 client, 1 server */
 	struct rudp_conn_config cfg;
 	uint64_t dgrams_sent, dgrams_lost, dgrams_duplicated;
+	/* ACK/NACK datagrams holding a range split at the 2^24 wrap: a record
+	 * ending at 0xffffff followed by one starting at 0. */
+	uint64_t ack_wrap_splits;
 	uint64_t steps;
 	bool stuck;
 };
