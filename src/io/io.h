@@ -91,9 +91,9 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
  * ring, not the socket, decides whether an operation waits). On failure
  * returns NULL and stores a positive errno in *err: ENOSYS (not built, or
  * no kernel support), EPERM (io_uring_disabled, seccomp), EINVAL (a kernel
- * too old for multishot recvmsg or provided-buffer rings), ENOMEM. rx_buffers caps the receive
- * buffers (rudp_config.rx_buffers: 0 for 2 x batch, at least 64; else
- * 16..32768, rounded up to a power of two). */
+ * too old for multishot recvmsg or provided-buffer rings), ENOMEM.
+ * rx_buffers caps the receive buffers (rudp_config.rx_buffers: 0 for
+ * 2 x batch, at least 64; else 16..32768, rounded up to a power of two). */
 struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, int *err);
 
 /* Which backend the caller asked for (rudp_config.io_backend values). */

@@ -586,6 +586,16 @@ static void test_api_rejects_bad_arguments(void **state)
 	rudp_config_init(&c);
 	c.window_frames = 0;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	/* rx_buffers: 0 or 16..32768, checked whichever backend the host gets */
+	rudp_config_init(&c);
+	c.bind_address = "127.0.0.1:0";
+	c.rx_buffers = 15;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.rx_buffers = 40000;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.rx_buffers = 32;
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_host_destroy(h);
 	rudp_config_init(&c);
 	c.bind_address = "not an address";
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_ADDRESS);
