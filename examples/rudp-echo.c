@@ -103,10 +103,11 @@ static void print_host_stats(const char *who, rudp_host *host)
 	rudp_host_stats s;
 	if (rudp_host_stats_get(host, &s) != 0)
 		return;
-	printf("%s host: io backend %s, datagrams received %" PRIu64 " / sent %" PRIu64 " (%" PRIu64
-	       " GSO sends), io syscalls recv %" PRIu64 " / send %" PRIu64 ", dropped %" PRIu64 "\n",
-	       who, s.io_backend, s.datagrams_received, s.datagrams_sent, s.gso_sends, s.syscalls_recv,
-	       s.syscalls_send, s.datagrams_dropped);
+	printf("%s host: io backend %s, datagrams received %" PRIu64 " (%" PRIu64
+	       " GRO reads) / sent %" PRIu64 " (%" PRIu64 " GSO sends), io syscalls recv %" PRIu64
+	       " / send %" PRIu64 ", dropped %" PRIu64 "\n",
+	       who, s.io_backend, s.datagrams_received, s.gro_receives, s.datagrams_sent, s.gso_sends,
+	       s.syscalls_recv, s.syscalls_send, s.datagrams_dropped);
 }
 
 static void log_to_stderr(void *ud, int level, const char *msg)

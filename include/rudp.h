@@ -128,19 +128,23 @@ typedef struct rudp_config {
 	uint32_t socket_rcvbuf, socket_sndbuf;
 	/** Datagrams read or written per system call. 1..1024, default 32.
 	 * Memory grows with it: each host keeps up to 2 x io_batch receive
-	 * buffers of 1.5 KiB with io_uring (at least 64; made as traffic
-	 * needs them, 16 at first), io_batch with recvmmsg, and
-	 * as many send slots; raise it for servers with many busy peers. */
+	 * buffers with io_uring (at least 64; see rx_buffers), io_batch with
+	 * recvmmsg, and as many send slots of 1.5 KiB; raise it for servers
+	 * with many busy peers. */
 	uint32_t io_batch;
-	/** Most io_uring receive buffers a host keeps (about 1.7 KiB each; made
-	 * as traffic needs them, 16 at first, doubled each time the kernel runs
-	 * out). 0 (default) means 2 x io_batch, at least 64, which absorbs a
-	 * full window of MTU-sized datagrams from one peer between two calls.
-	 * 16..32768, rounded up to a power of two. A process running hundreds
-	 * of client hosts can set 32: about 50 KiB less per busy host, paid for
-	 * with an extra system call whenever a burst outgrows the buffers (the
-	 * rest waits in the socket's receive buffer; nothing is dropped by
-	 * librudp). Unused by the recvmmsg backend. */
+	/** Most io_uring receive buffers a host keeps. With udp_gro (default)
+	 * a buffer is 68 KiB of address space (reserved, not committed) and
+	 * holds a run of datagrams; the pages a run fills become memory. 8 are
+	 * provided at first, doubled only when the kernel keeps running out of
+	 * them on single datagrams (many peers sending alone). Without GRO a buffer is about 1.7 KiB and
+	 * holds one datagram; 16 at first, doubled each time the kernel runs
+	 * out. 0 (default) means 2 x io_batch, at least 64, which absorbs a
+	 * full window of MTU-sized datagrams from one peer, or a datagram from
+	 * each of as many peers, between two calls. 16..32768, rounded up to a
+	 * power of two. A lower cap saves memory on hosts that receive little,
+	 * paid for with an extra system call whenever a burst outgrows the
+	 * buffers (the rest waits in the socket's receive buffer; nothing is
+	 * dropped by librudp). Unused by the recvmmsg backend. */
 	uint32_t rx_buffers;
 	/** Events queued inside the host before the oldest messages must be
 	 * collected; receiving pauses beyond. Default 65536. */
@@ -171,6 +175,16 @@ typedef struct rudp_config {
 	 * host sends one by one from then on. 0 never coalesces. The mmsg
 	 * backend always sends one by one. */
 	int udp_gso;
+	/** Nonzero (default 1): with the io_uring backend the socket asks for
+	 * UDP GRO (UDP_GRO), so a run of equal datagrams from one sender (a
+	 * librudp peer's GSO send, which loopback delivers unsplit; a burst a
+	 * NIC coalesced) is read as one completion of up to 64 KiB and split
+	 * back into datagrams without copying. The kernel's per-datagram
+	 * receive work is then paid once per run. Each receive buffer is then
+	 * 64 KiB of address space, of which only the pages written become
+	 * memory (docs/tuning.md). 0 keeps one datagram per buffer. The mmsg
+	 * backend never asks for GRO. */
+	int udp_gro;
 	/* Hostile-input limits (docs/security.md lists them all with their
 	 * reasons). Incoming handshakes are "pending" from open connection
 	 * request 2 until the online handshake finishes. */
@@ -367,6 +381,9 @@ typedef struct rudp_host_stats {
 	/** Sends that carried two or more datagrams as one UDP GSO request and
 	 * that the kernel accepted (rudp_config.udp_gso; io_uring only). */
 	uint64_t gso_sends;
+	/** Reads that brought a run of two or more datagrams at once
+	 * (rudp_config.udp_gro; io_uring only). */
+	uint64_t gro_receives;
 	uint32_t peers; /**< peers in the table now */
 	const char *io_backend; /**< "mmsg" or "uring" */
 } rudp_host_stats;

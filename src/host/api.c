@@ -37,6 +37,7 @@ void rudp_config_init(rudp_config *c)
 	c->socket_sndbuf = 4u << 20;
 	c->io_batch = 32;
 	c->udp_gso = 1;
+	c->udp_gro = 1;
 	c->max_pending_events = 65536;
 	c->log_level_max = 3;
 	c->max_pending_handshakes = 256;
@@ -131,6 +132,7 @@ int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
 	out->syscalls_recv = h->io->stats.recv_calls;
 	out->syscalls_send = h->io->stats.send_calls;
 	out->gso_sends = h->io->stats.gso_sends;
+	out->gro_receives = h->io->stats.gro_receives;
 	out->peers = h->peer_count;
 	out->io_backend = h->io->ops->name;
 	return 0;

@@ -684,8 +684,8 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	}
 	char note[200] = "";
 	int note_level = 2;
-	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->rx_buffers, cfg->io_backend, getenv("RUDP_IO"), note,
-			     sizeof(note), &note_level, &r);
+	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->rx_buffers, cfg->udp_gro != 0, cfg->io_backend,
+			     getenv("RUDP_IO"), note, sizeof(note), &note_level, &r);
 	/* The choice (and a fallback's reason) is logged once, here. */
 	if (note[0])
 		host_log(h, note_level, "%s", note);

@@ -39,6 +39,7 @@ struct rudp_io_stats {
 	uint64_t send_errors; /* datagrams the kernel refused (dropped; reliability resends) */
 	uint64_t gso_sends; /* send requests that carried two or more datagrams */
 	uint64_t rx_buffer_grows; /* io_uring: times the receive buffers were doubled */
+	uint64_t gro_receives; /* io_uring: receive completions that carried a run of two or more datagrams */
 };
 
 struct rudp_io;
@@ -93,8 +94,11 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
  * no kernel support), EPERM (io_uring_disabled, seccomp), EINVAL (a kernel
  * too old for multishot recvmsg or provided-buffer rings), ENOMEM.
  * rx_buffers caps the receive buffers (rudp_config.rx_buffers: 0 for
- * 2 x batch, at least 64; else 16..32768, rounded up to a power of two). */
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, int *err);
+ * 2 x batch, at least 64; else 16..32768, rounded up to a power of two).
+ * gro asks the socket for UDP_GRO (rudp_config.udp_gro): runs of equal
+ * datagrams arrive as one read and recv splits them; each receive buffer is
+ * then 64 KiB of address space. On failure UDP_GRO is left off. */
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err);
 
 /* Which backend the caller asked for (rudp_config.io_backend values). */
 enum rudp_io_choice {
@@ -110,8 +114,8 @@ enum rudp_io_choice {
  * warning for a fallback, 2 info). Returns NULL with *err = RUDP_E_INVALID
  * (a bad env value), RUDP_E_UNSUPPORTED (uring forced but unusable; errno
  * says why) or RUDP_E_NOMEM. */
-struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, int choice, const char *env,
-			     char *note, size_t note_len, int *note_level, int *err);
+struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int choice,
+			     const char *env, char *note, size_t note_len, int *note_level, int *err);
 
 static inline int rudp_io_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 {

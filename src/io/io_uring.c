@@ -14,12 +14,29 @@
  * datagram that finds no buffer stays in the socket queue, so ENOBUFS loses
  * nothing.
  *
- * Receive buffers come in chunks, allocated as the traffic asks for them:
- * a host starts with RX_INITIAL and doubles (up to rx_count) each time the
- * kernel runs out (the ENOBUFS that ends a multishot). A client or a quiet
- * peer keeps a few dozen KiB; a busy server grows to the full pool within
- * its first bursts. Every provided buffer becomes resident (the ring hands
- * them out in turn), so buffers that are never needed are never made.
+ * Receive buffers are handed to the kernel as the traffic asks for them: a
+ * host starts with a few and doubles them (up to rx_count) each time the
+ * kernel runs out (the ENOBUFS that ends a multishot). They live in one
+ * mapping reserved for the whole pool but faulted in page by page, so a
+ * buffer never provided costs address space only, and a provided one only
+ * as many pages as the kernel has written into it. A client or a quiet peer
+ * keeps a few dozen KiB; a busy server grows to the full pool within its
+ * first bursts. Every provided buffer becomes resident (the ring hands them
+ * out in turn), which is why they are not all provided at once.
+ *
+ * UDP GRO (rudp_config.udp_gro): the socket asks for UDP_GRO, so a run of
+ * equal datagrams from one sender (the GSO run of a librudp peer, which on
+ * loopback reaches the socket unsplit; a burst a NIC coalesced) arrives as
+ * one completion holding up to 64 KiB, with a control message that gives
+ * the segment size. recv splits it back into datagrams, without copying:
+ * each points into the buffer. The kernel's per-datagram receive work
+ * (queueing, wakeups, one completion each) is then paid per run, which is
+ * what lets a single connection approach a TCP stream's rate. Such a buffer
+ * must hold the largest UDP payload (a shorter one would truncate a run:
+ * data lost), so GRO buffers are 64 KiB each; a host starts with
+ * RX_INITIAL_GRO of them, and their pages become resident only as deep as
+ * the runs written into them. A completion with more datagrams than the
+ * batch is handed out over several recv calls.
  *
  * Send: each datagram is a sendmsg SQE over its own slot (buffer, iovec,
  * msghdr, address), and flush submits them all with one io_uring_enter. A
@@ -64,9 +81,25 @@
  * AF_INET6, and a sockaddr_storage holds either. */
 #define NAME_SPACE ((unsigned)sizeof(struct sockaddr_storage))
 #define RX_STRIDE (sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + RUDP_IO_SLOT_SIZE)
-/* Receive buffers per allocation, and how many a ring starts with. */
-#define RX_CHUNK 8u
+/* With UDP_GRO: room for the segment size's control message, and for the
+ * largest UDP payload (65,527 bytes over IPv6, 65,507 over IPv4); a whole
+ * number of 4 KiB pages, so each buffer starts on its own page and a run
+ * touches only the pages it fills. */
+#define GRO_CONTROL_SPACE CMSG_SPACE(sizeof(int))
+#define GRO_PAYLOAD_SPACE 65536u
+#define PAGE_BYTES 4096u
+#define GRO_STRIDE                                                                                           \
+	((sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + GRO_CONTROL_SPACE + GRO_PAYLOAD_SPACE +         \
+	  PAGE_BYTES - 1) /                                                                                  \
+	 PAGE_BYTES * PAGE_BYTES)
+/* How many receive buffers a ring starts with: plain buffers hold one
+ * datagram each; a GRO buffer holds a whole run, so a few suffice until the
+ * traffic shows otherwise (each is 64 KiB of address space). 8 and not 4:
+ * one connection's window of 64 at 800 B comes as two runs and their ACKs,
+ * and 8 was 5-10 % faster than 4 there; 1,024 client hosts in one process
+ * were faster with 8 too (rudp-bench, 2026-12-01). */
 #define RX_INITIAL 16u
+#define RX_INITIAL_GRO 8u
 /* How long destroy waits for sends still in the kernel before the memory
  * they point at is freed. */
 #define DESTROY_DRAIN_MS 200
@@ -74,6 +107,7 @@
 struct rx_done {
 	uint32_t bid;
 	int32_t len; /* bytes the kernel wrote into the buffer */
+	uint32_t taken; /* payload bytes already handed out (a GRO run split over recv calls) */
 };
 
 /* The kernel's limits for one GSO send: segments (UDP_MAX_SEGMENTS on
@@ -102,11 +136,17 @@ struct io_ring {
 	struct io_uring_buf_ring *br;
 	size_t br_bytes;
 	bool br_registered;
-	uint8_t **rx_chunks; /* rx_count / RX_CHUNK chunks of RX_CHUNK buffers, NULL until made */
+	uint8_t *rx_mem; /* rx_count buffers of rx_stride bytes, faulted in as written */
+	size_t rx_mem_bytes;
+	size_t rx_stride;
+	bool gro; /* UDP_GRO is on: buffers of GRO_STRIDE, runs split in recv */
 	uint32_t rx_count; /* most buffers ever provided (the buffer ring's size), a power of two */
-	uint32_t rx_ready; /* buffers made so far (ids 0..rx_ready-1), a multiple of RX_CHUNK */
+	uint32_t rx_ready; /* buffers provided so far (ids 0..rx_ready-1) */
 	bool rx_starved; /* the kernel ran out of buffers since the last grow */
-	struct msghdr rx_msg; /* the multishot template: name space, no control */
+	uint64_t rx_completions; /* buffers the kernel has filled, ever */
+	uint64_t rx_last_starved; /* rx_completions at the last starvation, or UINT64_MAX */
+	uint64_t rx_datagrams_at_starve; /* stats.datagrams_received then */
+	struct msghdr rx_msg; /* the multishot template: name space, control space with GRO */
 	bool rx_armed;
 	struct rx_done *rx_q; /* ring of rx_count */
 	uint32_t rx_q_head, rx_q_len;
@@ -151,35 +191,19 @@ static int ring_check(struct io_ring *r)
 
 static uint8_t *rx_buf(struct io_ring *r, uint32_t bid)
 {
-	return r->rx_chunks[bid / RX_CHUNK] + (size_t)(bid % RX_CHUNK) * RX_STRIDE;
-}
-
-/* Makes chunks until rx_ready reaches want (at most rx_count). Returns the
- * first buffer id made; on ENOMEM the ring keeps what it has. */
-static uint32_t rx_make(struct io_ring *r, uint32_t want)
-{
-	uint32_t first = r->rx_ready;
-	if (want > r->rx_count)
-		want = r->rx_count;
-	while (r->rx_ready < want) {
-		uint8_t *chunk = malloc((size_t)RX_CHUNK * RX_STRIDE);
-		if (!chunk)
-			break;
-		r->rx_chunks[r->rx_ready / RX_CHUNK] = chunk;
-		r->rx_ready += RX_CHUNK;
-	}
-	return first;
+	return r->rx_mem + (size_t)bid * r->rx_stride;
 }
 
 /* The kernel ran out of buffers: double them (up to rx_count) and hand the
  * new ones to the buffer ring. */
 static void rx_grow(struct io_ring *r)
 {
-	uint32_t first = rx_make(r, r->rx_ready * 2);
+	uint32_t first = r->rx_ready;
+	r->rx_ready = r->rx_ready * 2 < r->rx_count ? r->rx_ready * 2 : r->rx_count;
 	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
 	int offset = 0;
 	for (uint32_t bid = first; bid < r->rx_ready; bid++)
-		io_uring_buf_ring_add(r->br, rx_buf(r, bid), (unsigned)RX_STRIDE, (unsigned short)bid,
+		io_uring_buf_ring_add(r->br, rx_buf(r, bid), (unsigned)r->rx_stride, (unsigned short)bid,
 				      (int)mask, offset++);
 	io_uring_buf_ring_advance(r->br, offset);
 	r->base.stats.rx_buffer_grows += offset > 0;
@@ -218,7 +242,9 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 		struct rx_done *d = &r->rx_q[(r->rx_q_head + r->rx_q_len) % r->rx_count];
 		d->bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 		d->len = cqe->res;
+		d->taken = 0;
 		r->rx_q_len++;
+		r->rx_completions++;
 		return;
 	}
 	switch (-cqe->res) {
@@ -389,6 +415,79 @@ static int submit(struct io_ring *r)
 	return submit_counted(r, &r->base.stats.send_calls);
 }
 
+/* The segment size of a GRO run (its UDP_GRO control message), or 0 when
+ * the completion holds one plain datagram. */
+static size_t gro_segment_size(struct io_uring_recvmsg_out *o, struct msghdr *msg)
+{
+	for (struct cmsghdr *cm = io_uring_recvmsg_cmsg_firsthdr(o, msg); cm;
+	     cm = io_uring_recvmsg_cmsg_nexthdr(o, msg, cm)) {
+		if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int seg;
+			memcpy(&seg, CMSG_DATA(cm), sizeof(seg));
+			return seg > 0 ? (size_t)seg : 0;
+		}
+	}
+	return 0;
+}
+
+/* Hands out the datagrams of one completion from d->taken on, into rx_out
+ * from index n, as many as the batch has room for (a GRO run may need more
+ * than one call); at least one, so an empty datagram is reported too.
+ * Returns how many. */
+static int take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_recvmsg_out *o, int n)
+{
+	uint8_t *payload = io_uring_recvmsg_payload(o, &r->rx_msg);
+	size_t total = io_uring_recvmsg_payload_length(o, d->len, &r->rx_msg);
+	size_t seg = r->gro ? gro_segment_size(o, &r->rx_msg) : 0;
+	if (seg == 0 || seg > total)
+		seg = total;
+	socklen_t nl = o->namelen < NAME_SPACE ? o->namelen : NAME_SPACE;
+	int first = n;
+	do {
+		size_t len = total - d->taken < seg ? total - d->taken : seg;
+		struct rudp_io_datagram *dg = &r->rx_out[n++];
+		memcpy(&dg->addr, io_uring_recvmsg_name(o), nl);
+		if (nl < sizeof(sa_family_t))
+			dg->addr.ss_family = AF_UNSPEC; /* no source: nothing stale to match */
+		dg->addrlen = nl;
+		dg->data = payload + d->taken;
+		dg->len = len;
+		d->taken += (uint32_t)len;
+		/* Only a run's last datagram can have been cut short. */
+		dg->truncated = (o->flags & MSG_TRUNC) != 0 && d->taken >= total;
+		r->base.stats.bytes_received += len;
+	} while (d->taken < total && (uint32_t)n < r->base.batch);
+	if (seg < total)
+		r->base.stats.gro_receives += d->taken >= total;
+	return n - first;
+}
+
+/* Whether running out of buffers just now is reason to make more. Plain
+ * buffers are cheap (1.7 KiB) and hold one datagram: every starvation
+ * doubles them. A GRO buffer can become 64 KiB of memory and holds a run;
+ * running out costs a re-arm (the datagrams wait in the socket, which holds
+ * them anyway). A ring whose completions carry runs already moves many
+ * datagrams per re-arm, and measured, more buffers only made a client host
+ * hold more of what the kernel already holds: 1,024 client hosts in one
+ * process took twice the memory and were slower with them. So a GRO ring
+ * grows only when its completions are mostly single datagrams (fewer than
+ * two per completion since the last starvation; a server whose peers each
+ * send alone), and it runs out again before it has gone round
+ * GRO_STARVE_LAPS times (not a one-off, such as a handshake). */
+#define GRO_STARVE_LAPS 8u
+static bool starved_often(struct io_ring *r)
+{
+	if (!r->gro)
+		return true;
+	uint64_t completions = r->rx_completions - r->rx_last_starved;
+	uint64_t datagrams = r->base.stats.datagrams_received - r->rx_datagrams_at_starve;
+	bool soon = r->rx_last_starved != UINT64_MAX && completions < (uint64_t)GRO_STARVE_LAPS * r->rx_ready;
+	r->rx_last_starved = r->rx_completions;
+	r->rx_datagrams_at_starve = r->base.stats.datagrams_received;
+	return soon && datagrams < 2 * completions;
+}
+
 static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 {
 	struct io_ring *r = (struct io_ring *)io;
@@ -397,7 +496,7 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 		return c;
 	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
 	for (uint32_t i = 0; i < r->rx_held_len; i++)
-		io_uring_buf_ring_add(r->br, rx_buf(r, r->rx_held[i]), (unsigned)RX_STRIDE,
+		io_uring_buf_ring_add(r->br, rx_buf(r, r->rx_held[i]), (unsigned)r->rx_stride,
 				      (unsigned short)r->rx_held[i], (int)mask, (int)i);
 	io_uring_buf_ring_advance(r->br, (int)r->rx_held_len);
 	r->rx_held_len = 0;
@@ -409,13 +508,16 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 		return e;
 	}
 	/* Re-arm once buffers are back; rare (ENOBUFS or an error ended the
-	 * last one), so submitting at once costs nothing in steady state. */
-	if (!r->rx_armed && r->rx_q_len < r->rx_count) {
-		if (r->rx_starved) {
-			r->rx_starved = false;
-			if (r->rx_ready < r->rx_count)
-				rx_grow(r);
-		}
+	 * last one), so submitting at once costs nothing in steady state. Not
+	 * while every buffer still waits in rx_q to be handed out: the receive
+	 * would end at once with ENOBUFS, a system call for nothing and a false
+	 * sign of starvation; a later call, once the host has taken some, does. */
+	if (r->rx_starved && !r->rx_armed) {
+		r->rx_starved = false;
+		if (r->rx_ready < r->rx_count && starved_often(r))
+			rx_grow(r);
+	}
+	if (!r->rx_armed && r->rx_q_len < r->rx_ready) {
 		if (!arm_recv(r)) {
 			submit(r);
 			arm_recv(r);
@@ -427,24 +529,17 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 
 	int n = 0;
 	while ((uint32_t)n < io->batch && r->rx_q_len) {
-		struct rx_done d = r->rx_q[r->rx_q_head];
-		r->rx_q_head = (r->rx_q_head + 1) % r->rx_count;
-		r->rx_q_len--;
-		r->rx_held[r->rx_held_len++] = d.bid;
-		uint8_t *buf = rx_buf(r, d.bid);
-		struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, d.len, &r->rx_msg);
-		if (!o)
-			continue; /* cannot happen with our layout; never trust it blindly */
-		struct rudp_io_datagram *dg = &r->rx_out[n++];
-		socklen_t nl = o->namelen < NAME_SPACE ? o->namelen : NAME_SPACE;
-		memcpy(&dg->addr, io_uring_recvmsg_name(o), nl);
-		if (nl < sizeof(sa_family_t))
-			dg->addr.ss_family = AF_UNSPEC; /* no source: nothing stale to match */
-		dg->addrlen = nl;
-		dg->data = io_uring_recvmsg_payload(o, &r->rx_msg);
-		dg->len = io_uring_recvmsg_payload_length(o, d.len, &r->rx_msg);
-		dg->truncated = (o->flags & MSG_TRUNC) != 0;
-		io->stats.bytes_received += dg->len;
+		struct rx_done *d = &r->rx_q[r->rx_q_head];
+		struct io_uring_recvmsg_out *o =
+			io_uring_recvmsg_validate(rx_buf(r, d->bid), d->len, &r->rx_msg);
+		if (o)
+			n += take_datagrams(r, d, o, n);
+		if (!o || d->taken >= io_uring_recvmsg_payload_length(o, d->len, &r->rx_msg)) {
+			/* Done with this buffer: it goes back at the next call. */
+			r->rx_q_head = (r->rx_q_head + 1) % r->rx_count;
+			r->rx_q_len--;
+			r->rx_held[r->rx_held_len++] = d->bid;
+		}
 	}
 	io->stats.datagrams_received += (uint64_t)n;
 	*out = r->rx_out;
@@ -624,10 +719,8 @@ static void uring_destroy(struct rudp_io *io)
 	}
 	if (r->br)
 		munmap(r->br, r->br_bytes);
-	if (r->rx_chunks)
-		for (uint32_t i = 0; i < r->rx_ready / RX_CHUNK; i++)
-			free(r->rx_chunks[i]);
-	free(r->rx_chunks);
+	if (r->rx_mem)
+		munmap(r->rx_mem, r->rx_mem_bytes);
 	free(r->rx_q);
 	free(r->rx_held);
 	free(r->rx_out);
@@ -701,10 +794,11 @@ static int ring_start(struct io_ring *r)
 	io_uring_buf_ring_init(r->br);
 	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
 	for (uint32_t i = 0; i < r->rx_ready; i++)
-		io_uring_buf_ring_add(r->br, rx_buf(r, i), (unsigned)RX_STRIDE, (unsigned short)i, (int)mask,
-				      (int)i);
+		io_uring_buf_ring_add(r->br, rx_buf(r, i), (unsigned)r->rx_stride, (unsigned short)i,
+				      (int)mask, (int)i);
 	io_uring_buf_ring_advance(r->br, (int)r->rx_ready);
 	r->rx_starved = false;
+	r->rx_last_starved = UINT64_MAX;
 	r->rx_q_head = r->rx_q_len = r->rx_held_len = 0;
 	for (uint32_t i = 0; i < r->tx_cap; i++)
 		r->tx_free[i] = r->tx_cap - 1 - i;
@@ -718,6 +812,7 @@ static int ring_start(struct io_ring *r)
 	r->rx_error = 0;
 
 	r->rx_msg.msg_namelen = NAME_SPACE;
+	r->rx_msg.msg_controllen = r->gro ? GRO_CONTROL_SPACE : 0;
 	arm_recv(r);
 	e = submit_counted(r, &r->base.stats.recv_calls);
 	if (e < 0)
@@ -767,7 +862,14 @@ static void register_fork_handler(void)
 	pthread_atfork(NULL, NULL, note_fork);
 }
 
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, int *err)
+/* Turns UDP_GRO on or off on the socket; returns whether it is now on. */
+static bool set_gro(int fd, bool on)
+{
+	int v = on;
+	return setsockopt(fd, SOL_UDP, UDP_GRO, &v, sizeof(v)) == 0 && on;
+}
+
+static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, register_fork_handler);
@@ -792,7 +894,8 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers
 	 * beyond them waits in the socket's receive buffer (multishot ends
 	 * with ENOBUFS and is re-armed). 64 at least so small batches still
 	 * absorb a window, 32768 at most (buffer ids are 16 bits). They are
-	 * made as needed, RX_INITIAL first (see the top of this file). The
+	 * provided as needed, RX_INITIAL or RX_INITIAL_GRO first (see the top
+	 * of this file). The
 	 * owner may cap them lower (rx_buffers): a client among hundreds in one
 	 * process rarely needs a window's worth at once. */
 	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
@@ -802,9 +905,24 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers
 
 	r->br_bytes = (size_t)r->rx_count * sizeof(struct io_uring_buf);
 	void *br = mmap(NULL, r->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	r->rx_chunks = calloc(r->rx_count / RX_CHUNK, sizeof(*r->rx_chunks));
-	if (r->rx_chunks)
-		rx_make(r, RX_INITIAL);
+	/* A kernel without UDP_GRO (before 5.0; io_uring multishot needs 6.0,
+	 * so not expected) leaves the buffers one datagram each. */
+	r->gro = gro && set_gro(fd, true);
+	r->rx_stride = r->gro ? GRO_STRIDE : RX_STRIDE;
+	r->rx_ready = r->gro ? RX_INITIAL_GRO : RX_INITIAL;
+	if (r->rx_ready > r->rx_count)
+		r->rx_ready = r->rx_count;
+	/* Address space for the whole pool, reserved but not committed
+	 * (NORESERVE): pages become memory when the kernel writes a datagram
+	 * into them. No huge pages: one would make 2 MiB resident at the first
+	 * write into a pool of 64 KiB buffers. */
+	r->rx_mem_bytes = (size_t)r->rx_count * r->rx_stride;
+	void *rx_mem = mmap(NULL, r->rx_mem_bytes, PROT_READ | PROT_WRITE,
+			    MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
+	if (rx_mem != MAP_FAILED) {
+		r->rx_mem = rx_mem;
+		madvise(rx_mem, r->rx_mem_bytes, MADV_NOHUGEPAGE);
+	}
 	r->rx_q = calloc(r->rx_count, sizeof(*r->rx_q));
 	r->rx_held = calloc(r->rx_count, sizeof(*r->rx_held));
 	/* malloc, not calloc: every field of an output datagram and of a send
@@ -818,8 +936,8 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers
 	r->tx_iovs = calloc(r->tx_cap, sizeof(*r->tx_iovs));
 	if (br != MAP_FAILED)
 		r->br = br;
-	if (!r->br || !r->rx_chunks || r->rx_ready == 0 || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx ||
-	    !r->tx_bufs || !r->tx_free || !r->tx_iovs) {
+	if (!r->br || !r->rx_mem || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx || !r->tx_bufs ||
+	    !r->tx_free || !r->tx_iovs) {
 		*err = ENOMEM;
 		uring_destroy(&r->base);
 		return NULL;
@@ -843,4 +961,14 @@ struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers
 		return NULL;
 	}
 	return &r->base;
+}
+
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err)
+{
+	struct rudp_io *io = uring_create(fd, batch, rx_buffers, gro, err);
+	/* The socket may go on to the mmsg backend, whose buffers hold one
+	 * datagram each: a failure leaves UDP_GRO off. */
+	if (!io && gro)
+		set_gro(fd, false);
+	return io;
 }

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include <cmocka.h>
@@ -262,13 +263,19 @@ static void gso_off(rudp_config *c)
 	c->udp_gso = 0;
 }
 
+static void gro_off(rudp_config *c)
+{
+	c->udp_gro = 0;
+}
+
 /* Large messages (equal-size fragments) and a window of equal small ones
  * arrive intact whether the io_uring backend coalesces them into GSO sends
- * (the default) or not, and the host stats say which happened. */
-static void gso_round_trip(int gso)
+ * (the default) or not, and whether the receiver reads runs whole (UDP GRO,
+ * the default) or not; the host stats say which happened. */
+static void gso_round_trip(int gso, int gro)
 {
 	struct pair p;
-	pair_open(&p, RUDP_IO_URING, gso ? NULL : gso_off);
+	pair_open(&p, RUDP_IO_URING, !gso ? gso_off : !gro ? gro_off : NULL);
 	enum { BIG = 60000, SMALL = 800, COUNT = 64 };
 	static uint8_t big[BIG], expect[BIG];
 	uint8_t small[COUNT][SMALL];
@@ -306,6 +313,12 @@ static void gso_round_trip(int gso)
 		assert_true(hs.gso_sends > 0);
 	else
 		assert_int_equal(hs.gso_sends, 0);
+	/* Loopback hands a GSO run to a GRO socket unsplit. */
+	assert_int_equal(rudp_host_stats_get(p.server, &hs), 0);
+	if (gso && gro)
+		assert_true(hs.gro_receives > 0);
+	else
+		assert_int_equal(hs.gro_receives, 0);
 	pair_close(&p);
 }
 
@@ -314,8 +327,9 @@ static void test_gso_round_trip(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	gso_round_trip(1);
-	gso_round_trip(0);
+	gso_round_trip(1, 1);
+	gso_round_trip(1, 0);
+	gso_round_trip(0, 1);
 }
 
 /* A UDP socket bound to an ephemeral loopback port; *a gets its address. */
@@ -347,7 +361,7 @@ static void test_gso_refused_falls_back(void **state)
 	int one = 1;
 	assert_int_equal(setsockopt(tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)), 0);
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(tx, 8, 0, &err);
+	struct rudp_io *io = rudp_io_uring_create(tx, 8, 0, false, &err);
 	assert_non_null(io);
 
 	enum { LEN = 500 };
@@ -394,7 +408,7 @@ static void test_gso_refused_falls_back(void **state)
  * first receive, arrives whole and in order, the pool grows to its size
  * (want_grows doublings from 16) and no further, however many more bursts
  * come. */
-static void rx_buffers_grow_to(uint32_t rx_buffers, uint64_t want_grows)
+static void rx_buffers_grow_to(uint32_t rx_buffers, bool gro, uint64_t want_grows)
 {
 	struct sockaddr_in a;
 	socklen_t alen;
@@ -404,7 +418,7 @@ static void rx_buffers_grow_to(uint32_t rx_buffers, uint64_t want_grows)
 	int big = 4 << 20;
 	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(rx, 32, rx_buffers, &err);
+	struct rudp_io *io = rudp_io_uring_create(rx, 32, rx_buffers, gro, &err);
 	assert_non_null(io);
 
 	enum { BURST = 200, LEN = 1000, ROUNDS = 3 };
@@ -432,8 +446,14 @@ static void rx_buffers_grow_to(uint32_t rx_buffers, uint64_t want_grows)
 			}
 		}
 		assert_int_equal(got, BURST);
-		assert_int_equal(io->stats.rx_buffer_grows, want_grows);
+		/* Plain buffers double at every shortage, so the first burst
+		 * grows them all the way; GRO buffers only at repeated ones. */
+		if (!gro || round == ROUNDS - 1)
+			assert_int_equal(io->stats.rx_buffer_grows, want_grows);
+		else
+			assert_true(io->stats.rx_buffer_grows <= want_grows);
 	}
+	assert_int_equal(io->stats.gro_receives, 0); /* plain sends: nothing to coalesce */
 	rudp_io_destroy(io);
 	close(tx);
 	close(rx);
@@ -444,7 +464,8 @@ static void test_uring_rx_buffers_grow_to_pool(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	rx_buffers_grow_to(0, 2); /* 16 -> 32 -> 64 */
+	rx_buffers_grow_to(0, false, 2); /* 16 -> 32 -> 64 */
+	rx_buffers_grow_to(0, true, 3); /* GRO, single datagrams: 8 -> 16 -> 32 -> 64 */
 }
 
 /* rx_buffers caps the pool lower: bursts of 200 still arrive whole and in
@@ -454,18 +475,185 @@ static void test_uring_rx_buffers_capped(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	rx_buffers_grow_to(32, 1);
-	rx_buffers_grow_to(20, 1); /* rounded up to 32 */
-	rx_buffers_grow_to(16, 0);
+	rx_buffers_grow_to(32, false, 1);
+	rx_buffers_grow_to(20, false, 1); /* rounded up to 32 */
+	rx_buffers_grow_to(16, false, 0);
+	rx_buffers_grow_to(16, true, 1); /* GRO: 8 -> 16 */
 
 	int err = 0;
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_true(fd >= 0);
-	assert_null(rudp_io_uring_create(fd, 32, 8, &err));
+	assert_null(rudp_io_uring_create(fd, 32, 8, false, &err));
 	assert_int_equal(err, EINVAL);
-	assert_null(rudp_io_uring_create(fd, 32, 65536, &err));
+	assert_null(rudp_io_uring_create(fd, 32, 65536, false, &err));
 	assert_int_equal(err, EINVAL);
 	close(fd);
+}
+
+/* Sends one UDP GSO run from tx to a: count datagrams of len bytes, the
+ * last one last_len. Datagram k of run `run` starts with run and k and is
+ * filled from them. Loopback delivers the run to a UDP_GRO socket whole. */
+enum { GRO_MAX_RUN = 16, GRO_LEN = 700 };
+static void gro_fill(uint8_t *d, size_t len, uint32_t run, uint32_t k)
+{
+	memset(d, (int)((run * 31 + k) & 0xff), len);
+	memcpy(d, &run, sizeof(run));
+	memcpy(d + 4, &k, sizeof(k));
+}
+
+static void send_gso_run(int tx, const struct sockaddr_in *a, uint32_t run, uint32_t count, size_t last_len)
+{
+	static uint8_t buf[GRO_MAX_RUN * GRO_LEN];
+	assert_true(count <= GRO_MAX_RUN && last_len <= GRO_LEN);
+	for (uint32_t k = 0; k < count; k++)
+		gro_fill(buf + (size_t)k * GRO_LEN, k + 1 < count ? GRO_LEN : last_len, run, k);
+	struct iovec iov = {buf, (size_t)(count - 1) * GRO_LEN + last_len};
+	union {
+		char b[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr m = {.msg_name = (void *)a,
+			   .msg_namelen = sizeof(*a),
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.b,
+			   .msg_controllen = sizeof(ctl.b)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	uint16_t seg = GRO_LEN;
+	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	assert_int_equal(sendmsg(tx, &m, 0), (ssize_t)iov.iov_len);
+}
+
+/* Receives want datagrams: runs of `segs` (the last of each run 300 bytes)
+ * in order, each checked while it is valid (until the next call), never
+ * more than the batch per call, all from the sender's address. */
+static void recv_runs(struct rudp_io *io, const struct sockaddr_in *from, uint32_t runs, uint32_t segs)
+{
+	uint32_t got = 0, want = runs * segs;
+	uint8_t expect[GRO_LEN];
+	for (uint64_t until = now_ms() + 5000; now_ms() < until && got < want;) {
+		struct rudp_io_datagram *d;
+		int n = rudp_io_recv(io, &d);
+		assert_true(n >= 0 && (uint32_t)n <= io->batch);
+		if (n == 0)
+			rudp_io_wait(io, 10);
+		for (int i = 0; i < n; i++, got++) {
+			uint32_t run = got / segs, k = got % segs;
+			size_t len = k + 1 < segs ? GRO_LEN : 300;
+			assert_int_equal(d[i].len, len);
+			assert_false(d[i].truncated);
+			gro_fill(expect, len, run, k);
+			assert_memory_equal(d[i].data, expect, len);
+			assert_int_equal(d[i].addrlen, sizeof(*from));
+			assert_memory_equal(&d[i].addr, from, sizeof(*from));
+		}
+	}
+	assert_int_equal(got, want);
+}
+
+/* With UDP GRO a GSO run is one completion: recv splits it back into its
+ * datagrams, in order, over as many calls as the batch needs (a batch of 4
+ * against runs of 10), and a buffer whose run is only partly handed out is
+ * not given back to the kernel (12 runs through 8 buffers: a buffer reused
+ * too early would be overwritten by a later run). Without GRO the kernel
+ * splits the run and the same datagrams come one per buffer. */
+static void gro_splits_runs(bool gro)
+{
+	struct sockaddr_in a, from;
+	socklen_t alen, fromlen;
+	int rx = loopback_socket(0, &a, &alen);
+	int tx = loopback_socket(0, &from, &fromlen);
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(rx, 4, 0, gro, &err);
+	assert_non_null(io);
+	int on = -1;
+	socklen_t onlen = sizeof(on);
+	assert_int_equal(getsockopt(rx, SOL_UDP, UDP_GRO, &on, &onlen), 0);
+	assert_int_equal(on != 0, gro);
+	enum { RUNS = 12, SEGS = 10 };
+	for (uint32_t r = 0; r < RUNS; r++)
+		send_gso_run(tx, &a, r, SEGS, 300);
+	recv_runs(io, &from, RUNS, SEGS);
+	assert_int_equal(io->stats.gro_receives, gro ? RUNS : 0);
+	assert_int_equal(io->stats.datagrams_received, RUNS * SEGS);
+	assert_int_equal(io->stats.bytes_received, RUNS * ((SEGS - 1) * GRO_LEN + 300));
+	/* A run of one is a plain datagram. */
+	send_gso_run(tx, &a, 0, 1, 300);
+	recv_runs(io, &from, 1, 1);
+	assert_int_equal(io->stats.gro_receives, gro ? RUNS : 0);
+	rudp_io_destroy(io);
+	close(tx);
+	close(rx);
+}
+
+static void test_gro_splits_runs(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	gro_splits_runs(true);
+	gro_splits_runs(false);
+}
+
+/* GRO buffers (64 KiB each) grow only when they run out again soon and
+ * their completions are mostly single datagrams. A client that ran out
+ * once, while more arrived than its first 8 buffers hold, keeps 8 through
+ * many rounds that fit; one that keeps running out while its peer sends
+ * runs keeps 8 too (each buffer already holds many datagrams); one that
+ * keeps running out on single datagrams (the bursts of rx_buffers_grow_to)
+ * grows. */
+static void test_gro_buffers_grow_only_for_single_datagrams(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct sockaddr_in a, from;
+	socklen_t alen, fromlen;
+	int rx = loopback_socket(0, &a, &alen);
+	int tx = loopback_socket(0, &from, &fromlen);
+	int big = 4 << 20;
+	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(rx, 32, 0, true, &err);
+	assert_non_null(io);
+	struct rudp_io_datagram *d;
+	/* Ran out once: 12 single datagrams, then rounds of 5. */
+	for (uint32_t round = 0; round < 50; round++) {
+		uint32_t count = round == 0 ? 12 : 5;
+		for (uint32_t k = 0; k < count; k++)
+			send_gso_run(tx, &a, round, 1, 300);
+		uint32_t got = 0;
+		for (uint64_t until = now_ms() + 2000; now_ms() < until && got < count;) {
+			int n = rudp_io_recv(io, &d);
+			assert_true(n >= 0);
+			if (n == 0)
+				rudp_io_wait(io, 10);
+			for (int i = 0; i < n; i++, got++) {
+				uint32_t r;
+				memcpy(&r, d[i].data, sizeof(r));
+				assert_int_equal(r, round);
+			}
+		}
+		assert_int_equal(got, count);
+		/* The host's next service call: the buffers go back. */
+		assert_int_equal(rudp_io_recv(io, &d), 0);
+	}
+	assert_int_equal(io->stats.rx_buffer_grows, 0);
+	/* Running out again and again, on runs: 20 runs of 10 per burst
+	 * through 8 buffers. */
+	for (uint32_t burst = 0; burst < 5; burst++) {
+		for (uint32_t r = 0; r < 20; r++)
+			send_gso_run(tx, &a, r, 10, 300);
+		recv_runs(io, &from, 20, 10);
+	}
+	assert_int_equal(io->stats.gro_receives, 100);
+	assert_int_equal(io->stats.rx_buffer_grows, 0);
+	rudp_io_destroy(io);
+	close(tx);
+	close(rx);
 }
 
 /* A server restarted in the same process (or right after the old process
@@ -807,6 +995,13 @@ static int seccomp_child(void)
 	rudp_host_stats_get(client, &st);
 	if (strcmp(st.io_backend, "mmsg") != 0)
 		return 13;
+	/* io_uring asked for UDP_GRO before the ring failed: the fallback's
+	 * one-datagram buffers need it off again. */
+	int gro = -1;
+	socklen_t grolen = sizeof(gro);
+	if (getsockopt(rudp_host_fd(server), SOL_UDP, UDP_GRO, &gro, &grolen) != 0 ||
+	    (RUDP_HAVE_IO_URING && gro != 0))
+		return 20;
 	/* One log line each, saying why (when io_uring was built in). */
 	if (slog.lines != 1 || !strstr(slog.last, "mmsg") ||
 	    (RUDP_HAVE_IO_URING && !strstr(slog.last, "forbidden")))
@@ -900,6 +1095,8 @@ int main(void)
 		cmocka_unit_test(test_uring_rx_buffers_capped),
 		cmocka_unit_test(test_gso_round_trip),
 		cmocka_unit_test(test_gso_refused_falls_back),
+		cmocka_unit_test(test_gro_splits_runs),
+		cmocka_unit_test(test_gro_buffers_grow_only_for_single_datagrams),
 		cmocka_unit_test(test_seccomp_forces_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
