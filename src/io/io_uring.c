@@ -432,10 +432,10 @@ static size_t gro_segment_size(struct io_uring_recvmsg_out *o, struct msghdr *ms
 }
 
 /* Hands out the datagrams of one completion from d->taken on, into rx_out
- * from index n, as many as the batch has room for (a GRO run may need more
- * than one call); at least one, so an empty datagram is reported too.
- * Returns how many. */
-static int take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_recvmsg_out *o, int n)
+ * from index *n on (advanced), as many as the batch has room for (a GRO run
+ * may need more than one call); at least one, so an empty datagram is
+ * reported too. Returns whether the completion is now wholly handed out. */
+static bool take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_recvmsg_out *o, int *n)
 {
 	uint8_t *payload = io_uring_recvmsg_payload(o, &r->rx_msg);
 	size_t total = io_uring_recvmsg_payload_length(o, d->len, &r->rx_msg);
@@ -443,10 +443,9 @@ static int take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_
 	if (seg == 0 || seg > total)
 		seg = total;
 	socklen_t nl = o->namelen < NAME_SPACE ? o->namelen : NAME_SPACE;
-	int first = n;
 	do {
 		size_t len = total - d->taken < seg ? total - d->taken : seg;
-		struct rudp_io_datagram *dg = &r->rx_out[n++];
+		struct rudp_io_datagram *dg = &r->rx_out[(*n)++];
 		memcpy(&dg->addr, io_uring_recvmsg_name(o), nl);
 		if (nl < sizeof(sa_family_t))
 			dg->addr.ss_family = AF_UNSPEC; /* no source: nothing stale to match */
@@ -457,10 +456,11 @@ static int take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_
 		/* Only a run's last datagram can have been cut short. */
 		dg->truncated = (o->flags & MSG_TRUNC) != 0 && d->taken >= total;
 		r->base.stats.bytes_received += len;
-	} while (d->taken < total && (uint32_t)n < r->base.batch);
+	} while (d->taken < total && (uint32_t)*n < r->base.batch);
+	bool whole = d->taken >= total;
 	if (seg < total)
-		r->base.stats.gro_receives += d->taken >= total;
-	return n - first;
+		r->base.stats.gro_receives += whole;
+	return whole;
 }
 
 /* Whether running out of buffers just now is reason to make more. Plain
@@ -476,7 +476,7 @@ static int take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_
  * send alone), and it runs out again before it has gone round
  * GRO_STARVE_LAPS times (not a one-off, such as a handshake). */
 #define GRO_STARVE_LAPS 8u
-static bool starved_often(struct io_ring *r)
+static bool worth_growing(struct io_ring *r)
 {
 	if (!r->gro)
 		return true;
@@ -514,7 +514,7 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 	 * sign of starvation; a later call, once the host has taken some, does. */
 	if (r->rx_starved && !r->rx_armed) {
 		r->rx_starved = false;
-		if (r->rx_ready < r->rx_count && starved_often(r))
+		if (r->rx_ready < r->rx_count && worth_growing(r))
 			rx_grow(r);
 	}
 	if (!r->rx_armed && r->rx_q_len < r->rx_ready) {
@@ -532,9 +532,7 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 		struct rx_done *d = &r->rx_q[r->rx_q_head];
 		struct io_uring_recvmsg_out *o =
 			io_uring_recvmsg_validate(rx_buf(r, d->bid), d->len, &r->rx_msg);
-		if (o)
-			n += take_datagrams(r, d, o, n);
-		if (!o || d->taken >= io_uring_recvmsg_payload_length(o, d->len, &r->rx_msg)) {
+		if (!o || take_datagrams(r, d, o, &n)) {
 			/* Done with this buffer: it goes back at the next call. */
 			r->rx_q_head = (r->rx_q_head + 1) % r->rx_count;
 			r->rx_q_len--;

@@ -584,6 +584,21 @@ static void gro_splits_runs(bool gro)
 	send_gso_run(tx, &a, 0, 1, 300);
 	recv_runs(io, &from, 1, 1);
 	assert_int_equal(io->stats.gro_receives, gro ? RUNS : 0);
+	/* An empty datagram is still reported (as one of length 0), and the
+	 * next one after it arrives whole. */
+	assert_int_equal(sendto(tx, "", 0, 0, (struct sockaddr *)&a, alen), 0);
+	struct rudp_io_datagram *d;
+	int n = 0;
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;) {
+		n = rudp_io_recv(io, &d);
+		if (n == 0)
+			rudp_io_wait(io, 10);
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(d[0].len, 0);
+	assert_false(d[0].truncated);
+	send_gso_run(tx, &a, 0, 1, 300);
+	recv_runs(io, &from, 1, 1);
 	rudp_io_destroy(io);
 	close(tx);
 	close(rx);
