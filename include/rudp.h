@@ -136,9 +136,9 @@ typedef struct rudp_config {
 	 * a buffer is 68 KiB of address space (reserved, not committed) and
 	 * holds a run of datagrams; the pages a run fills become memory. 8 are
 	 * provided at first, doubled only when the kernel keeps running out of
-	 * them on single datagrams (many peers sending alone). Without GRO a buffer is about 1.7 KiB and
-	 * holds one datagram; 16 at first, doubled each time the kernel runs
-	 * out. 0 (default) means 2 x io_batch, at least 64, which absorbs a
+	 * them on single datagrams (many peers sending alone). Without GRO a
+	 * buffer is about 1.7 KiB and holds one datagram; 16 at first, doubled
+	 * each time the kernel runs out. 0 (default) means 2 x io_batch, at least 64, which absorbs a
 	 * full window of MTU-sized datagrams from one peer, or a datagram from
 	 * each of as many peers, between two calls. 16..32768, rounded up to a
 	 * power of two. A lower cap saves memory on hosts that receive little,
@@ -181,7 +181,7 @@ typedef struct rudp_config {
 	 * NIC coalesced) is read as one completion of up to 64 KiB and split
 	 * back into datagrams without copying. The kernel's per-datagram
 	 * receive work is then paid once per run. Each receive buffer is then
-	 * 64 KiB of address space, of which only the pages written become
+	 * 68 KiB of address space, of which only the pages written become
 	 * memory (docs/tuning.md). 0 keeps one datagram per buffer. The mmsg
 	 * backend never asks for GRO. */
 	int udp_gro;

@@ -97,7 +97,7 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
  * 2 x batch, at least 64; else 16..32768, rounded up to a power of two).
  * gro asks the socket for UDP_GRO (rudp_config.udp_gro): runs of equal
  * datagrams arrive as one read and recv splits them; each receive buffer is
- * then 64 KiB of address space. On failure UDP_GRO is left off. */
+ * then 68 KiB of address space. On failure UDP_GRO is left off. */
 struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err);
 
 /* Which backend the caller asked for (rudp_config.io_backend values). */

@@ -94,7 +94,7 @@
 	 PAGE_BYTES * PAGE_BYTES)
 /* How many receive buffers a ring starts with: plain buffers hold one
  * datagram each; a GRO buffer holds a whole run, so a few suffice until the
- * traffic shows otherwise (each is 64 KiB of address space). 8 and not 4:
+ * traffic shows otherwise (each is 68 KiB of address space). 8 and not 4:
  * one connection's window of 64 at 800 B comes as two runs and their ACKs,
  * and 8 was 5-10 % faster than 4 there; 1,024 client hosts in one process
  * were faster with 8 too (rudp-bench, 2026-12-01). */
@@ -893,9 +893,8 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	 * with ENOBUFS and is re-armed). 64 at least so small batches still
 	 * absorb a window, 32768 at most (buffer ids are 16 bits). They are
 	 * provided as needed, RX_INITIAL or RX_INITIAL_GRO first (see the top
-	 * of this file). The
-	 * owner may cap them lower (rx_buffers): a client among hundreds in one
-	 * process rarely needs a window's worth at once. */
+	 * of this file). The owner may cap them lower (rx_buffers): a client
+	 * among hundreds in one process rarely needs a window's worth at once. */
 	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */

@@ -613,7 +613,7 @@ static void test_gro_splits_runs(void **state)
 	gro_splits_runs(false);
 }
 
-/* GRO buffers (64 KiB each) grow only when they run out again soon and
+/* GRO buffers (68 KiB each) grow only when they run out again soon and
  * their completions are mostly single datagrams. A client that ran out
  * once, while more arrived than its first 8 buffers hold, keeps 8 through
  * many rounds that fit; one that keeps running out while its peer sends
