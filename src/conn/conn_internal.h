@@ -105,6 +105,7 @@ struct sendq {
 	uint32_t frames_count;
 	uint8_t *bytes;
 	uint64_t bytes_cap; /* power of two */
+	uint64_t bytes_block; /* size of the block at bytes (body_ring.h): the ring may double in it */
 	uint64_t bytes_head;
 	uint64_t bytes_tail;
 	uint64_t body_bytes; /* sum of body_len of the frames held */

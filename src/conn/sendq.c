@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn/body_ring.h"
 #include "conn/conn_internal.h"
 #if RUDP_HAVE_SEND_POLICY
 #include "policy/policy.h"
 #endif
 
 #define SENDQ_MIN_FRAMES 64u
-#define SENDQ_MIN_BYTES 4096u
 /* Each queued frame also costs a record; bound how many records a budget of
  * max_queue_bytes can pin, whatever the message sizes. */
 #define SENDQ_BYTES_PER_RECORD 64u
@@ -61,17 +61,29 @@ static int sendq_grow_frames(struct sendq *q, uint32_t need)
 	return 0;
 }
 
-/* Moves every live body to the start of a bigger buffer, in order, dropping
- * the padding left at wrap points. */
+/* Doubles the ring in its block when the block has room (body_ring.h),
+ * else moves every live body to the start of a new block, in order,
+ * dropping the padding left at wrap points. */
 static int sendq_grow_bytes(struct sendq *q, uint64_t need)
 {
-	uint64_t cap = round_up_pow2(need < SENDQ_MIN_BYTES ? SENDQ_MIN_BYTES : need);
+	uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
+	uint64_t block = body_ring_block_size(cap);
 	uint8_t *bytes;
 	uint64_t pos = 0;
 
-	if (cap > SIZE_MAX)
+	if (q->bytes && cap <= q->bytes_block) {
+		uint64_t base = body_ring_unwrap(q->bytes, q->bytes_cap, q->bytes_tail, q->bytes_head);
+
+		for (uint32_t i = 0; i < q->frames_count; i++)
+			sendq_at(q, i)->body_pos -= base;
+		q->bytes_tail -= base;
+		q->bytes_head -= base;
+		q->bytes_cap = cap;
+		return 0;
+	}
+	if (block > SIZE_MAX)
 		return RUDP_CONN_E_NOMEM;
-	bytes = malloc((size_t)cap);
+	bytes = malloc((size_t)block);
 	if (!bytes)
 		return RUDP_CONN_E_NOMEM;
 	for (uint32_t i = 0; i < q->frames_count; i++) {
@@ -84,6 +96,7 @@ static int sendq_grow_bytes(struct sendq *q, uint64_t need)
 	free(q->bytes);
 	q->bytes = bytes;
 	q->bytes_cap = cap;
+	q->bytes_block = block;
 	q->bytes_tail = 0;
 	q->bytes_head = pos;
 	return 0;

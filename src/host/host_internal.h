@@ -135,6 +135,7 @@ struct event_queue {
 	uint8_t *arena;
 	size_t arena_start, arena_end,
 		arena_cap; /* [start, end) holds data of queued or just-returned events */
+	size_t arena_block; /* size of the block at arena: arena_cap may grow to it in place */
 };
 void event_queue_init(struct event_queue *q, uint32_t max);
 void event_queue_free(struct event_queue *q);

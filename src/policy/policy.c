@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn/body_ring.h"
 #include "conn/conn_internal.h"
 #include "policy/policy.h"
 
 #define STAGE_MIN_MSGS 64u
-#define STAGE_MIN_BYTES 4096u
 
 struct staged_msg {
 	uint64_t pos; /* body position in the class's byte ring */
@@ -35,6 +35,7 @@ struct stage_class {
 	uint32_t count;
 	uint8_t *bytes;
 	uint64_t bytes_cap; /* power of two */
+	uint64_t bytes_block; /* size of the block at bytes (conn/body_ring.h) */
 	uint64_t bytes_head;
 	uint64_t bytes_tail;
 	uint64_t body_bytes;
@@ -159,13 +160,26 @@ static int class_reserve(struct stage_class *q, uint32_t len)
 		q->head = 0;
 	}
 	if (need > q->bytes_cap) {
-		uint64_t cap = round_up_pow2(need < STAGE_MIN_BYTES ? STAGE_MIN_BYTES : need);
+		uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
+		uint64_t block = body_ring_block_size(cap);
 		uint8_t *bytes;
 		uint64_t pos = 0;
 
-		if (cap > SIZE_MAX)
+		if (q->bytes && cap <= q->bytes_block) {
+			/* In place: no copy of the ring left behind (body_ring.h). */
+			uint64_t base =
+				body_ring_unwrap(q->bytes, q->bytes_cap, q->bytes_tail, q->bytes_head);
+
+			for (uint32_t i = 0; i < q->count; i++)
+				class_at(q, i)->pos -= base;
+			q->bytes_tail -= base;
+			q->bytes_head -= base;
+			q->bytes_cap = cap;
+			return 0;
+		}
+		if (block > SIZE_MAX)
 			return RUDP_CONN_E_NOMEM;
-		bytes = malloc((size_t)cap);
+		bytes = malloc((size_t)block);
 		if (!bytes)
 			return RUDP_CONN_E_NOMEM;
 		for (uint32_t i = 0; i < q->count; i++) {
@@ -178,6 +192,7 @@ static int class_reserve(struct stage_class *q, uint32_t len)
 		free(q->bytes);
 		q->bytes = bytes;
 		q->bytes_cap = cap;
+		q->bytes_block = block;
 		q->bytes_tail = 0;
 		q->bytes_head = pos;
 	}

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Small pieces of conn on their own: the RTO estimator and ACK range queues. */
+/* Small pieces of conn on their own: the RTO estimator, ACK range queues and
+ * the send queue's byte ring. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -183,12 +185,84 @@ static void test_ackq_grows_to_max(void **state)
 	ackq_free(&q);
 }
 
+/* Message seq of the send-queue test: its length and bytes follow from it. */
+static uint16_t ring_len(uint32_t seq)
+{
+	return (uint16_t)(300 + (seq * 389u) % 1000);
+}
+
+static void ring_body(uint8_t *b, uint32_t seq)
+{
+	for (uint16_t i = 0; i < ring_len(seq); i++)
+		b[i] = (uint8_t)(seq * 7u + i);
+}
+
+static void ring_check(const struct sendq *q, uint32_t oldest)
+{
+	uint8_t want[1400];
+
+	for (uint32_t i = 0; i < q->frames_count; i++) {
+		const struct sendq_frame *f = sendq_at(q, i);
+
+		assert_int_equal(f->body_len, ring_len(oldest + i));
+		ring_body(want, oldest + i);
+		assert_memory_equal(sendq_body(q, f), want, f->body_len);
+	}
+}
+
+/* The send queue's byte ring runs laps at a steady backlog (bodies skip to
+ * its start, the tail moves round), then the backlog doubles and the ring
+ * must grow with part of its bodies wrapped and its tail several laps from
+ * where it started: in place inside its reserved block up to 64 KiB, into
+ * new blocks beyond (conn/body_ring.h). Every body held stays intact. */
+static void test_sendq_ring_grows_while_wrapped(void **state)
+{
+	struct sendq q;
+	uint8_t body[1400];
+	uint32_t next = 0, oldest = 0, grows = 0, grows_lapped = 0;
+
+	(void)state;
+	sendq_init(&q);
+	for (uint32_t backlog = 3; backlog <= 300; backlog = backlog * 2 + 1) {
+		for (int lap = 0; lap < 150; lap++) {
+			while (next - oldest < backlog) {
+				struct sendq_frame tmpl;
+				uint64_t cap = q.bytes_cap, tail = q.bytes_tail;
+
+				memset(&tmpl, 0, sizeof(tmpl));
+				tmpl.reliable_index = next;
+				assert_int_equal(sendq_reserve(&q, 1, ring_len(next), ring_len(next)), 0);
+				if (q.bytes_cap != cap && cap) {
+					grows++;
+					grows_lapped += tail >= cap;
+					ring_check(&q, oldest);
+				}
+				ring_body(body, next);
+				sendq_push(&q, &tmpl, body, ring_len(next));
+				next++;
+			}
+			ring_check(&q, oldest);
+			sendq_pop_front(&q);
+			oldest++;
+		}
+	}
+	/* 4 KiB to 256 KiB, twice after the tail had run at least a lap. */
+	assert_true(grows >= 6);
+	assert_true(grows_lapped >= 2);
+	assert_true(q.bytes_cap >= 256u << 10);
+	sendq_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rtt_first_sample), cmocka_unit_test(test_rtt_clamps_and_backoff),
-		cmocka_unit_test(test_ackq_coalesces),   cmocka_unit_test(test_ackq_wraps),
-		cmocka_unit_test(test_ackq_remove),      cmocka_unit_test(test_ackq_grows_to_max),
+		cmocka_unit_test(test_rtt_first_sample),
+		cmocka_unit_test(test_rtt_clamps_and_backoff),
+		cmocka_unit_test(test_ackq_coalesces),
+		cmocka_unit_test(test_ackq_wraps),
+		cmocka_unit_test(test_ackq_remove),
+		cmocka_unit_test(test_ackq_grows_to_max),
+		cmocka_unit_test(test_sendq_ring_grows_while_wrapped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

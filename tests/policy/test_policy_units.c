@@ -333,6 +333,54 @@ static void test_ordered_channel_keeps_send_order(void **state)
 	pair_free(s);
 }
 
+static bool never(struct psim *s)
+{
+	(void)s;
+	return false;
+}
+
+/* A stage class's byte ring runs laps while the window drains it, then
+ * grows with part of it wrapped and its tail laps from where it started:
+ * in place inside its reserved block, then into a new block
+ * (conn/body_ring.h). Every message must come out whole and in order
+ * (psim checks each byte of each body). */
+static void test_stage_ring_grows_while_wrapped(void **state)
+{
+	struct psim *s = pair(2, &fast);
+	struct rudp_policy_config p = defaults();
+	struct rudp_policy_stats st;
+	uint32_t seq = 0;
+
+	(void)state;
+	p.reliable_soft_budget = 1u << 20;
+	psim_attach_policy(s, 0, &p);
+	for (int phase = 0; phase < 6; phase++) {
+		/* A burst the class cannot hold in its ring (it grows),
+		 * then a steady stream about as fast as the window of two
+		 * frames takes it (one round trip: 10 ms), so the backlog
+		 * stays while the tail runs laps of the ring. */
+		for (int k = 0; k < 6 << phase; k++, seq++)
+			assert_int_equal(psim_send(s, 0, 300 + (seq * 389) % 1000, 'g', seq, 3, 0,
+						   RUDP_CONN_PRIO_MEDIUM),
+					 0);
+		for (int round = 0; round < 37 + 11 * phase; round++) {
+			for (int k = 0; k < 3; k++, seq++)
+				assert_int_equal(psim_send(s, 0, 300 + (seq * 389) % 1000, 'g', seq, 3, 0,
+							   RUDP_CONN_PRIO_MEDIUM),
+						 0);
+			psim_run(s, never, 10 * MS);
+		}
+	}
+	st = stats(s, 0);
+	/* Staged well past the 64 KiB reserve: both growth paths ran. */
+	assert_true(st.peak_reliable_queue_bytes > 128u << 10);
+	psim_settle(s, 600 * SEC);
+	assert_int_equal(s->ep[1].nlog, seq);
+	for (uint32_t i = 0; i < seq; i++)
+		assert_int_equal(s->ep[1].log[i].seq, i);
+	pair_free(s);
+}
+
 static bool both_closed(struct psim *s)
 {
 	return s->ep[0].closed && s->ep[1].closed;
@@ -433,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_priority_order),
 		cmocka_unit_test(test_anti_starvation),
 		cmocka_unit_test(test_ordered_channel_keeps_send_order),
+		cmocka_unit_test(test_stage_ring_grows_while_wrapped),
 		cmocka_unit_test(test_disconnect_delivers_staged),
 		cmocka_unit_test(test_close_counts_staged_as_dropped),
 		cmocka_unit_test(test_detach_moves_everything),
