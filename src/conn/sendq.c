@@ -61,44 +61,19 @@ static int sendq_grow_frames(struct sendq *q, uint32_t need)
 	return 0;
 }
 
-/* Doubles the ring in its block when the block has room (body_ring.h),
- * else moves every live body to the start of a new block, in order,
- * dropping the padding left at wrap points. */
+/* Doubles the ring (conn/body_ring.h) and moves every position with it. */
 static int sendq_grow_bytes(struct sendq *q, uint64_t need)
 {
 	uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
-	uint64_t block = body_ring_block_size(cap);
-	uint8_t *bytes;
-	uint64_t pos = 0;
+	uint64_t base;
 
-	if (q->bytes && cap <= q->bytes_block) {
-		uint64_t base = body_ring_unwrap(q->bytes, q->bytes_cap, q->bytes_tail, q->bytes_head);
-
-		for (uint32_t i = 0; i < q->frames_count; i++)
-			sendq_at(q, i)->body_pos -= base;
-		q->bytes_tail -= base;
-		q->bytes_head -= base;
-		q->bytes_cap = cap;
-		return 0;
-	}
-	if (block > SIZE_MAX)
+	if (body_ring_grow(&q->bytes, &q->bytes_cap, &q->bytes_block, cap, q->bytes_tail, q->bytes_head,
+			   &base) != 0)
 		return RUDP_CONN_E_NOMEM;
-	bytes = malloc((size_t)block);
-	if (!bytes)
-		return RUDP_CONN_E_NOMEM;
-	for (uint32_t i = 0; i < q->frames_count; i++) {
-		struct sendq_frame *f = sendq_at(q, i);
-
-		memcpy(bytes + pos, sendq_body(q, f), f->body_len);
-		f->body_pos = pos;
-		pos += f->body_len;
-	}
-	free(q->bytes);
-	q->bytes = bytes;
-	q->bytes_cap = cap;
-	q->bytes_block = block;
-	q->bytes_tail = 0;
-	q->bytes_head = pos;
+	for (uint32_t i = 0; i < q->frames_count; i++)
+		sendq_at(q, i)->body_pos -= base;
+	q->bytes_tail -= base;
+	q->bytes_head -= base;
 	return 0;
 }
 

@@ -161,40 +161,16 @@ static int class_reserve(struct stage_class *q, uint32_t len)
 	}
 	if (need > q->bytes_cap) {
 		uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
-		uint64_t block = body_ring_block_size(cap);
-		uint8_t *bytes;
-		uint64_t pos = 0;
+		uint64_t base;
 
-		if (q->bytes && cap <= q->bytes_block) {
-			/* In place: no copy of the ring left behind (body_ring.h). */
-			uint64_t base =
-				body_ring_unwrap(q->bytes, q->bytes_cap, q->bytes_tail, q->bytes_head);
-
-			for (uint32_t i = 0; i < q->count; i++)
-				class_at(q, i)->pos -= base;
-			q->bytes_tail -= base;
-			q->bytes_head -= base;
-			q->bytes_cap = cap;
-			return 0;
-		}
-		if (block > SIZE_MAX)
+		/* In place where the block allows (conn/body_ring.h). */
+		if (body_ring_grow(&q->bytes, &q->bytes_cap, &q->bytes_block, cap, q->bytes_tail,
+				   q->bytes_head, &base) != 0)
 			return RUDP_CONN_E_NOMEM;
-		bytes = malloc((size_t)block);
-		if (!bytes)
-			return RUDP_CONN_E_NOMEM;
-		for (uint32_t i = 0; i < q->count; i++) {
-			struct staged_msg *m = class_at(q, i);
-
-			memcpy(bytes + pos, class_body(q, m), m->len);
-			m->pos = pos;
-			pos += m->len;
-		}
-		free(q->bytes);
-		q->bytes = bytes;
-		q->bytes_cap = cap;
-		q->bytes_block = block;
-		q->bytes_tail = 0;
-		q->bytes_head = pos;
+		for (uint32_t i = 0; i < q->count; i++)
+			class_at(q, i)->pos -= base;
+		q->bytes_tail -= base;
+		q->bytes_head -= base;
 	}
 	return 0;
 }

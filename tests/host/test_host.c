@@ -292,6 +292,60 @@ static void fill(uint8_t *buf, size_t len, uint32_t id)
 		memcpy(buf + 1, &id, 4);
 }
 
+/* Messages the application leaves queued (it takes one event per call)
+ * stay intact while more datagrams arrive into the receive buffers the
+ * first ones came in: 16 plain receive buffers (no GRO), one 1,000-byte
+ * message per datagram, so the second burst needs the first one's buffers.
+ * (It guards delivery without a copy, which was tried: see "tried and not
+ * kept" in docs/benchmarks.md.) */
+static void test_queued_messages_survive_buffer_reuse(void **state)
+{
+	(void)state;
+	char addr[64];
+	rudp_config sc, cc;
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	sc.rx_buffers = 16;
+	sc.udp_gro = 0;
+	struct pair p = {0};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer;
+	rudp_event ev;
+	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	wait_server_connected(&p);
+
+	enum { FIRST = 10, TOTAL = 50, SIZE = 1000 };
+	uint8_t msg[SIZE];
+	uint32_t got = 0;
+	for (uint32_t id = 0; id < TOTAL; id++) {
+		fill(msg, SIZE, id);
+		assert_int_equal(rudp_send(peer, msg, SIZE, RUDP_RELIABLE_ORDERED, 0), 0);
+		if (id + 1 != FIRST && id + 1 != TOTAL)
+			continue;
+		assert_true(rudp_flush(p.client) > 0);
+		usleep(20000); /* all of them in the server's socket */
+		/* One message per call: the rest of the burst stays queued
+		 * while the next call reads the second burst. */
+		uint64_t until = now_ms() + 3000;
+		while (got < (id + 1 == FIRST ? 1u : (uint32_t)TOTAL) && now_ms() < until) {
+			int n = rudp_service(p.server, &ev, 1, 10);
+			assert_true(n >= 0);
+			if (n == 0 || ev.type != RUDP_EVENT_RECEIVE)
+				continue;
+			assert_int_equal(ev.len, SIZE);
+			fill(msg, SIZE, got);
+			assert_memory_equal(ev.data, msg, SIZE);
+			got++;
+			rudp_service(p.client, &ev, 0, 0);
+		}
+	}
+	assert_int_equal(got, TOTAL);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 static void test_echo_many_mixed_sizes(void **state)
 {
 	(void)state;
@@ -638,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_unconnected_ping),
 		cmocka_unit_test(test_bad_datagrams_dropped),
 		cmocka_unit_test(test_ipv6_loopback),
+		cmocka_unit_test(test_queued_messages_survive_buffer_reuse),
 		cmocka_unit_test(test_echo_many_mixed_sizes),
 	};
 	return cmocka_run_group_tests_name("host", tests, NULL, NULL);
