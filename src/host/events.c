@@ -85,16 +85,16 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 	if (ev.len) {
 		if (q->arena_end + ev.len > q->arena_cap) {
 			/* Starts small and doubles: a quiet host (one of many
-			 * clients in a process) keeps a few KiB. Past the first
-			 * block it doubles inside a reserved one, so the blocks
-			 * it outgrew do not stay behind as written heap; pages of
+			 * clients in a process) keeps a few KiB. Its block grows
+			 * fourfold and the arena doubles inside it, so fewer
+			 * outgrown blocks stay behind as written heap; pages of
 			 * the block not reached yet cost no memory (the same
 			 * scheme as the send rings, conn/body_ring.h). */
 			size_t cap = q->arena_cap ? q->arena_cap : BODY_RING_FIRST;
 			while (cap < q->arena_end + ev.len)
 				cap *= 2;
 			if (cap > q->arena_block) {
-				size_t block = (size_t)body_ring_block_size(cap);
+				size_t block = (size_t)body_ring_block_size(q->arena_block, cap);
 				uint8_t *a = realloc(q->arena, block);
 				if (!a)
 					return RUDP_E_NOMEM;

@@ -213,8 +213,8 @@ static void ring_check(const struct sendq *q, uint32_t oldest)
 /* The send queue's byte ring runs laps at a steady backlog (bodies skip to
  * its start, the tail moves round), then the backlog doubles and the ring
  * must grow with part of its bodies wrapped and its tail several laps from
- * where it started: in place inside its 64 KiB block, and with the block
- * reallocated (to 64 KiB, then beyond; conn/body_ring.h). Every body held
+ * where it started: in place inside its block, and with the block
+ * reallocated (4, 16, 64, 128, 256 KiB; conn/body_ring.h). Every body held
  * stays intact. */
 static void test_sendq_ring_grows_while_wrapped(void **state)
 {

@@ -341,7 +341,7 @@ static bool never(struct psim *s)
 
 /* A stage class's byte ring runs laps while the window drains it, then
  * grows with part of it wrapped and its tail laps from where it started:
- * in place inside its 64 KiB block, and with the block reallocated
+ * in place inside its block, and with the block reallocated
  * (conn/body_ring.h). Every message must come out whole and in order
  * (psim checks each byte of each body). */
 static void test_stage_ring_grows_while_wrapped(void **state)
@@ -372,7 +372,7 @@ static void test_stage_ring_grows_while_wrapped(void **state)
 		}
 	}
 	st = stats(s, 0);
-	/* Staged well past the 64 KiB block: the block was reallocated too. */
+	/* Staged well past 128 KiB: the block went 4 -> 16 -> 64 -> 128 KiB and on. */
 	assert_true(st.peak_reliable_queue_bytes > 128u << 10);
 	psim_settle(s, 600 * SEC);
 	assert_int_equal(s->ep[1].nlog, seq);
