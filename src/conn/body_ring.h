@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Growth of the byte rings that hold message bodies: the send queue's
- * (sendq.c) and the send policy's stage classes (policy.c). Both keep
- * bodies at absolute positions, never wrapped (a body that would wrap
- * starts at the ring's beginning), in a power-of-two ring: physical offset
- * = position & (cap - 1).
+ * (sendq.c) and the send policy's stage classes (policy.c); the host's
+ * event arena (host/events.c) grows its block by the same steps. The
+ * rings keep bodies at absolute positions, never wrapped (a body that
+ * would wrap starts at the ring's beginning), in a power-of-two ring:
+ * physical offset = position & (cap - 1).
  *
  * Why not plain doubling into a new block: every block left behind has
  * been written, so it stays resident in the heap. A ring that grows from

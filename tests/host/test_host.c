@@ -97,6 +97,18 @@ static int wait_client_event(struct pair *p, int want, rudp_event *out, int time
 	return 0;
 }
 
+/* A server on sc and a client on cc, the client's connect started (not
+ * finished). Stores the server's address in addr and returns the client's
+ * peer. */
+static rudp_peer *pair_start(struct pair *p, rudp_config *sc, rudp_config *cc, char *addr, size_t addrlen)
+{
+	p->server = make_server(sc, addr, addrlen);
+	p->client = make_client(cc);
+	rudp_peer *peer;
+	assert_int_equal(rudp_connect(p->client, addr, &peer), 0);
+	return peer;
+}
+
 /* A server and a client on default configs, the client connected (its
  * CONNECT event consumed). Stores the server's address in addr and returns
  * the client's peer. */
@@ -106,11 +118,8 @@ static rudp_peer *pair_connect(struct pair *p, int echo, char *addr, size_t addr
 	rudp_config_init(&sc);
 	rudp_config_init(&cc);
 	*p = (struct pair){.echo = echo};
-	p->server = make_server(&sc, addr, addrlen);
-	p->client = make_client(&cc);
-	rudp_peer *peer;
+	rudp_peer *peer = pair_start(p, &sc, &cc, addr, addrlen);
 	rudp_event ev;
-	assert_int_equal(rudp_connect(p->client, addr, &peer), 0);
 	assert_true(wait_client_event(p, RUDP_EVENT_CONNECT, &ev, 3000));
 	assert_ptr_equal(ev.peer, peer);
 	return peer;
@@ -308,11 +317,8 @@ static void test_queued_messages_survive_buffer_reuse(void **state)
 	sc.rx_buffers = 16;
 	sc.udp_gro = 0;
 	struct pair p = {0};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
+	rudp_peer *peer = pair_start(&p, &sc, &cc, addr, sizeof(addr));
 	rudp_event ev;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
 	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
 	wait_server_connected(&p);
 
@@ -455,11 +461,8 @@ static void test_incompatible_protocol(void **state)
 	rudp_config_init(&cc);
 	cc.protocol_version = 10;
 	struct pair p = {0};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
-	rudp_peer *peer;
+	pair_start(&p, &sc, &cc, addr, sizeof(addr));
 	rudp_event ev;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
 	assert_true(wait_client_event(&p, RUDP_EVENT_DISCONNECT, &ev, 3000));
 	assert_int_equal(ev.reason, RUDP_REASON_INCOMPATIBLE);
 	rudp_host_stats hs;
@@ -478,12 +481,10 @@ static void test_server_full(void **state)
 	sc.max_peers = 1;
 	rudp_config_init(&cc);
 	struct pair p = {0};
-	p.server = make_server(&sc, addr, sizeof(addr));
-	p.client = make_client(&cc);
+	pair_start(&p, &sc, &cc, addr, sizeof(addr));
 	rudp_host *second = make_client(&cc);
-	rudp_peer *peer, *peer2;
+	rudp_peer *peer2;
 	rudp_event ev;
-	assert_int_equal(rudp_connect(p.client, addr, &peer), 0);
 	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
 	assert_int_equal(rudp_connect(second, addr, &peer2), 0);
 	int got = 0;
