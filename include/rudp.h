@@ -129,8 +129,9 @@ typedef struct rudp_config {
 	/** Datagrams read or written per system call. 1..1024, default 32.
 	 * Memory grows with it: each host keeps up to 2 x io_batch receive
 	 * buffers with io_uring (at least 64; see rx_buffers), io_batch with
-	 * recvmmsg, and as many send slots of 1.5 KiB; raise it for servers
-	 * with many busy peers. */
+	 * recvmmsg, and room for as many outgoing datagrams of up to 1.5 KiB
+	 * (io_uring packs them by length, so a flush makes resident only the
+	 * bytes it sends); raise it for servers with many busy peers. */
 	uint32_t io_batch;
 	/** Most io_uring receive buffers a host keeps. With udp_gro (default)
 	 * a buffer is 68 KiB of address space (reserved, not committed) and
