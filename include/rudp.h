@@ -139,13 +139,14 @@ typedef struct rudp_config {
 	 * provided at first, doubled only when the kernel keeps running out of
 	 * them on single datagrams (many peers sending alone). Without GRO a
 	 * buffer is about 1.7 KiB and holds one datagram; 16 at first, doubled
-	 * each time the kernel runs out. 0 (default) means 2 x io_batch, at least 64, which absorbs a
-	 * full window of MTU-sized datagrams from one peer, or a datagram from
-	 * each of as many peers, between two calls. 16..32768, rounded up to a
-	 * power of two. A lower cap saves memory on hosts that receive little,
-	 * paid for with an extra system call whenever a burst outgrows the
-	 * buffers (the rest waits in the socket's receive buffer; nothing is
-	 * dropped by librudp). Unused by the recvmmsg backend. */
+	 * each time the kernel runs out. 0 (default) means 2 x io_batch, at
+	 * least 64, which absorbs a full window of MTU-sized datagrams from one
+	 * peer, or a datagram from each of as many peers, between two calls.
+	 * 16..32768, rounded up to a power of two. A lower cap saves memory on
+	 * hosts that receive little, paid for with an extra system call
+	 * whenever a burst outgrows the buffers (the rest waits in the socket's
+	 * receive buffer; nothing is dropped by librudp). Unused by the
+	 * recvmmsg backend. */
 	uint32_t rx_buffers;
 	/** Events queued inside the host before the oldest messages must be
 	 * collected; receiving pauses beyond. Default 65536. */
