@@ -74,6 +74,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <liburing.h>
 
@@ -87,16 +88,12 @@
 #define NAME_SPACE ((unsigned)sizeof(struct sockaddr_storage))
 #define RX_STRIDE (sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + RUDP_IO_SLOT_SIZE)
 /* With UDP_GRO: room for the segment size's control message, and for the
- * largest UDP payload (65,527 bytes over IPv6, 65,507 over IPv4); a whole
- * number of 4 KiB pages, so each buffer starts on its own page and a run
- * touches only the pages it fills. */
+ * largest UDP payload (65,527 bytes over IPv6, 65,507 over IPv4), rounded
+ * up to a whole number of pages (gro_stride()), so each buffer starts on
+ * its own page and a run touches only the pages it fills. */
 #define GRO_CONTROL_SPACE CMSG_SPACE(sizeof(int))
 #define GRO_PAYLOAD_SPACE 65536u
-#define PAGE_BYTES 4096u
-#define GRO_STRIDE                                                                                           \
-	((sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + GRO_CONTROL_SPACE + GRO_PAYLOAD_SPACE +         \
-	  PAGE_BYTES - 1) /                                                                                  \
-	 PAGE_BYTES * PAGE_BYTES)
+#define GRO_BYTES (sizeof(struct io_uring_recvmsg_out) + NAME_SPACE + GRO_CONTROL_SPACE + GRO_PAYLOAD_SPACE)
 /* How many receive buffers a ring starts with: plain buffers hold one
  * datagram each; a GRO buffer holds a whole run, so a few suffice until the
  * traffic shows otherwise (each is 68 KiB of address space). 8 and not 4:
@@ -144,7 +141,7 @@ struct io_ring {
 	uint8_t *rx_mem; /* rx_count buffers of rx_stride bytes, faulted in as written */
 	size_t rx_mem_bytes;
 	size_t rx_stride;
-	bool gro; /* UDP_GRO is on: buffers of GRO_STRIDE, runs split in recv */
+	bool gro; /* UDP_GRO is on: buffers of gro_stride(), runs split in recv */
 	uint32_t rx_count; /* most buffers ever provided (the buffer ring's size), a power of two */
 	uint32_t rx_ready; /* buffers provided so far (ids 0..rx_ready-1) */
 	bool rx_starved; /* the kernel ran out of buffers since the last grow */
@@ -790,6 +787,16 @@ static const struct rudp_io_ops uring_ops = {
 	.destroy = uring_destroy,
 };
 
+/* A GRO buffer's stride: GRO_BYTES rounded up to the page size of this
+ * machine (4 KiB on x86-64, 16 or 64 KiB on some arm64 kernels), read at
+ * run time so a buffer never shares a page with its neighbour there. */
+static size_t gro_stride(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t p = page > 0 ? (size_t)page : 4096u;
+	return (GRO_BYTES + p - 1) / p * p;
+}
+
 static uint32_t pow2_at_least(uint32_t v)
 {
 	uint32_t p = 1;
@@ -955,7 +962,7 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	/* A kernel without UDP_GRO (before 5.0; io_uring multishot needs 6.0,
 	 * so not expected) leaves the buffers one datagram each. */
 	r->gro = gro && set_gro(fd, true);
-	r->rx_stride = r->gro ? GRO_STRIDE : RX_STRIDE;
+	r->rx_stride = r->gro ? gro_stride() : RX_STRIDE;
 	r->rx_ready = r->gro ? RX_INITIAL_GRO : RX_INITIAL;
 	if (r->rx_ready > r->rx_count)
 		r->rx_ready = r->rx_count;
