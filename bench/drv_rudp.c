@@ -6,16 +6,16 @@
  *               rudp_send_batch (never waiting to fill one); the server
  *               drains with rudp_recv_batch and echoes with rudp_send_batch.
  *   *-policy:   the same with the send-policy module on at its defaults.
- * A client uses one host (one socket) per connection, since a server knows a
- * peer by its address; the hosts are polled together with epoll. The server
- * runs o->workers threads, each with its own host on the port (reuse_port).
+ * A client uses one host for all its connections; with more than one, each
+ * has a socket of its own (rudp_config.socket_per_connect), since a server
+ * knows a peer by its address and port. The server runs o->workers threads,
+ * each with its own host on the port (reuse_port).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -252,17 +252,26 @@ int rudp_server_drv(const char *column, const struct drv_server_opts *o)
 
 struct rclient {
 	struct wl *w;
-	rudp_host **h;
+	rudp_host *h; /* one host for every connection */
 	rudp_peer **peer;
 	uint32_t *unsent; /* messages built but refused by the send policy: the last ids sent */
 	uint32_t connected;
 	bool batch;
 };
 
-static int handle(struct rclient *t, uint32_t c, const rudp_event *ev, int n)
+/* The connection an event is about: its index rides on the peer. */
+static uint32_t conn_of(const rudp_event *e)
+{
+	return (uint32_t)(uintptr_t)rudp_peer_get_userdata(e->peer);
+}
+
+static int send_ready(struct rclient *t, uint32_t c);
+
+static int handle(struct rclient *t, const rudp_event *ev, int n)
 {
 	struct wl *w = t->w;
 	for (int i = 0; i < n; i++) {
+		uint32_t c = conn_of(&ev[i]);
 		switch (ev[i].type) {
 		case RUDP_EVENT_CONNECT:
 			wl_connected(w, c);
@@ -272,7 +281,10 @@ static int handle(struct rclient *t, uint32_t c, const rudp_event *ev, int n)
 			if (wl_deliver(w, c, ev[i].data, ev[i].len) < 0)
 				return -1;
 			break;
-		case RUDP_EVENT_WRITABLE: break; /* the main loop retries refused messages */
+		case RUDP_EVENT_WRITABLE: /* the send policy takes more: retry the refused ones */
+			if (t->unsent[c] && t->connected == w->p.conns && send_ready(t, c) < 0)
+				return -1;
+			break;
 		case RUDP_EVENT_DISCONNECT:
 			snprintf(w->err, sizeof w->err, "connection %u: disconnected (%s)", c,
 				 rudp_reason_string(ev[i].reason));
@@ -288,7 +300,9 @@ static uint8_t *slot_of(struct wl *w, uint32_t c, uint32_t id)
 }
 
 /* Sends connection c's refused messages, then new ones, up to 16 per batch
- * call (never waiting to fill a batch). */
+ * call (never waiting to fill a batch). What is queued goes out with the
+ * host's next service or flush call, together with every other
+ * connection's. */
 static int send_ready(struct rclient *t, uint32_t c)
 {
 	struct wl *w = t->w;
@@ -326,54 +340,59 @@ static int send_ready(struct rclient *t, uint32_t c)
 			break;
 		}
 	}
-	/* One host per connection: nothing to merge with, so send now (batch
-	 * on one connection leaves it to the next receive call). */
-	if (!t->batch || t->w->p.conns > 1)
-		rudp_flush(t->h[c]);
+	/* rudp-send on one connection sends at once, as an application that
+	 * calls rudp_send between service calls would see; batch leaves it to
+	 * the next receive call, and many connections send together. */
+	if (!t->batch && w->p.conns == 1)
+		rudp_flush(t->h);
 	return 0;
 }
 
+/* Every connection on one host: with more than one, each gets a socket of
+ * its own (socket_per_connect; RakNet knows a connection by its address
+ * and port), and all share the host's ring, buffers and event queue. */
 int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
 {
 	bool policy = strstr(column, "policy") != NULL;
 	uint32_t nc = w->p.conns;
 	struct rclient t = {.w = w, .batch = strstr(column, "batch") != NULL};
-	t.h = calloc(nc, sizeof *t.h);
 	t.peer = calloc(nc, sizeof *t.peer);
 	t.unsent = calloc(nc, sizeof *t.unsent);
-	int ep = epoll_create1(0);
 	int rc = -1;
 	rudp_event ev[EVENTS];
-	for (uint32_t c = 0; c < nc; c++) {
-		rudp_config cfg;
-		base_config(&cfg, w->p.mtu);
-		cfg.bind_address = "0.0.0.0:0";
-		cfg.max_peers = 1;
-		cfg.max_pending_handshakes = 1; /* may not exceed max_peers */
-		cfg.connect_timeout_ms = 30000;
-		/* Many hosts in one process: keep each one's socket buffers modest. */
+	rudp_config cfg;
+	base_config(&cfg, w->p.mtu);
+	cfg.bind_address = "0.0.0.0:0";
+	cfg.max_peers = nc;
+	cfg.max_pending_handshakes = 1; /* an outgoing-only host: none come in */
+	cfg.connect_timeout_ms = 30000;
+	if (nc > 1) {
+		cfg.socket_per_connect = 1;
+		/* Many sockets in one process: keep each one's buffers modest. */
 		if (nc > 64)
 			cfg.socket_rcvbuf = cfg.socket_sndbuf = 256 * 1024;
-		int r = rudp_host_create(&cfg, &t.h[c]);
-		if (r < 0) {
-			snprintf(w->err, sizeof w->err, "rudp_host_create: %s", rudp_strerror(r));
-			goto out;
-		}
-		set_policy(t.h[c], policy);
-		struct epoll_event e = {.events = EPOLLIN, .data.u32 = c};
-		epoll_ctl(ep, EPOLL_CTL_ADD, rudp_host_fd(t.h[c]), &e);
 	}
+	if (!t.peer || !t.unsent) {
+		snprintf(w->err, sizeof w->err, "out of memory");
+		goto out;
+	}
+	int r = rudp_host_create(&cfg, &t.h);
+	if (r < 0) {
+		snprintf(w->err, sizeof w->err, "rudp_host_create: %s", rudp_strerror(r));
+		goto out;
+	}
+	set_policy(t.h, policy);
 	for (uint32_t c = 0; c < nc; c++) {
 		w->c[c].connect_start_ns = bench_now_ns();
-		int r = rudp_connect(t.h[c], o->connect, &t.peer[c]);
+		r = rudp_connect(t.h, o->connect, &t.peer[c]);
 		if (r < 0) {
-			snprintf(w->err, sizeof w->err, "rudp_connect %s: %s", o->connect, rudp_strerror(r));
+			snprintf(w->err, sizeof w->err, "rudp_connect %s: %s (connection %u)", o->connect,
+				 rudp_strerror(r), c);
 			goto out;
 		}
-		rudp_flush(t.h[c]);
+		rudp_peer_set_userdata(t.peer[c], (void *)(uintptr_t)c);
 	}
-	struct epoll_event evs[256];
-	uint64_t last_all = 0;
+	rudp_flush(t.h);
 	while (t.connected < nc || !wl_finished(w)) {
 		if (t.connected == nc) {
 			int c;
@@ -383,55 +402,18 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 			if (wl_finished(w))
 				break;
 		}
-		if (nc == 1) {
-			int n = t.batch ? rudp_recv_batch(t.h[0], ev, EVENTS, 5)
-					: rudp_service(t.h[0], ev, EVENTS, 5);
-			if (n < 0 || handle(&t, 0, ev, n) < 0)
-				goto out;
-			if (t.unsent[0] && send_ready(&t, 0) < 0)
-				goto out;
-		} else {
-			int ne = epoll_wait(ep, evs, 256, 2);
-			for (int i = 0; i < ne; i++) {
-				uint32_t c = evs[i].data.u32;
-				int n = t.batch ? rudp_recv_batch(t.h[c], ev, EVENTS, 0)
-						: rudp_service(t.h[c], ev, EVENTS, 0);
-				if (n < 0 || handle(&t, c, ev, n) < 0)
-					goto out;
-				/* Answer at once: the echoes that made connections ready
-				 * go out with the ACKs this call left queued, and a host
-				 * left with only ACKs sends them now (it is serviced
-				 * again only when readable or in the sweep below). */
-				int r;
-				if (t.connected == nc)
-					while ((r = wl_pop_ready(w)) >= 0)
-						if (send_ready(&t, (uint32_t)r) < 0)
-							goto out;
-				rudp_flush(t.h[c]);
-			}
-			/* Timers (retransmission, acks) of quiet hosts, and refused sends. */
-			uint64_t now = bench_now_ns();
-			if (now - last_all > 5000000) {
-				last_all = now;
-				for (uint32_t c = 0; c < nc; c++) {
-					int n = rudp_service(t.h[c], ev, EVENTS, 0);
-					if (n < 0 || handle(&t, c, ev, n) < 0)
-						goto out;
-					if (t.unsent[c] && send_ready(&t, c) < 0)
-						goto out;
-				}
-			}
-		}
+		int n = t.batch ? rudp_recv_batch(t.h, ev, EVENTS, 5) : rudp_service(t.h, ev, EVENTS, 5);
+		if (n < 0 || handle(&t, ev, n) < 0)
+			goto out;
+		if (nc == 1 && t.unsent[0] && t.connected == 1 && send_ready(&t, 0) < 0)
+			goto out;
 		if (wl_check_stall(w) < 0)
 			goto out;
 	}
 	rc = 0;
 out:
-	for (uint32_t c = 0; c < nc; c++)
-		rudp_host_destroy(t.h[c]);
-	free(t.h);
+	rudp_host_destroy(t.h);
 	free(t.peer);
 	free(t.unsent);
-	close(ep);
 	return rc;
 }

@@ -220,6 +220,20 @@ typedef struct rudp_config {
 	 * 33-byte pings, so a Bedrock-facing server that wants its MOTD listed
 	 * sets this (offline_rate_per_address still bounds the traffic). */
 	int pong_amplification;
+	/** Nonzero: every rudp_connect() on this host opens a UDP socket of
+	 * its own (the host socket's family and IP address, a port the kernel
+	 * picks), closed when the peer is freed. RakNet knows a connection by
+	 * its address and port, so a process that opens many connections to
+	 * one server (a load generator, a bot swarm, a gateway) needs a port
+	 * per connection; with this they all share one host: one io_uring
+	 * ring and one pool of receive buffers, one send area, one event
+	 * queue and timer heap, instead of a host (and a pool) each. The
+	 * host's own socket still serves incoming connections and rudp_ping();
+	 * a connection's socket accepts only its server's datagrams.
+	 * max_peers bounds the sockets too (each is a file descriptor: mind
+	 * RLIMIT_NOFILE). Default 0: connections share the host's socket (one
+	 * per remote address). */
+	int socket_per_connect;
 } rudp_config;
 
 /** Values of rudp_config.io_backend. */

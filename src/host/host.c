@@ -56,7 +56,7 @@ static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
 		return -1;
 	uint8_t *slot = rudp_io_tx_slot(h->io);
 	memcpy(slot, data, len);
-	rudp_io_tx_commit(h->io, len, (const struct sockaddr *)&p->send_addr, p->send_addrlen);
+	rudp_io_tx_commit_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr, p->send_addrlen);
 	return 0;
 }
 
@@ -158,13 +158,16 @@ void host_flush_dirty(struct rudp_host *h)
 	}
 }
 
-struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, bool outgoing)
+struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, uint32_t sock,
+				bool outgoing)
 {
 	struct rudp_peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->host = h;
 	p->addr = *norm;
+	p->sock = sock;
+	p->own_fd = -1;
 	p->outgoing = outgoing;
 	p->heap_index = NOT_IN_HEAP;
 	p->deadline_us = UINT64_MAX;
@@ -175,7 +178,7 @@ struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_stora
 		free(p);
 		return NULL;
 	}
-	p->addr_hash = peer_table_hash(&h->table, norm);
+	p->addr_hash = peer_table_hash(&h->table, norm, sock);
 	if (peer_table_insert(&h->table, p) != 0) {
 		free(p);
 		return NULL;
@@ -186,11 +189,16 @@ struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_stora
 
 static void peer_free(struct rudp_host *h, struct rudp_peer *p)
 {
-	(void)h;
 	host_peer_policy_closing(p);
 	if (p->conn)
 		rudp_conn_destroy(p->conn);
 	host_peer_policy_free(p);
+	if (p->own_fd >= 0) {
+		/* Its socket goes with it (the io is gone when the host is). */
+		if (h->io)
+			rudp_io_remove_socket(h->io, p->sock);
+		close(p->own_fd);
+	}
 	free(p);
 }
 
@@ -205,8 +213,12 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 					 .writable = cb_writable};
 	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid,
 					.remote_guid = (int64_t)p->remote_guid};
-	struct sockaddr_storage local;
-	rudp_addr_normalize((const struct sockaddr *)&h->local_addr, &local);
+	struct sockaddr_storage local, own;
+	socklen_t own_len = sizeof(own);
+	if (p->own_fd >= 0 && getsockname(p->own_fd, (struct sockaddr *)&own, &own_len) == 0)
+		rudp_addr_normalize((const struct sockaddr *)&own, &local);
+	else
+		rudp_addr_normalize((const struct sockaddr *)&h->local_addr, &local);
 	rudp_addr_to_wire(&local, &id.local_addr);
 	rudp_addr_to_wire(&p->addr, &id.remote_addr);
 	/* RakNet's MTU probing cannot see the first hop: the kernel fragments
@@ -304,7 +316,8 @@ static void on_datagram(struct rudp_host *h, const struct rudp_io_datagram *d)
 		offline_on_datagram(h, &from, d);
 		return;
 	}
-	struct rudp_peer *p = peer_table_find(&h->table, &from, peer_table_hash(&h->table, &from));
+	struct rudp_peer *p =
+		peer_table_find(&h->table, &from, d->sock, peer_table_hash(&h->table, &from, d->sock));
 	if (!p || p->stage != PEER_ONLINE) {
 		h->stats.datagrams_dropped++;
 		return;
@@ -512,6 +525,23 @@ static uint16_t sockaddr_port(const struct sockaddr_storage *a)
 	return ntohs(((const struct sockaddr_in *)a)->sin_port);
 }
 
+/* Root may exceed net.core.rmem_max with the FORCE variants; others get
+ * what the system allows. Large buffers absorb bursts of a whole window for
+ * many peers. */
+static void set_socket_buffers(const struct rudp_host *h, int fd)
+{
+	if (h->cfg.socket_rcvbuf) {
+		int v = (int)h->cfg.socket_rcvbuf;
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	}
+	if (h->cfg.socket_sndbuf) {
+		int v = (int)h->cfg.socket_sndbuf;
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	}
+}
+
 static int open_socket(struct rudp_host *h)
 {
 	struct sockaddr_storage addr;
@@ -570,21 +600,44 @@ static int open_socket(struct rudp_host *h)
 			return RUDP_E_SYSTEM;
 	}
 	h->family = addr.ss_family;
-	/* Root may exceed net.core.rmem_max with the FORCE variants; others get
-	 * what the system allows. Large buffers absorb bursts of a whole window
-	 * for many peers. */
-	if (h->cfg.socket_rcvbuf) {
-		int v = (int)h->cfg.socket_rcvbuf;
-		if (setsockopt(h->fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
-			setsockopt(h->fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-	}
-	if (h->cfg.socket_sndbuf) {
-		int v = (int)h->cfg.socket_sndbuf;
-		if (setsockopt(h->fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
-			setsockopt(h->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-	}
+	set_socket_buffers(h, h->fd);
 	h->local_addrlen = sizeof(h->local_addr);
 	getsockname(h->fd, (struct sockaddr *)&h->local_addr, &h->local_addrlen);
+	return 0;
+}
+
+/* rudp_config.socket_per_connect: a socket for one outgoing connection, of
+ * the host socket's family and on its IP address, with a port of its own
+ * (RakNet knows a connection by address and port), served by the host's io
+ * from then on. Returns 0 or RUDP_E_SYSTEM (errno says why). */
+static int open_peer_socket(struct rudp_host *h, int *fd_out, uint32_t *sock_out)
+{
+	int zero = 0;
+	struct sockaddr_storage addr = h->local_addr;
+	if (addr.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&addr)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&addr)->sin_port = 0;
+	int fd = socket(h->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return RUDP_E_SYSTEM;
+	if (h->family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind_check(fd, &addr, h->local_addrlen) != 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return RUDP_E_SYSTEM;
+	}
+	set_socket_buffers(h, fd);
+	int sock = rudp_io_add_socket(h->io, fd);
+	if (sock < 0) {
+		close(fd);
+		errno = -sock;
+		return RUDP_E_SYSTEM;
+	}
+	*fd_out = fd;
+	*sock_out = (uint32_t)sock;
 	return 0;
 }
 
@@ -684,8 +737,9 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	}
 	char note[200] = "";
 	int note_level = 2;
-	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->rx_buffers, cfg->udp_gro != 0, cfg->io_backend,
-			     getenv("RUDP_IO"), note, sizeof(note), &note_level, &r);
+	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->rx_buffers, cfg->udp_gro != 0,
+			     cfg->socket_per_connect ? cfg->max_peers : 0, cfg->io_backend, getenv("RUDP_IO"),
+			     note, sizeof(note), &note_level, &r);
 	/* The choice (and a fallback's reason) is logged once, here. */
 	if (note[0])
 		host_log(h, note_level, "%s", note);
@@ -705,8 +759,12 @@ void rudp_host_destroy(rudp_host *h)
 {
 	if (!h)
 		return;
+	/* The io first: it cancels every socket's receive at once, and the
+	 * peers' own sockets close after it. */
 	if (h->io)
 		rudp_io_flush(h->io);
+	rudp_io_destroy(h->io);
+	h->io = NULL;
 	for (uint32_t i = 0; h->table.slots && i < h->table.cap; i++) {
 		struct rudp_peer *p = h->table.slots[i];
 		if (p && (uintptr_t)p != 1)
@@ -721,7 +779,6 @@ void rudp_host_destroy(rudp_host *h)
 	timer_heap_free(&h->timers);
 	event_queue_free(&h->events);
 	guard_free(&h->guard);
-	rudp_io_destroy(h->io);
 	if (h->fd >= 0)
 		close(h->fd);
 	free(h->pong_data);
@@ -771,14 +828,28 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 	if (r != 0)
 		return r;
 	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
-	if (peer_table_find(&h->table, &norm, peer_table_hash(&h->table, &norm)))
+	if (!h->cfg.socket_per_connect &&
+	    peer_table_find(&h->table, &norm, 0, peer_table_hash(&h->table, &norm, 0)))
 		return RUDP_E_INVALID; /* one connection per remote address and socket */
 	if (h->peer_count >= h->cfg.max_peers)
 		return RUDP_E_PEERS_FULL;
 	h->now_us = rudp_now_us();
-	struct rudp_peer *p = host_peer_new(h, &norm, true);
-	if (!p)
+	int own_fd = -1;
+	uint32_t sock = 0;
+	if (h->cfg.socket_per_connect) {
+		r = open_peer_socket(h, &own_fd, &sock);
+		if (r != 0)
+			return r;
+	}
+	struct rudp_peer *p = host_peer_new(h, &norm, sock, true);
+	if (!p) {
+		if (own_fd >= 0) {
+			rudp_io_remove_socket(h->io, sock);
+			close(own_fd);
+		}
 		return RUDP_E_ADDRESS; /* the socket's family cannot reach it, or no memory */
+	}
+	p->own_fd = own_fd;
 	offline_client_start(h, p);
 	rudp_io_flush(h->io);
 	*out = p;

@@ -55,6 +55,10 @@ struct rudp_peer {
 	uint16_t mtu;
 	uint8_t protocol;
 	void *userdata;
+	/* The io socket it talks over: 0 the host's, else the peer's own
+	 * (rudp_config.socket_per_connect), own_fd then its descriptor. */
+	uint32_t sock;
+	int own_fd;
 
 	/* client offline handshake */
 	uint64_t handshake_started_us;
@@ -103,9 +107,12 @@ struct peer_table {
 };
 int peer_table_init(struct peer_table *t, uint32_t expected, uint64_t seed);
 void peer_table_free(struct peer_table *t);
-uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_storage *normalized);
+/* Peers are known by remote address and io socket: with a socket per
+ * connection, many peers share the server's address. */
+uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_storage *normalized,
+			 uint32_t sock);
 struct rudp_peer *peer_table_find(const struct peer_table *t, const struct sockaddr_storage *normalized,
-				  uint64_t hash);
+				  uint32_t sock, uint64_t hash);
 int peer_table_insert(struct peer_table *t, struct rudp_peer *p);
 void peer_table_remove(struct peer_table *t, struct rudp_peer *p);
 
@@ -192,7 +199,8 @@ void host_send_raw(struct rudp_host *h, const struct rudp_peer *p_or_null,
 		   const struct sockaddr_storage *to_norm, const uint8_t *data, size_t len);
 
 /* host.c */
-struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, bool outgoing);
+struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, uint32_t sock,
+				bool outgoing);
 int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn_role role, uint16_t mtu);
 void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason);
 void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);

@@ -38,7 +38,7 @@ void host_send_raw(struct rudp_host *h, const struct rudp_peer *p, const struct 
 		return;
 	uint8_t *slot = rudp_io_tx_slot(h->io);
 	memcpy(slot, data, len);
-	rudp_io_tx_commit(h->io, len, (const struct sockaddr *)&sa, salen);
+	rudp_io_tx_commit_on(h->io, p ? p->sock : 0, len, (const struct sockaddr *)&sa, salen);
 }
 
 /* The i-th MTU to probe: our own limit first, then the standard sizes below it. */
@@ -189,7 +189,7 @@ static void server_on_request_2(struct rudp_host *h, const struct sockaddr_stora
 		h->stats.datagrams_dropped++;
 		return;
 	}
-	struct rudp_peer *peer = peer_table_find(&h->table, from, hash);
+	struct rudp_peer *peer = peer_table_find(&h->table, from, 0, hash);
 	if (peer) {
 		/* Our reply 2 was lost and the client asks again: answer the same. */
 		if (!peer->outgoing && peer->stage == PEER_ONLINE && peer->conn &&
@@ -225,7 +225,7 @@ static void server_on_request_2(struct rudp_host *h, const struct sockaddr_stora
 		h->guard.pending_evicted++;
 		host_peer_close(h, oldest, RUDP_REASON_TIMEOUT);
 	}
-	peer = host_peer_new(h, from, false);
+	peer = host_peer_new(h, from, 0, false);
 	if (!peer)
 		return;
 	peer->remote_guid = (uint64_t)req.client_guid;
@@ -332,8 +332,21 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 {
 	const uint8_t *p = d->data;
 	size_t n = d->len;
-	uint64_t hash = peer_table_hash(&h->table, from);
+	uint64_t hash = peer_table_hash(&h->table, from, d->sock);
 	struct rudp_peer *peer;
+
+	/* A connection's own socket (rudp_config.socket_per_connect) hears
+	 * only its server's replies: requests and pings are for the host's. */
+	if (d->sock != 0) {
+		switch (p[0]) {
+		case RUDP_ID_UNCONNECTED_PING:
+		case RUDP_ID_UNCONNECTED_PING_OPEN:
+		case RUDP_ID_UNCONNECTED_PONG:
+		case RUDP_ID_OPEN_CONNECTION_REQUEST_1:
+		case RUDP_ID_OPEN_CONNECTION_REQUEST_2: h->stats.datagrams_dropped++; return;
+		default: break;
+		}
+	}
 
 	switch (p[0]) {
 	case RUDP_ID_UNCONNECTED_PING:
@@ -357,7 +370,7 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 	default: break;
 	}
 	/* Replies only matter to a client peer we are connecting with. */
-	peer = peer_table_find(&h->table, from, hash);
+	peer = peer_table_find(&h->table, from, d->sock, hash);
 	if (!peer || !peer->outgoing) {
 		h->stats.datagrams_dropped++;
 		return;

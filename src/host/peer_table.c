@@ -35,9 +35,9 @@ void peer_table_free(struct peer_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_storage *n)
+uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_storage *n, uint32_t sock)
 {
-	uint8_t key[20];
+	uint8_t key[24];
 	size_t len;
 	if (n->ss_family == AF_INET) {
 		const struct sockaddr_in *v4 = (const struct sockaddr_in *)n;
@@ -50,17 +50,19 @@ uint64_t peer_table_hash(const struct peer_table *t, const struct sockaddr_stora
 		memcpy(key + 16, &v6->sin6_port, 2);
 		len = 18;
 	}
-	return XXH3_64bits_withSeed(key, len, t->seed);
+	memcpy(key + len, &sock, sizeof(sock));
+	return XXH3_64bits_withSeed(key, len + sizeof(sock), t->seed);
 }
 
-struct rudp_peer *peer_table_find(const struct peer_table *t, const struct sockaddr_storage *n, uint64_t hash)
+struct rudp_peer *peer_table_find(const struct peer_table *t, const struct sockaddr_storage *n, uint32_t sock,
+				  uint64_t hash)
 {
 	uint32_t mask = t->cap - 1;
 	for (uint32_t i = (uint32_t)hash & mask, probes = 0; probes < t->cap; i = (i + 1) & mask, probes++) {
 		struct rudp_peer *p = t->slots[i];
 		if (!p)
 			return NULL;
-		if (p != TOMBSTONE && p->addr_hash == hash && rudp_addr_equal(&p->addr, n))
+		if (p != TOMBSTONE && p->addr_hash == hash && p->sock == sock && rudp_addr_equal(&p->addr, n))
 			return p;
 	}
 	return NULL;

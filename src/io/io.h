@@ -29,6 +29,7 @@ struct rudp_io_datagram {
 	socklen_t addrlen;
 	uint8_t *data;
 	size_t len;
+	uint32_t sock; /* the socket it came in on: 0 the first, others from add_socket */
 	bool truncated; /* longer than the slot: never processed */
 };
 
@@ -53,8 +54,10 @@ struct rudp_io_ops {
 	/* A buffer of RUDP_IO_SLOT_SIZE bytes for the next outgoing datagram;
 	 * flushes first when the batch is full. Never NULL. */
 	uint8_t *(*tx_slot)(struct rudp_io *io);
-	/* Commits len bytes of the last slot to addr. */
-	void (*tx_commit)(struct rudp_io *io, size_t len, const struct sockaddr *addr, socklen_t addrlen);
+	/* Commits len bytes of the last slot to addr, to go out on socket
+	 * sock (0, or an index from add_socket). */
+	void (*tx_commit)(struct rudp_io *io, uint32_t sock, size_t len, const struct sockaddr *addr,
+			  socklen_t addrlen);
 	/* Hands every committed datagram to the kernel. Returns datagrams sent
 	 * or -errno; a datagram the kernel refuses is counted and dropped. */
 	int (*flush)(struct rudp_io *io);
@@ -69,6 +72,15 @@ struct rudp_io_ops {
 	 * answer can be stale by the time it is used: it only decides whether
 	 * pending sends go out now or with the wait that follows. */
 	bool (*input_waiting)(struct rudp_io *io);
+	/* Serves one more bound socket (the io does not own it; it clears
+	 * O_NONBLOCK with io_uring). Returns its index (>= 1, the sock of its
+	 * datagrams and of commits that go out on it) or -errno. An index is
+	 * reused only after remove_socket. */
+	int (*add_socket)(struct rudp_io *io, int fd);
+	/* Stops serving socket sock (>= 1): sends committed to it go out first,
+	 * its datagrams not yet handed out are dropped; afterwards the owner
+	 * may close the fd. */
+	void (*remove_socket)(struct rudp_io *io, uint32_t sock);
 	void (*destroy)(struct rudp_io *io);
 };
 
@@ -97,8 +109,11 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
  * 2 x batch, at least 64; else 16..32768, rounded up to a power of two).
  * gro asks the socket for UDP_GRO (rudp_config.udp_gro): runs of equal
  * datagrams arrive as one read and recv splits them; each receive buffer is
- * then 68 KiB of address space. On failure UDP_GRO is left off. */
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err);
+ * then 68 KiB of address space. On failure UDP_GRO is left off.
+ * more_sockets: how many sockets the owner may add (add_socket), so the
+ * completion queue has room for all their receives at once. */
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro,
+				     uint32_t more_sockets, int *err);
 
 /* Which backend the caller asked for (rudp_config.io_backend values). */
 enum rudp_io_choice {
@@ -114,8 +129,9 @@ enum rudp_io_choice {
  * warning for a fallback, 2 info). Returns NULL with *err = RUDP_E_INVALID
  * (a bad env value), RUDP_E_UNSUPPORTED (uring forced but unusable; errno
  * says why) or RUDP_E_NOMEM. */
-struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int choice,
-			     const char *env, char *note, size_t note_len, int *note_level, int *err);
+struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, uint32_t more_sockets,
+			     int choice, const char *env, char *note, size_t note_len, int *note_level,
+			     int *err);
 
 static inline int rudp_io_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 {
@@ -127,7 +143,20 @@ static inline uint8_t *rudp_io_tx_slot(struct rudp_io *io)
 }
 static inline void rudp_io_tx_commit(struct rudp_io *io, size_t len, const struct sockaddr *a, socklen_t alen)
 {
-	io->ops->tx_commit(io, len, a, alen);
+	io->ops->tx_commit(io, 0, len, a, alen);
+}
+static inline void rudp_io_tx_commit_on(struct rudp_io *io, uint32_t sock, size_t len,
+					const struct sockaddr *a, socklen_t alen)
+{
+	io->ops->tx_commit(io, sock, len, a, alen);
+}
+static inline int rudp_io_add_socket(struct rudp_io *io, int fd)
+{
+	return io->ops->add_socket(io, fd);
+}
+static inline void rudp_io_remove_socket(struct rudp_io *io, uint32_t sock)
+{
+	io->ops->remove_socket(io, sock);
 }
 static inline int rudp_io_flush(struct rudp_io *io)
 {

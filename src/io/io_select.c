@@ -17,12 +17,14 @@
 #if !RUDP_HAVE_IO_URING
 /* Built without liburing: io.h promises ENOSYS, so callers (the tests) need
  * no build switch of their own. */
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err)
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro,
+				     uint32_t more_sockets, int *err)
 {
 	(void)fd;
 	(void)batch;
 	(void)rx_buffers;
 	(void)gro;
+	(void)more_sockets;
 	*err = ENOSYS;
 	return NULL;
 }
@@ -41,8 +43,9 @@ static const char *why_uring_failed(int err)
 }
 #endif
 
-struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int choice,
-			     const char *env, char *note, size_t note_len, int *note_level, int *err)
+struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, uint32_t more_sockets,
+			     int choice, const char *env, char *note, size_t note_len, int *note_level,
+			     int *err)
 {
 	const char *by = "config io_backend";
 	*err = 0;
@@ -63,7 +66,7 @@ struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool g
 	}
 	if (choice != RUDP_IO_CHOICE_MMSG) {
 		int uerr = 0;
-		struct rudp_io *io = rudp_io_uring_create(fd, batch, rx_buffers, gro, &uerr);
+		struct rudp_io *io = rudp_io_uring_create(fd, batch, rx_buffers, gro, more_sockets, &uerr);
 		if (io) {
 			snprintf(note, note_len, "io backend uring (%s)",
 				 choice == RUDP_IO_CHOICE_URING ? by : "auto");

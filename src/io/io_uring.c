@@ -80,8 +80,10 @@
 
 #include "io.h"
 
-/* user_data of the receive request; send requests carry their slot index. */
-#define RECV_TAG UINT64_MAX
+/* user_data: a send request carries its slot index (< tx_cap), socket i's
+ * receive RECV_TAG_BASE + i, a cancel CANCEL_TAG. */
+#define RECV_TAG_BASE (UINT64_C(1) << 62)
+#define CANCEL_TAG UINT64_MAX
 #define BUF_GROUP 0
 /* Source address space in each receive buffer: our sockets are AF_INET or
  * AF_INET6, and a sockaddr_storage holds either. */
@@ -108,6 +110,7 @@
 
 struct rx_done {
 	uint32_t bid;
+	uint32_t sock; /* the socket it came in on */
 	int32_t len; /* bytes the kernel wrote into the buffer */
 	uint32_t taken; /* payload bytes already handed out (a GRO run split over recv calls) */
 };
@@ -123,11 +126,20 @@ struct tx_slot {
 	struct iovec iov;
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
+	uint32_t sock; /* the socket it goes out on */
 	uint32_t next; /* the next datagram of the same GSO run, or UINT32_MAX */
 	union { /* UDP_SEGMENT, when this slot heads a run */
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
 	} control;
+};
+
+struct ring_sock {
+	int fd; /* -1: a free slot */
+	bool live; /* in use: removed sockets are not re-armed; their data is dropped */
+	bool armed; /* its multishot receive is posted */
+	bool on_rearm; /* on the rearm stack */
+	bool zombie; /* removed while its receive could still post: never reused */
 };
 
 struct io_ring {
@@ -149,7 +161,16 @@ struct io_ring {
 	uint64_t rx_last_starved; /* rx_completions at the last starvation, or UINT64_MAX */
 	uint64_t rx_datagrams_at_starve; /* stats.datagrams_received then */
 	struct msghdr rx_msg; /* the multishot template: name space, control space with GRO */
-	bool rx_armed;
+	/* The sockets (socks[0] is base.fd), each with its own multishot
+	 * receive drawing from the one buffer ring. A receive that ended (a
+	 * CQE without F_MORE) puts its socket on the rearm stack; the next
+	 * recv call re-arms them all once buffers are back. */
+	struct ring_sock *socks;
+	uint32_t nsocks, socks_cap; /* slots in use (live or not), allocated */
+	uint32_t *rearm; /* stack of live sockets whose receive is not armed */
+	uint32_t rearm_len;
+	uint32_t armed; /* receives posted (live sockets or ones being cancelled) */
+	uint32_t max_socks; /* sockets the owner expects to add: room in the CQ for their receives' ends */
 	struct rx_done *rx_q; /* ring of rx_count */
 	uint32_t rx_q_head, rx_q_len;
 	uint32_t *rx_held; /* buffers the last recv handed out */
@@ -219,10 +240,22 @@ static void rx_grow(struct io_ring *r)
 	r->base.stats.rx_buffer_grows += offset > 0;
 }
 
+/* Puts socket i on the rearm stack (once). */
+static void push_rearm(struct io_ring *r, uint32_t i)
+{
+	struct ring_sock *so = &r->socks[i];
+	if (so->on_rearm)
+		return;
+	so->on_rearm = true;
+	r->rearm[r->rearm_len++] = i;
+}
+
 static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 {
 	uint64_t ud = io_uring_cqe_get_data64(cqe);
-	if (ud != RECV_TAG) {
+	if (ud == CANCEL_TAG)
+		return;
+	if (ud < RECV_TAG_BASE) {
 		uint32_t segs = 0;
 		if (ud < r->tx_cap) {
 			for (uint32_t i = (uint32_t)ud; i != UINT32_MAX && segs < r->tx_cap;
@@ -246,17 +279,35 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 		}
 		return;
 	}
-	if (!(cqe->flags & IORING_CQE_F_MORE))
-		r->rx_armed = false;
+	uint64_t i = ud - RECV_TAG_BASE;
+	if (i >= r->nsocks)
+		return; /* not ours: cannot happen */
+	struct ring_sock *so = &r->socks[i];
+	if (!(cqe->flags & IORING_CQE_F_MORE) && so->armed) {
+		so->armed = false;
+		r->armed--;
+		if (so->live)
+			push_rearm(r, (uint32_t)i);
+	}
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		uint32_t bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		if (!so->live) {
+			/* A socket being removed: its data goes, the buffer goes
+			 * back to the ring at the next recv call. */
+			r->rx_held[r->rx_held_len++] = bid;
+			return;
+		}
 		struct rx_done *d = &r->rx_q[(r->rx_q_head + r->rx_q_len) % r->rx_count];
-		d->bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		d->bid = bid;
+		d->sock = (uint32_t)i;
 		d->len = cqe->res;
 		d->taken = 0;
 		r->rx_q_len++;
 		r->rx_completions++;
 		return;
 	}
+	if (!so->live)
+		return;
 	switch (-cqe->res) {
 	case ENOBUFS:
 		/* Every buffer is out: the datagram waits in the socket, and
@@ -310,19 +361,54 @@ static void reap(struct io_ring *r)
 	}
 }
 
-/* Queues the multishot receive; returns false when no SQE was free (the
- * caller submits and tries again later). */
-static bool arm_recv(struct io_ring *r)
+/* Queues socket i's multishot receive; returns false when no SQE was free
+ * (the caller submits and tries again). */
+static bool arm_recv(struct io_ring *r, uint32_t i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 	if (!sqe)
 		return false;
-	io_uring_prep_recvmsg_multishot(sqe, r->base.fd, &r->rx_msg, 0);
+	io_uring_prep_recvmsg_multishot(sqe, r->socks[i].fd, &r->rx_msg, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = BUF_GROUP;
-	io_uring_sqe_set_data64(sqe, RECV_TAG);
-	r->rx_armed = true;
+	io_uring_sqe_set_data64(sqe, RECV_TAG_BASE + i);
+	r->socks[i].armed = true;
+	r->armed++;
 	return true;
+}
+
+static int submit(struct io_ring *r);
+
+/* Arms every socket on the rearm stack, submitting whenever the SQ fills
+ * (a host with a socket per connection can have thousands to re-arm after
+ * the buffers ran out). */
+static void arm_all(struct io_ring *r)
+{
+	while (r->rearm_len > 0) {
+		uint32_t i = r->rearm[r->rearm_len - 1];
+		struct ring_sock *so = &r->socks[i];
+		if (so->live && !so->armed && !arm_recv(r, i)) {
+			submit(r);
+			if (!arm_recv(r, i))
+				return; /* a broken ring: the next call tries again */
+		}
+		so->on_rearm = false;
+		r->rearm_len--;
+	}
+}
+
+/* Queues a cancel of socket i's receive. */
+static void cancel_recv(struct io_ring *r, uint32_t i)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe) {
+		submit(r);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	if (!sqe)
+		return;
+	io_uring_prep_cancel64(sqe, RECV_TAG_BASE + i, 0);
+	io_uring_sqe_set_data64(sqe, CANCEL_TAG);
 }
 
 /* Turns the open run into one sendmsg SQE: a single datagram as is, two
@@ -331,9 +417,10 @@ static void close_run(struct io_ring *r)
 {
 	if (r->run_segs == 0)
 		return;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-	if (!sqe) {
-		/* The SQ holds tx_cap + 2 entries, so only a pending re-arm can
+	int fd = r->socks[r->tx[r->run_first].sock].fd;
+	struct io_uring_sqe *sqe = fd >= 0 ? io_uring_get_sqe(&r->ring) : NULL;
+	if (!sqe && fd >= 0) {
+		/* The SQ holds tx_cap + 2 entries, so only pending re-arms can
 		 * make it full; submitting what is prepared makes room. */
 		submit_prepared(r, &r->base.stats.send_calls);
 		sqe = io_uring_get_sqe(&r->ring);
@@ -341,8 +428,9 @@ static void close_run(struct io_ring *r)
 	uint32_t first = r->run_first, segs = r->run_segs;
 	r->run_segs = 0;
 	if (!sqe) {
-		/* Cannot happen short of a broken ring: drop the run (reliability
-		 * resends) and give its slots back. */
+		/* Cannot happen short of a broken ring (or a socket removed
+		 * with sends of its own still open, which remove prevents): drop
+		 * the run (reliability resends) and give its slots back. */
 		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
 			r->tx_free[r->tx_free_len++] = i;
 		r->tx_queued -= segs;
@@ -375,7 +463,7 @@ static void close_run(struct io_ring *r)
 		uint16_t seg = (uint16_t)r->run_len;
 		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
 	}
-	io_uring_prep_sendmsg(sqe, r->base.fd, &t->hdr, 0);
+	io_uring_prep_sendmsg(sqe, fd, &t->hdr, 0);
 	io_uring_sqe_set_data64(sqe, first);
 	r->sqes_queued++;
 }
@@ -460,6 +548,7 @@ static bool take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring
 		if (nl < sizeof(sa_family_t))
 			dg->addr.ss_family = AF_UNSPEC; /* no source: nothing stale to match */
 		dg->addrlen = nl;
+		dg->sock = d->sock;
 		dg->data = payload + d->taken;
 		dg->len = len;
 		d->taken += (uint32_t)len;
@@ -490,6 +579,14 @@ static bool worth_growing(struct io_ring *r)
 {
 	if (!r->gro)
 		return true;
+	/* Several sockets: every starvation costs a re-arm per socket that got
+	 * data meanwhile, so running out again soon is reason enough. */
+	if (r->nsocks > 1) {
+		bool soon = r->rx_last_starved != UINT64_MAX &&
+			    r->rx_completions - r->rx_last_starved < (uint64_t)GRO_STARVE_LAPS * r->rx_ready;
+		r->rx_last_starved = r->rx_completions;
+		return soon;
+	}
 	uint64_t completions = r->rx_completions - r->rx_last_starved;
 	uint64_t datagrams = r->base.stats.datagrams_received - r->rx_datagrams_at_starve;
 	bool soon = r->rx_last_starved != UINT64_MAX && completions < (uint64_t)GRO_STARVE_LAPS * r->rx_ready;
@@ -522,16 +619,13 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 	 * while every buffer still waits in rx_q to be handed out: the receive
 	 * would end at once with ENOBUFS, a system call for nothing and a false
 	 * sign of starvation; a later call, once the host has taken some, does. */
-	if (r->rx_starved && !r->rx_armed) {
+	if (r->rx_starved && r->rearm_len > 0) {
 		r->rx_starved = false;
 		if (r->rx_ready < r->rx_count && worth_growing(r))
 			rx_grow(r);
 	}
-	if (!r->rx_armed && r->rx_q_len < r->rx_ready) {
-		if (!arm_recv(r)) {
-			submit(r);
-			arm_recv(r);
-		}
+	if (r->rearm_len > 0 && r->rx_q_len < r->rx_ready) {
+		arm_all(r);
 		int s = submit_counted(r, &io->stats.recv_calls);
 		if (s < 0)
 			return s;
@@ -639,17 +733,20 @@ static uint8_t *uring_tx_slot(struct rudp_io *io)
 	return r->tx_bufs + r->tx_cur_off;
 }
 
-static void uring_tx_commit(struct rudp_io *io, size_t len, const struct sockaddr *addr, socklen_t addrlen)
+static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const struct sockaddr *addr,
+			    socklen_t addrlen)
 {
 	struct io_ring *r = (struct io_ring *)io;
 	uint32_t i = r->tx_cur;
 	if (i == UINT32_MAX)
 		return;
 	struct tx_slot *t = &r->tx[i];
-	if (len == 0 || len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr))
+	if (len == 0 || len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr) || sock >= r->nsocks ||
+	    !r->socks[sock].live)
 		return; /* the slot stays taken by tx_cur and is reused */
 	memcpy(&t->addr, addr, addrlen);
 	t->addrlen = addrlen;
+	t->sock = sock;
 	t->iov.iov_base = r->tx_bufs + r->tx_cur_off;
 	t->iov.iov_len = len;
 	r->tx_area_used = r->tx_cur_off + ((len + 15) & ~(size_t)15);
@@ -658,7 +755,8 @@ static void uring_tx_commit(struct rudp_io *io, size_t len, const struct sockadd
 	r->tx_queued++;
 	if (r->run_segs > 0) {
 		const struct tx_slot *f = &r->tx[r->run_first];
-		bool same_peer = f->addrlen == addrlen && memcmp(&f->addr, addr, addrlen) == 0;
+		bool same_peer =
+			f->sock == sock && f->addrlen == addrlen && memcmp(&f->addr, addr, addrlen) == 0;
 		if (r->gso && !io->gso_off && same_peer && len <= r->run_len &&
 		    r->run_segs < GSO_MAX_SEGMENTS && (r->run_segs + 1) * r->run_len <= GSO_MAX_BYTES) {
 			r->tx[r->run_last].next = i;
@@ -682,7 +780,7 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	if (c < 0)
 		return c;
 	reap(r);
-	if (timeout_ms <= 0 || r->rx_q_len > 0 || r->rx_error || !r->rx_armed) {
+	if (timeout_ms <= 0 || r->rx_q_len > 0 || r->rx_error || r->rearm_len > 0) {
 		uring_flush(io);
 		return 0;
 	}
@@ -716,7 +814,7 @@ static bool uring_input_waiting(struct rudp_io *io)
 	struct io_ring *r = (struct io_ring *)io;
 	if (r->fork_gen != fork_generation || r->broken)
 		return true; /* let the next call find out */
-	return r->rx_q_len > 0 || r->rx_error || !r->rx_armed || io_uring_cq_ready(&r->ring) > 0 ||
+	return r->rx_q_len > 0 || r->rx_error || r->rearm_len > 0 || io_uring_cq_ready(&r->ring) > 0 ||
 	       (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
 
@@ -729,24 +827,22 @@ static void uring_destroy(struct rudp_io *io)
 		io_uring_queue_exit(&r->ring);
 	} else if (r->ring_ready) {
 		submit(r);
-		/* The posted receive holds a reference to the socket, and the
+		/* A posted receive holds a reference to its socket, and the
 		 * kernel tears a ring down in the background: without a cancel
 		 * the port stays bound for a while after the host is gone, and a
 		 * server restarted at once fails with EADDRINUSE. */
-		if (r->rx_armed) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-			if (sqe) {
-				io_uring_prep_cancel64(sqe, RECV_TAG, 0);
-				io_uring_sqe_set_data64(sqe, RECV_TAG - 1);
-				io_uring_submit(&r->ring);
-			}
+		for (uint32_t i = 0; i < r->nsocks; i++) {
+			r->socks[i].live = false;
+			if (r->socks[i].armed)
+				cancel_recv(r, i);
 		}
+		submit(r);
 		/* Sends still in the kernel point into tx_bufs: let them finish;
-		 * and wait for the receive's last completion. */
+		 * and wait for the receives' last completions. */
 		struct timespec start;
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		reap(r);
-		while (r->tx_inflight > 0 || r->rx_armed) {
+		while (r->tx_inflight > 0 || r->armed > 0) {
 			struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
 			struct io_uring_cqe *cqe;
 			io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
@@ -772,7 +868,107 @@ static void uring_destroy(struct rudp_io *io)
 	free(r->tx_bufs);
 	free(r->tx_free);
 	free(r->tx_iovs);
+	free(r->socks);
+	free(r->rearm);
 	free(r);
+}
+
+static bool set_gro(int fd, bool on);
+
+/* One more socket on this ring: its receive draws from the same buffers,
+ * so a host with a socket per connection holds one pool, not one each. */
+static int uring_add_socket(struct rudp_io *io, int fd)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	int c = ring_check(r);
+	if (c < 0)
+		return c;
+	/* The ring, not the socket, decides whether an operation waits (see
+	 * create); and the socket reads runs whole if the buffers can hold
+	 * them (without UDP_GRO the kernel splits them: still correct). */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return -errno;
+	if (r->gro)
+		set_gro(fd, true);
+	uint32_t i = 1;
+	while (i < r->nsocks && (r->socks[i].fd >= 0 || r->socks[i].zombie))
+		i++;
+	if (i == r->socks_cap) {
+		if (r->socks_cap >= (1u << 24))
+			return -EMFILE;
+		uint32_t cap = r->socks_cap * 2;
+		struct ring_sock *socks = realloc(r->socks, cap * sizeof(*socks));
+		if (!socks)
+			return -ENOMEM;
+		r->socks = socks;
+		uint32_t *rearm = realloc(r->rearm, cap * sizeof(*rearm));
+		if (!rearm)
+			return -ENOMEM;
+		r->rearm = rearm;
+		r->socks_cap = cap;
+	}
+	if (i == r->nsocks) {
+		r->nsocks++;
+		r->socks[i].on_rearm = false;
+	}
+	/* A removed socket's index may still be on the rearm stack: it stays
+	 * there once, for the new socket. */
+	bool queued = r->socks[i].on_rearm;
+	r->socks[i] = (struct ring_sock){.fd = fd, .live = true, .on_rearm = queued};
+	push_rearm(r, i); /* armed by the next recv call */
+	/* A buffer per socket at least: a starved pool ends the receive of
+	 * every socket that gets data meanwhile. */
+	while (r->rx_ready < r->rx_count && r->rx_ready < r->nsocks)
+		rx_grow(r);
+	return (int)i;
+}
+
+/* Stops reading socket i and forgets it. Sends committed to it go to the
+ * kernel first (which holds the file from then on); its receive is
+ * cancelled and waited for (so the caller may close the fd and a new
+ * socket may take the index); its datagrams not yet handed out are
+ * dropped. */
+static void uring_remove_socket(struct rudp_io *io, uint32_t i)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	if (i == 0 || i >= r->nsocks || !r->socks[i].live)
+		return;
+	struct ring_sock *so = &r->socks[i];
+	so->live = false;
+	if (ring_check(r) == 0) {
+		submit(r);
+		if (so->armed) {
+			cancel_recv(r, i);
+			submit(r);
+			struct timespec start, now;
+			clock_gettime(CLOCK_MONOTONIC, &start);
+			reap(r);
+			while (so->armed) {
+				struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
+				struct io_uring_cqe *cqe;
+				io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
+				reap(r);
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				if ((now.tv_sec - start.tv_sec) * 1000 +
+					    (now.tv_nsec - start.tv_nsec) / 1000000 >
+				    DESTROY_DRAIN_MS)
+					break;
+			}
+		}
+	}
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < r->rx_q_len; k++) {
+		struct rx_done d = r->rx_q[(r->rx_q_head + k) % r->rx_count];
+		if (d.sock == i)
+			r->rx_held[r->rx_held_len++] = d.bid; /* back to the ring at the next call */
+		else
+			r->rx_q[(r->rx_q_head + kept++) % r->rx_count] = d;
+	}
+	r->rx_q_len = kept;
+	/* A receive that did not end in time may still post: never reuse. */
+	so->zombie = so->armed;
+	so->fd = -1;
 }
 
 static const struct rudp_io_ops uring_ops = {
@@ -784,6 +980,8 @@ static const struct rudp_io_ops uring_ops = {
 	.wait = uring_wait,
 	.pending = uring_pending,
 	.input_waiting = uring_input_waiting,
+	.add_socket = uring_add_socket,
+	.remove_socket = uring_remove_socket,
 	.destroy = uring_destroy,
 };
 
@@ -815,7 +1013,7 @@ static int ring_start(struct io_ring *r)
 	 * per buffer and per send slot, plus the re-arm), so it never
 	 * overflows and multishot is never ended by overflow. */
 	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4);
+	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4 + r->max_socks);
 	/* Cooperative task running: a datagram that arrives while this thread
 	 * runs in user space no longer interrupts it (by default the kernel
 	 * forces it into the kernel at once to run the receive, which cost a
@@ -868,15 +1066,28 @@ static int ring_start(struct io_ring *r)
 
 	r->rx_msg.msg_namelen = NAME_SPACE;
 	r->rx_msg.msg_controllen = r->gro ? GRO_CONTROL_SPACE : 0;
-	arm_recv(r);
+	/* A new ring has no receive posted (after fork the old ones were
+	 * cancelled): the first socket's is posted and checked here, the
+	 * others' at the next recv call. */
+	r->armed = 0;
+	r->rearm_len = 0;
+	for (uint32_t i = 0; i < r->nsocks; i++) {
+		r->socks[i].armed = r->socks[i].on_rearm = r->socks[i].zombie = false;
+		if (r->socks[i].fd < 0)
+			r->socks[i].live = false;
+	}
+	arm_recv(r, 0);
 	e = submit_counted(r, &r->base.stats.recv_calls);
 	if (e < 0)
 		return -e;
 	/* A kernel without multishot recvmsg (before 6.0) rejects the request
 	 * at once, so its CQE is already here. */
 	reap(r);
-	if (!r->rx_armed || r->rx_error)
+	if (!r->socks[0].armed || r->rx_error)
 		return r->rx_error ? -r->rx_error : EINVAL;
+	for (uint32_t i = 1; i < r->nsocks; i++)
+		if (r->socks[i].live)
+			push_rearm(r, i);
 	r->fork_gen = fork_generation;
 	return 0;
 }
@@ -888,17 +1099,24 @@ static int ring_start(struct io_ring *r)
  * its own ring. */
 static int adopt_after_fork(struct io_ring *r)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-	if (sqe) {
-		io_uring_prep_cancel64(sqe, RECV_TAG, 0);
-		io_uring_sqe_set_data64(sqe, RECV_TAG - 1);
-		io_uring_submit(&r->ring);
+	for (uint32_t i = 0; i < r->nsocks; i++) {
+		if (!r->socks[i].armed)
+			continue;
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+		if (!sqe) {
+			io_uring_submit(&r->ring);
+			sqe = io_uring_get_sqe(&r->ring);
+		}
+		if (!sqe)
+			break;
+		io_uring_prep_cancel64(sqe, RECV_TAG_BASE + i, 0);
+		io_uring_sqe_set_data64(sqe, CANCEL_TAG);
 	}
+	io_uring_submit(&r->ring);
 	/* Only this process's mapping and fd go; the parent keeps its ring. */
 	io_uring_queue_exit(&r->ring);
 	r->ring_ready = false;
 	r->br_registered = false;
-	r->rx_armed = false;
 	int e = ring_start(r);
 	if (e != 0) {
 		r->broken = e;
@@ -924,12 +1142,13 @@ static bool set_gro(int fd, bool on)
 	return setsockopt(fd, SOL_UDP, UDP_GRO, &v, sizeof(v)) == 0 && on;
 }
 
-static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err)
+static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro,
+				    uint32_t more_sockets, int *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, register_fork_handler);
 	*err = 0;
-	if (batch == 0 || batch > 1024 ||
+	if (batch == 0 || batch > 1024 || more_sockets > (1u << 24) ||
 	    (rx_buffers != 0 && (rx_buffers < RX_INITIAL || rx_buffers > 32768))) {
 		*err = EINVAL;
 		return NULL;
@@ -944,6 +1163,14 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	r->base.batch = batch;
 	r->base.recv_is_free = true;
 	r->tx_cur = UINT32_MAX;
+	r->max_socks = more_sockets;
+	/* The first socket; more come with add_socket (arrays grown then). */
+	r->socks = calloc(1, sizeof(*r->socks));
+	r->rearm = calloc(1, sizeof(*r->rearm));
+	r->socks_cap = 1;
+	r->nsocks = 1;
+	if (r->socks)
+		r->socks[0] = (struct ring_sock){.fd = fd, .live = true};
 	/* At most two batches of receive buffers: the host holds one while
 	 * the kernel fills the other. More would only be memory, since a burst
 	 * beyond them waits in the socket's receive buffer (multishot ends
@@ -953,6 +1180,11 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	 * of this file). The owner may cap them lower (rx_buffers): a client
 	 * among hundreds in one process rarely needs a window's worth at once. */
 	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
+	/* Sockets added later share the pool: by default it may grow to a
+	 * buffer per socket, since a starved pool ends the receive of every
+	 * socket that gets data meanwhile, and each must be re-armed. */
+	if (!rx_buffers && more_sockets + 1 > r->rx_count)
+		r->rx_count = pow2_at_least(more_sockets + 1 < 32768 ? more_sockets + 1 : 32768);
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */
 	r->tx_cap = batch * 2;
@@ -991,7 +1223,7 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	if (br != MAP_FAILED)
 		r->br = br;
 	if (!r->br || !r->rx_mem || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx || !r->tx_bufs ||
-	    !r->tx_free || !r->tx_iovs) {
+	    !r->tx_free || !r->tx_iovs || !r->socks || !r->rearm) {
 		*err = ENOMEM;
 		uring_destroy(&r->base);
 		return NULL;
@@ -1017,9 +1249,10 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	return &r->base;
 }
 
-struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro, int *err)
+struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro,
+				     uint32_t more_sockets, int *err)
 {
-	struct rudp_io *io = uring_create(fd, batch, rx_buffers, gro, err);
+	struct rudp_io *io = uring_create(fd, batch, rx_buffers, gro, more_sockets, err);
 	/* The socket may go on to the mmsg backend, whose buffers hold one
 	 * datagram each: a failure leaves UDP_GRO off. */
 	if (!io && gro)

@@ -629,6 +629,100 @@ static void test_ipv6_loopback(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* socket_per_connect: three connections from one client host to one
+ * server, each over a socket of its own (the server sees three source
+ * ports), each echoing its own messages; one disconnects and the others
+ * carry on; the host, with two live sockets of its own, is destroyed. */
+static void socket_per_connect(int backend)
+{
+	enum { CONNS = 3 };
+	char addr[64];
+	rudp_config sc, cc;
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	sc.io_backend = cc.io_backend = backend;
+	cc.socket_per_connect = 1;
+	cc.max_peers = CONNS;
+	cc.bind_address = "127.0.0.1:0";
+	struct pair p = {.echo = 1};
+	p.server = make_server(&sc, addr, sizeof(addr));
+	p.client = make_client(&cc);
+	rudp_peer *peer[CONNS];
+	for (int i = 0; i < CONNS; i++)
+		assert_int_equal(rudp_connect(p.client, addr, &peer[i]), 0);
+	/* A fourth is over max_peers. */
+	rudp_peer *extra;
+	assert_int_equal(rudp_connect(p.client, addr, &extra), RUDP_E_PEERS_FULL);
+
+	int connected = 0;
+	uint32_t echoed[CONNS] = {0};
+	rudp_event ev[16];
+	for (uint64_t until = now_ms() + 5000; now_ms() < until && connected < CONNS;) {
+		service_server(&p);
+		int n = rudp_service(p.client, ev, 16, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++)
+			connected += ev[i].type == RUDP_EVENT_CONNECT;
+	}
+	assert_int_equal(connected, CONNS);
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && p.server_connects < CONNS;)
+		service_server(&p);
+	assert_int_equal(p.server_connects, CONNS);
+
+	/* Each peer sends [0xfe, i, k]; the echo comes back to that peer. */
+	for (int round = 0; round < 2; round++) {
+		int live = round == 0 ? CONNS : CONNS - 1;
+		uint32_t want = round == 0 ? 10 : 20;
+		for (int i = 0; i < CONNS; i++) {
+			if (round == 1 && i == 1)
+				continue;
+			for (uint8_t k = 0; k < 10; k++) {
+				uint8_t msg[3] = {0xfe, (uint8_t)i, k};
+				assert_int_equal(
+					rudp_send(peer[i], msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
+			}
+		}
+		int done = 0;
+		for (uint64_t until = now_ms() + 5000; now_ms() < until && done < live;) {
+			service_server(&p);
+			int n = rudp_service(p.client, ev, 16, 1);
+			assert_true(n >= 0);
+			for (int e = 0; e < n; e++) {
+				if (ev[e].type != RUDP_EVENT_RECEIVE)
+					continue;
+				int i = ev[e].data[1];
+				assert_true(i >= 0 && i < CONNS);
+				assert_ptr_equal(ev[e].peer, peer[i]);
+				assert_int_equal(ev[e].data[2], echoed[i] % 10);
+				if (++echoed[i] == want)
+					done++;
+			}
+		}
+		assert_int_equal(done, live);
+		if (round == 0) {
+			assert_int_equal(rudp_disconnect(peer[1]), 0);
+			for (uint64_t until = now_ms() + 3000;
+			     now_ms() < until && p.server_disconnects == 0;) {
+				service_server(&p);
+				assert_true(rudp_service(p.client, ev, 16, 1) >= 0);
+			}
+			assert_int_equal(p.server_disconnects, 1);
+		}
+	}
+	assert_int_equal(echoed[0], 20);
+	assert_int_equal(echoed[1], 10);
+	assert_int_equal(echoed[2], 20);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
+static void test_socket_per_connect(void **state)
+{
+	(void)state;
+	socket_per_connect(RUDP_IO_MMSG);
+	socket_per_connect(RUDP_IO_AUTO);
+}
+
 static void test_api_rejects_bad_arguments(void **state)
 {
 	(void)state;
@@ -693,6 +787,7 @@ int main(void)
 		cmocka_unit_test(test_unconnected_ping),
 		cmocka_unit_test(test_bad_datagrams_dropped),
 		cmocka_unit_test(test_ipv6_loopback),
+		cmocka_unit_test(test_socket_per_connect),
 		cmocka_unit_test(test_queued_messages_survive_buffer_reuse),
 		cmocka_unit_test(test_echo_many_mixed_sizes),
 	};

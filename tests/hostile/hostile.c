@@ -352,7 +352,7 @@ rudp_peer *hs_server_peer_of(struct hs_world *w, const struct hs_evil *e)
 	struct sockaddr_storage norm;
 
 	rudp_addr_normalize((const struct sockaddr *)&e->local, &norm);
-	return peer_table_find(&w->server->table, &norm, peer_table_hash(&w->server->table, &norm));
+	return peer_table_find(&w->server->table, &norm, 0, peer_table_hash(&w->server->table, &norm, 0));
 }
 
 /* ---- spoofed sources ---- */

@@ -371,7 +371,7 @@ static void test_gso_refused_falls_back(void **state)
 	int one = 1;
 	assert_int_equal(setsockopt(tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)), 0);
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(tx, 8, 0, false, &err);
+	struct rudp_io *io = rudp_io_uring_create(tx, 8, 0, false, 0, &err);
 	assert_non_null(io);
 
 	enum { LEN = 500 };
@@ -428,7 +428,7 @@ static void rx_buffers_grow_to(uint32_t rx_buffers, bool gro, uint64_t want_grow
 	int big = 4 << 20;
 	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(rx, 32, rx_buffers, gro, &err);
+	struct rudp_io *io = rudp_io_uring_create(rx, 32, rx_buffers, gro, 0, &err);
 	assert_non_null(io);
 
 	enum { BURST = 200, LEN = 1000, ROUNDS = 3 };
@@ -491,7 +491,7 @@ static void test_uring_send_area_packed_and_reused(void **state)
 	socklen_t alen;
 	int tx, rx = loopback_pair(&a, &alen, &from, &tx);
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(tx, 4, 0, false, &err);
+	struct rudp_io *io = rudp_io_uring_create(tx, 4, 0, false, 0, &err);
 	assert_non_null(io);
 	enum { LEN = 100, STEP = 112 };
 	uint8_t *first = rudp_io_tx_slot(io);
@@ -539,9 +539,9 @@ static void test_uring_rx_buffers_capped(void **state)
 	int err = 0;
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_true(fd >= 0);
-	assert_null(rudp_io_uring_create(fd, 32, 8, false, &err));
+	assert_null(rudp_io_uring_create(fd, 32, 8, false, 0, &err));
 	assert_int_equal(err, EINVAL);
-	assert_null(rudp_io_uring_create(fd, 32, 65536, false, &err));
+	assert_null(rudp_io_uring_create(fd, 32, 65536, false, 0, &err));
 	assert_int_equal(err, EINVAL);
 	close(fd);
 }
@@ -622,7 +622,7 @@ static void gro_splits_runs(bool gro)
 	socklen_t alen;
 	int tx, rx = loopback_pair(&a, &alen, &from, &tx);
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(rx, 4, 0, gro, &err);
+	struct rudp_io *io = rudp_io_uring_create(rx, 4, 0, gro, 0, &err);
 	assert_non_null(io);
 	int on = -1;
 	socklen_t onlen = sizeof(on);
@@ -686,7 +686,7 @@ static void test_gro_buffers_grow_only_for_single_datagrams(void **state)
 	int big = 4 << 20;
 	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(rx, 32, 0, true, &err);
+	struct rudp_io *io = rudp_io_uring_create(rx, 32, 0, true, 0, &err);
 	assert_non_null(io);
 	struct rudp_io_datagram *d;
 	/* Ran out once: 12 single datagrams, then rounds of 5. */
@@ -723,6 +723,120 @@ static void test_gro_buffers_grow_only_for_single_datagrams(void **state)
 	rudp_io_destroy(io);
 	close(tx);
 	close(rx);
+}
+
+/* Waits up to ms for datagrams and checks each against the expected
+ * (socket, first byte) pairs in order; returns how many came. Datagrams
+ * are [tag, 0, 0, ...] of 100 bytes. */
+static uint32_t recv_tagged(struct rudp_io *io, uint32_t want, const uint32_t *socks, const uint8_t *tags,
+			    int ms)
+{
+	uint32_t got = 0;
+	for (uint64_t until = now_ms() + (uint64_t)ms; now_ms() < until && got < want;) {
+		struct rudp_io_datagram *d;
+		int n = rudp_io_recv(io, &d);
+		assert_true(n >= 0);
+		if (n == 0)
+			rudp_io_wait(io, 5);
+		for (int i = 0; i < n; i++, got++) {
+			assert_true(got < want);
+			assert_int_equal(d[i].len, 100);
+			assert_int_equal(d[i].sock, socks[got]);
+			assert_int_equal(d[i].data[0], tags[got]);
+		}
+	}
+	return got;
+}
+
+static void send_tagged(int tx, const struct sockaddr_in *to, uint8_t tag)
+{
+	uint8_t msg[100] = {tag};
+	assert_int_equal(sendto(tx, msg, sizeof(msg), 0, (const struct sockaddr *)to, sizeof(*to)), 100);
+}
+
+/* A socket added to an io is read and written by it like the first:
+ * datagrams say which socket they came in on, a commit goes out on the
+ * socket it names (its source port says so), and a removed socket is
+ * neither read (datagrams queued for it before the removal included) nor
+ * written; its index is reused by the next socket added. */
+static void sockets_added_and_removed(int backend)
+{
+	struct sockaddr_in a, b, c, from;
+	socklen_t alen, blen, clen, fromlen;
+	int fa = loopback_socket(SOCK_NONBLOCK, &a, &alen);
+	int fb = loopback_socket(SOCK_NONBLOCK, &b, &blen);
+	int tx = loopback_socket(0, &from, &fromlen);
+	int err = 0;
+	struct rudp_io *io = backend == RUDP_IO_URING ? rudp_io_uring_create(fa, 8, 0, true, 4, &err)
+						      : rudp_io_mmsg_create(fa, 8);
+	assert_non_null(io);
+	assert_int_equal(rudp_io_add_socket(io, fb), 1);
+
+	/* One to each socket: the order between sockets is not defined, the
+	 * socket each came in on is. */
+	send_tagged(tx, &a, 1);
+	send_tagged(tx, &b, 2);
+	bool seen[2] = {false, false};
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && !(seen[0] && seen[1]);) {
+		struct rudp_io_datagram *d;
+		int n = rudp_io_recv(io, &d);
+		assert_true(n >= 0);
+		if (n == 0)
+			rudp_io_wait(io, 5);
+		for (int i = 0; i < n; i++) {
+			assert_true(d[i].sock < 2);
+			assert_false(seen[d[i].sock]);
+			assert_int_equal(d[i].data[0], d[i].sock + 1);
+			seen[d[i].sock] = true;
+		}
+	}
+	assert_true(seen[0] && seen[1]);
+
+	/* Out on socket 1, then on socket 0: the receiver sees b's port, then a's. */
+	for (uint32_t sock = 1;; sock = 0) {
+		uint8_t *slot = rudp_io_tx_slot(io);
+		memset(slot, (int)sock, 100);
+		rudp_io_tx_commit_on(io, sock, 100, (struct sockaddr *)&from, fromlen);
+		assert_true(rudp_io_flush(io) >= 0);
+		uint8_t buf[200];
+		struct sockaddr_in src;
+		socklen_t srclen = sizeof(src);
+		assert_int_equal(recvfrom(tx, buf, sizeof(buf), 0, (struct sockaddr *)&src, &srclen), 100);
+		assert_int_equal(buf[0], sock);
+		assert_int_equal(src.sin_port, sock ? b.sin_port : a.sin_port);
+		if (sock == 0)
+			break;
+	}
+
+	/* Queued for b, not yet read: gone with b. */
+	send_tagged(tx, &b, 3);
+	usleep(20000);
+	rudp_io_remove_socket(io, 1);
+	close(fb);
+	send_tagged(tx, &a, 4);
+	const uint32_t socks2[] = {0};
+	const uint8_t tags2[] = {4};
+	assert_int_equal(recv_tagged(io, 1, socks2, tags2, 2000), 1);
+	assert_int_equal(recv_tagged(io, 1, socks2, tags2, 100), 0);
+
+	int fc = loopback_socket(SOCK_NONBLOCK, &c, &clen);
+	assert_int_equal(rudp_io_add_socket(io, fc), 1);
+	send_tagged(tx, &c, 5);
+	const uint32_t socks3[] = {1};
+	const uint8_t tags3[] = {5};
+	assert_int_equal(recv_tagged(io, 1, socks3, tags3, 2000), 1);
+	rudp_io_destroy(io);
+	close(fc);
+	close(fa);
+	close(tx);
+}
+
+static void test_sockets_added_and_removed(void **state)
+{
+	(void)state;
+	sockets_added_and_removed(RUDP_IO_MMSG);
+	if (uring_usable())
+		sockets_added_and_removed(RUDP_IO_URING);
 }
 
 /* A server restarted in the same process (or right after the old process
@@ -1167,6 +1281,7 @@ int main(void)
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
 		cmocka_unit_test(test_gro_buffers_grow_only_for_single_datagrams),
+		cmocka_unit_test(test_sockets_added_and_removed),
 		cmocka_unit_test(test_seccomp_forces_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
