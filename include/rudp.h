@@ -229,7 +229,9 @@ typedef struct rudp_config {
 	 * ring and one pool of receive buffers, one send area, one event
 	 * queue and timer heap, instead of a host (and a pool) each. The
 	 * host's own socket still serves incoming connections and rudp_ping();
-	 * a connection's socket accepts only its server's datagrams.
+	 * a connection's socket accepts only its server's datagrams. On
+	 * io_uring the shared pool may grow to two receive buffers per
+	 * connection (unless rx_buffers caps it) and UDP_GRO stays off.
 	 * max_peers bounds the sockets too (each is a file descriptor: mind
 	 * RLIMIT_NOFILE). Default 0: connections share the host's socket (one
 	 * per remote address). */
@@ -402,6 +404,13 @@ typedef struct rudp_host_stats {
 	uint64_t gro_receives;
 	uint32_t peers; /**< peers in the table now */
 	const char *io_backend; /**< "mmsg" or "uring" */
+	/** io_uring: receives posted again after they ended, nearly always
+	 * because the receive buffers ran out. With a socket per connection
+	 * (rudp_config.socket_per_connect) each costs about a system call's
+	 * worth of kernel work; a count growing nearly as fast as
+	 * datagrams_received says the host does not keep up with what arrives
+	 * (docs/io.md). */
+	uint64_t rx_rearms;
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */

@@ -138,7 +138,7 @@ struct ring_sock {
 	int fd; /* -1: a free slot */
 	bool live; /* in use: removed sockets are not re-armed; their data is dropped */
 	bool armed; /* its multishot receive is posted */
-	bool on_rearm; /* on the rearm stack */
+	bool on_rearm; /* on the rearm queue */
 	bool zombie; /* removed while its receive could still post: never reused */
 };
 
@@ -163,12 +163,17 @@ struct io_ring {
 	struct msghdr rx_msg; /* the multishot template: name space, control space with GRO */
 	/* The sockets (socks[0] is base.fd), each with its own multishot
 	 * receive drawing from the one buffer ring. A receive that ended (a
-	 * CQE without F_MORE) puts its socket on the rearm stack; the next
+	 * CQE without F_MORE) puts its socket on the rearm queue; the next
 	 * recv call re-arms them all once buffers are back. */
 	struct ring_sock *socks;
 	uint32_t nsocks, socks_cap; /* slots in use (live or not), allocated */
-	uint32_t *rearm; /* stack of live sockets whose receive is not armed */
-	uint32_t rearm_len;
+	/* Live sockets whose receive is not armed, a FIFO ring of socks_cap:
+	 * re-armed in the order their receives ended, so that after the pool
+	 * runs dry the sockets armed last this time, which found no buffer,
+	 * are armed first next time. (A stack re-arms the same sockets first
+	 * round after round, and those in its middle starve.) */
+	uint32_t *rearm;
+	uint32_t rearm_head, rearm_len;
 	uint32_t armed; /* receives posted (live sockets or ones being cancelled) */
 	uint32_t max_socks; /* sockets the owner expects to add: room in the CQ for their receives' ends */
 	struct rx_done *rx_q; /* ring of rx_count */
@@ -240,14 +245,14 @@ static void rx_grow(struct io_ring *r)
 	r->base.stats.rx_buffer_grows += offset > 0;
 }
 
-/* Puts socket i on the rearm stack (once). */
+/* Puts socket i at the back of the rearm queue (once). */
 static void push_rearm(struct io_ring *r, uint32_t i)
 {
 	struct ring_sock *so = &r->socks[i];
 	if (so->on_rearm)
 		return;
 	so->on_rearm = true;
-	r->rearm[r->rearm_len++] = i;
+	r->rearm[(r->rearm_head + r->rearm_len++) % r->socks_cap] = i;
 }
 
 static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
@@ -374,18 +379,19 @@ static bool arm_recv(struct io_ring *r, uint32_t i)
 	io_uring_sqe_set_data64(sqe, RECV_TAG_BASE + i);
 	r->socks[i].armed = true;
 	r->armed++;
+	r->base.stats.rx_rearms++;
 	return true;
 }
 
 static int submit(struct io_ring *r);
 
-/* Arms every socket on the rearm stack, submitting whenever the SQ fills
- * (a host with a socket per connection can have thousands to re-arm after
- * the buffers ran out). */
-static void arm_all(struct io_ring *r)
+/* Arms every socket on the rearm queue, oldest first, submitting whenever
+ * the SQ fills (a host with a socket per connection can have thousands to
+ * re-arm after the buffers ran out). */
+static void arm_all(struct io_ring *r, uint32_t budget)
 {
-	while (r->rearm_len > 0) {
-		uint32_t i = r->rearm[r->rearm_len - 1];
+	while (r->rearm_len > 0 && budget-- > 0) {
+		uint32_t i = r->rearm[r->rearm_head];
 		struct ring_sock *so = &r->socks[i];
 		if (so->live && !so->armed && !arm_recv(r, i)) {
 			submit(r);
@@ -393,6 +399,7 @@ static void arm_all(struct io_ring *r)
 				return; /* a broken ring: the next call tries again */
 		}
 		so->on_rearm = false;
+		r->rearm_head = (r->rearm_head + 1) % r->socks_cap;
 		r->rearm_len--;
 	}
 }
@@ -625,7 +632,11 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 			rx_grow(r);
 	}
 	if (r->rearm_len > 0 && r->rx_q_len < r->rx_ready) {
-		arm_all(r);
+		/* With several sockets, no more of them than there are buffers
+		 * in the ring: each one armed takes a buffer at once if it has
+		 * data waiting, and the rest would end with ENOBUFS, each a
+		 * wasted re-arm (sockets left over go first next time). */
+		arm_all(r, r->nsocks > 1 ? r->rx_ready - r->rx_q_len : UINT32_MAX);
 		int s = submit_counted(r, &io->stats.recv_calls);
 		if (s < 0)
 			return s;
@@ -902,17 +913,22 @@ static int uring_add_socket(struct rudp_io *io, int fd)
 		if (!socks)
 			return -ENOMEM;
 		r->socks = socks;
-		uint32_t *rearm = realloc(r->rearm, cap * sizeof(*rearm));
+		uint32_t *rearm = malloc(cap * sizeof(*rearm));
 		if (!rearm)
 			return -ENOMEM;
+		/* The queue wraps at the old size: unwrap it into the new. */
+		for (uint32_t k = 0; k < r->rearm_len; k++)
+			rearm[k] = r->rearm[(r->rearm_head + k) % r->socks_cap];
+		free(r->rearm);
 		r->rearm = rearm;
+		r->rearm_head = 0;
 		r->socks_cap = cap;
 	}
 	if (i == r->nsocks) {
 		r->nsocks++;
 		r->socks[i].on_rearm = false;
 	}
-	/* A removed socket's index may still be on the rearm stack: it stays
+	/* A removed socket's index may still be on the rearm queue: it stays
 	 * there once, for the new socket. */
 	bool queued = r->socks[i].on_rearm;
 	r->socks[i] = (struct ring_sock){.fd = fd, .live = true, .on_rearm = queued};
@@ -1070,7 +1086,7 @@ static int ring_start(struct io_ring *r)
 	 * cancelled): the first socket's is posted and checked here, the
 	 * others' at the next recv call. */
 	r->armed = 0;
-	r->rearm_len = 0;
+	r->rearm_head = r->rearm_len = 0;
 	for (uint32_t i = 0; i < r->nsocks; i++) {
 		r->socks[i].armed = r->socks[i].on_rearm = r->socks[i].zombie = false;
 		if (r->socks[i].fd < 0)
@@ -1180,11 +1196,18 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	 * of this file). The owner may cap them lower (rx_buffers): a client
 	 * among hundreds in one process rarely needs a window's worth at once. */
 	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
-	/* Sockets added later share the pool: by default it may grow to a
-	 * buffer per socket, since a starved pool ends the receive of every
-	 * socket that gets data meanwhile, and each must be re-armed. */
-	if (!rx_buffers && more_sockets + 1 > r->rx_count)
-		r->rx_count = pow2_at_least(more_sockets + 1 < 32768 ? more_sockets + 1 : 32768);
+	/* Sockets added later share the pool. By default it may grow to two
+	 * buffers per socket: a starved pool ends the receive of every socket
+	 * that gets data meanwhile, and each must be re-armed (measured with
+	 * rudp-bench's many workload: 2 per socket moved as much as 4 or 8
+	 * with less memory; docs/io.md). Without UDP_GRO: a GRO buffer is 68
+	 * KiB, and a connection's share of the traffic seldom has a run to
+	 * coalesce. */
+	if (!rx_buffers && more_sockets > 0) {
+		uint64_t want = ((uint64_t)more_sockets + 1) * 2;
+		r->rx_count = pow2_at_least(want < 32768 ? (uint32_t)want : 32768);
+		gro = false;
+	}
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */
 	r->tx_cap = batch * 2;
