@@ -231,7 +231,8 @@ typedef struct rudp_config {
 	 * host's own socket still serves incoming connections and rudp_ping();
 	 * a connection's socket accepts only its server's datagrams. On
 	 * io_uring the shared pool may grow to two receive buffers per
-	 * connection (unless rx_buffers caps it) and UDP_GRO stays off.
+	 * connection, rounded up to a power of two (unless rx_buffers caps
+	 * it; 1.7 KiB each, resident once used), and UDP_GRO stays off.
 	 * max_peers bounds the sockets too (each is a file descriptor: mind
 	 * RLIMIT_NOFILE). Default 0: connections share the host's socket (one
 	 * per remote address). */
