@@ -1197,12 +1197,12 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	 * among hundreds in one process rarely needs a window's worth at once. */
 	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
 	/* Sockets added later share the pool. By default it may grow to two
-	 * buffers per socket (rounded up to a power of two, the ring's size): a starved pool ends the receive of every socket
-	 * that gets data meanwhile, and each must be re-armed (measured with
-	 * rudp-bench's many workload: 2 per socket moved as much as 4 or 8
-	 * with less memory; docs/io.md). Without UDP_GRO: a GRO buffer is 68
-	 * KiB, and a connection's share of the traffic seldom has a run to
-	 * coalesce. */
+	 * buffers per socket, rounded up to a power of two (the ring's size):
+	 * a starved pool ends the receive of every socket that gets data
+	 * meanwhile, and each must be re-armed. In rudp-bench's many workload
+	 * 2 per socket moved as much as 4 or 8 with less memory (docs/io.md).
+	 * Without UDP_GRO: a GRO buffer is 68 KiB, and a connection's share
+	 * of the traffic seldom has a run to coalesce. */
 	if (!rx_buffers && more_sockets > 0) {
 		uint64_t want = ((uint64_t)more_sockets + 1) * 2;
 		r->rx_count = pow2_at_least(want < 32768 ? (uint32_t)want : 32768);
