@@ -138,7 +138,8 @@ struct ring_sock {
 	int fd; /* -1: a free slot */
 	bool live; /* in use: removed sockets are not re-armed; their data is dropped */
 	bool armed; /* its multishot receive is posted */
-	bool on_rearm; /* on the rearm queue */
+	bool on_rearm; /* on a rearm queue */
+	bool got; /* a buffer came in since its receive was armed */
 	bool zombie; /* removed while its receive could still post: never reused */
 };
 
@@ -167,13 +168,17 @@ struct io_ring {
 	 * recv call re-arms them all once buffers are back. */
 	struct ring_sock *socks;
 	uint32_t nsocks, socks_cap; /* slots in use (live or not), allocated */
-	/* Live sockets whose receive is not armed, a FIFO ring of socks_cap:
-	 * re-armed in the order their receives ended, so that after the pool
-	 * runs dry the sockets armed last this time, which found no buffer,
-	 * are armed first next time. (A stack re-arms the same sockets first
-	 * round after round, and those in its middle starve.) */
+	/* Live sockets whose receive is not armed, in two FIFO rings of
+	 * socks_cap each (rearm[0..cap) and rearm[cap..2 cap)): those whose
+	 * receive ended before it got a buffer, then those it served. Re-armed
+	 * in that order, so that when the pool runs dry the sockets that found
+	 * none go first next time, in the order they ended, and a socket that
+	 * always has data cannot take every buffer round after round. (A
+	 * stack re-armed the same sockets first each round, and those in its
+	 * middle starved until their connections timed out.) */
 	uint32_t *rearm;
-	uint32_t rearm_head, rearm_len;
+	uint32_t rearm_head[2], rearm_qlen[2];
+	uint32_t rearm_len; /* both */
 	uint32_t armed; /* receives posted (live sockets or ones being cancelled) */
 	uint32_t max_socks; /* sockets the owner expects to add: room in the CQ for their receives' ends */
 	struct rx_done *rx_q; /* ring of rx_count */
@@ -245,14 +250,17 @@ static void rx_grow(struct io_ring *r)
 	r->base.stats.rx_buffer_grows += offset > 0;
 }
 
-/* Puts socket i at the back of the rearm queue (once). */
-static void push_rearm(struct io_ring *r, uint32_t i)
+/* Puts socket i at the back of a rearm queue (once): the first if it
+ * found no buffer last time, else the second. */
+static void push_rearm(struct io_ring *r, uint32_t i, bool starved)
 {
 	struct ring_sock *so = &r->socks[i];
 	if (so->on_rearm)
 		return;
 	so->on_rearm = true;
-	r->rearm[(r->rearm_head + r->rearm_len++) % r->socks_cap] = i;
+	uint32_t q = starved ? 0 : 1;
+	r->rearm[q * r->socks_cap + (r->rearm_head[q] + r->rearm_qlen[q]++) % r->socks_cap] = i;
+	r->rearm_len++;
 }
 
 static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
@@ -288,11 +296,13 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 	if (i >= r->nsocks)
 		return; /* not ours: cannot happen */
 	struct ring_sock *so = &r->socks[i];
+	if (cqe->flags & IORING_CQE_F_BUFFER)
+		so->got = true;
 	if (!(cqe->flags & IORING_CQE_F_MORE) && so->armed) {
 		so->armed = false;
 		r->armed--;
 		if (so->live)
-			push_rearm(r, (uint32_t)i);
+			push_rearm(r, (uint32_t)i, !so->got);
 	}
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
 		uint32_t bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
@@ -378,6 +388,7 @@ static bool arm_recv(struct io_ring *r, uint32_t i)
 	sqe->buf_group = BUF_GROUP;
 	io_uring_sqe_set_data64(sqe, RECV_TAG_BASE + i);
 	r->socks[i].armed = true;
+	r->socks[i].got = false;
 	r->armed++;
 	r->base.stats.rx_rearms++;
 	return true;
@@ -385,13 +396,14 @@ static bool arm_recv(struct io_ring *r, uint32_t i)
 
 static int submit(struct io_ring *r);
 
-/* Arms every socket on the rearm queue, oldest first, submitting whenever
- * the SQ fills (a host with a socket per connection can have thousands to
- * re-arm after the buffers ran out). */
+/* Arms up to budget sockets of the rearm queues, the first queue first,
+ * oldest first, submitting whenever the SQ fills (a host with a socket per
+ * connection can have thousands to re-arm after the buffers ran out). */
 static void arm_all(struct io_ring *r, uint32_t budget)
 {
 	while (r->rearm_len > 0 && budget-- > 0) {
-		uint32_t i = r->rearm[r->rearm_head];
+		uint32_t q = r->rearm_qlen[0] > 0 ? 0 : 1;
+		uint32_t i = r->rearm[q * r->socks_cap + r->rearm_head[q]];
 		struct ring_sock *so = &r->socks[i];
 		if (so->live && !so->armed && !arm_recv(r, i)) {
 			submit(r);
@@ -399,7 +411,8 @@ static void arm_all(struct io_ring *r, uint32_t budget)
 				return; /* a broken ring: the next call tries again */
 		}
 		so->on_rearm = false;
-		r->rearm_head = (r->rearm_head + 1) % r->socks_cap;
+		r->rearm_head[q] = (r->rearm_head[q] + 1) % r->socks_cap;
+		r->rearm_qlen[q]--;
 		r->rearm_len--;
 	}
 }
@@ -913,15 +926,18 @@ static int uring_add_socket(struct rudp_io *io, int fd)
 		if (!socks)
 			return -ENOMEM;
 		r->socks = socks;
-		uint32_t *rearm = malloc(cap * sizeof(*rearm));
+		uint32_t *rearm = malloc(2 * (size_t)cap * sizeof(*rearm));
 		if (!rearm)
 			return -ENOMEM;
-		/* The queue wraps at the old size: unwrap it into the new. */
-		for (uint32_t k = 0; k < r->rearm_len; k++)
-			rearm[k] = r->rearm[(r->rearm_head + k) % r->socks_cap];
+		/* The queues wrap at the old size: unwrap them into the new. */
+		for (uint32_t q = 0; q < 2; q++) {
+			for (uint32_t k = 0; k < r->rearm_qlen[q]; k++)
+				rearm[q * cap + k] =
+					r->rearm[q * r->socks_cap + (r->rearm_head[q] + k) % r->socks_cap];
+			r->rearm_head[q] = 0;
+		}
 		free(r->rearm);
 		r->rearm = rearm;
-		r->rearm_head = 0;
 		r->socks_cap = cap;
 	}
 	if (i == r->nsocks) {
@@ -932,7 +948,7 @@ static int uring_add_socket(struct rudp_io *io, int fd)
 	 * there once, for the new socket. */
 	bool queued = r->socks[i].on_rearm;
 	r->socks[i] = (struct ring_sock){.fd = fd, .live = true, .on_rearm = queued};
-	push_rearm(r, i); /* armed by the next recv call */
+	push_rearm(r, i, true); /* armed by the next recv call */
 	/* A buffer per socket at least: a starved pool ends the receive of
 	 * every socket that gets data meanwhile. */
 	while (r->rx_ready < r->rx_count && r->rx_ready < r->nsocks)
@@ -1086,7 +1102,7 @@ static int ring_start(struct io_ring *r)
 	 * cancelled): the first socket's is posted and checked here, the
 	 * others' at the next recv call. */
 	r->armed = 0;
-	r->rearm_head = r->rearm_len = 0;
+	r->rearm_head[0] = r->rearm_head[1] = r->rearm_qlen[0] = r->rearm_qlen[1] = r->rearm_len = 0;
 	for (uint32_t i = 0; i < r->nsocks; i++) {
 		r->socks[i].armed = r->socks[i].on_rearm = r->socks[i].zombie = false;
 		if (r->socks[i].fd < 0)
@@ -1103,7 +1119,7 @@ static int ring_start(struct io_ring *r)
 		return r->rx_error ? -r->rx_error : EINVAL;
 	for (uint32_t i = 1; i < r->nsocks; i++)
 		if (r->socks[i].live)
-			push_rearm(r, i);
+			push_rearm(r, i, true);
 	r->fork_gen = fork_generation;
 	return 0;
 }
@@ -1182,7 +1198,7 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	r->max_socks = more_sockets;
 	/* The first socket; more come with add_socket (arrays grown then). */
 	r->socks = calloc(1, sizeof(*r->socks));
-	r->rearm = calloc(1, sizeof(*r->rearm));
+	r->rearm = calloc(2, sizeof(*r->rearm));
 	r->socks_cap = 1;
 	r->nsocks = 1;
 	if (r->socks)

@@ -885,6 +885,59 @@ static void test_uring_many_sockets_small_pool(void **state)
 	close(tx);
 }
 
+/* Sockets that all have a backlog, on a pool far smaller than it: the
+ * pool goes round them instead of draining one socket while the others
+ * wait (with a connection per socket, a socket that always has data
+ * would starve the others until they time out). No socket may wait
+ * longer than a few pools' worth of datagrams between two of its own. */
+static void test_uring_many_sockets_take_turns(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	enum { SOCKS = 8, EACH = 100, POOL = 16 };
+	struct sockaddr_in addr[SOCKS], from;
+	socklen_t alen, fromlen;
+	int fd[SOCKS];
+	for (int s = 0; s < SOCKS; s++)
+		fd[s] = loopback_socket(SOCK_NONBLOCK, &addr[s], &alen);
+	int tx = loopback_socket(0, &from, &fromlen);
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(fd[0], 8, POOL, false, SOCKS, &err);
+	assert_non_null(io);
+	for (int s = 1; s < SOCKS; s++)
+		assert_int_equal(rudp_io_add_socket(io, fd[s]), s);
+	struct rudp_io_datagram *d;
+	assert_int_equal(rudp_io_recv(io, &d), 0);
+	for (int k = 0; k < EACH; k++)
+		for (int s = 0; s < SOCKS; s++)
+			send_tagged(tx, &addr[s], (uint8_t)k);
+	uint32_t last[SOCKS] = {0}, got = 0, longest_wait = 0;
+	uint8_t next[SOCKS] = {0};
+	for (uint64_t until = now_ms() + 5000; now_ms() < until && got < SOCKS * EACH;) {
+		int n = rudp_io_recv(io, &d);
+		assert_true(n >= 0);
+		if (n == 0)
+			rudp_io_wait(io, 5);
+		for (int i = 0; i < n; i++, got++) {
+			assert_true(d[i].sock < SOCKS);
+			assert_int_equal(d[i].data[0], next[d[i].sock]++);
+			uint32_t s = d[i].sock;
+			if (got - last[s] > longest_wait)
+				longest_wait = got - last[s];
+			last[s] = got;
+		}
+	}
+	assert_int_equal(got, SOCKS * EACH);
+	/* 58 when written; 688 when the sockets that found no buffer queued
+	 * behind the one that took them all, which so came first again. */
+	assert_true(longest_wait <= 2 * SOCKS * POOL);
+	rudp_io_destroy(io);
+	for (int s = 0; s < SOCKS; s++)
+		close(fd[s]);
+	close(tx);
+}
+
 static void test_sockets_added_and_removed(void **state)
 {
 	(void)state;
@@ -1337,6 +1390,7 @@ int main(void)
 		cmocka_unit_test(test_gro_buffers_grow_only_for_single_datagrams),
 		cmocka_unit_test(test_sockets_added_and_removed),
 		cmocka_unit_test(test_uring_many_sockets_small_pool),
+		cmocka_unit_test(test_uring_many_sockets_take_turns),
 		cmocka_unit_test(test_seccomp_forces_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
