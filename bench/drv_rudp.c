@@ -369,13 +369,16 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 	if (nc > 1) {
 		cfg.socket_per_connect = 1;
 		/* Many sockets in one process: keep each one's buffers modest,
-		 * and read no further ahead than 16 event batches: what the
-		 * host has read but the client not yet taken is resident memory
-		 * (at the default 65,536 events the queue's arena reached 32 MiB
-		 * at 2,048 connections), while what waits in the sockets is not. */
+		 * and read no more than about 4 MiB of messages ahead of the
+		 * client: what the host has read but the client not yet taken
+		 * is resident memory (at the default 65,536 events the queue's
+		 * arena reached 32 MiB at 2,048 connections of 800 B), while
+		 * what waits in the sockets is not. Small messages keep the
+		 * default: 4,096 of 64 B raised the loaded p99 by a third. */
 		if (nc > 64) {
 			cfg.socket_rcvbuf = cfg.socket_sndbuf = 256 * 1024;
-			cfg.max_pending_events = 16 * EVENTS;
+			uint32_t ahead = (4u << 20) / w->p.size;
+			cfg.max_pending_events = ahead < 4096 ? 4096 : ahead > 65536 ? 65536 : ahead;
 		}
 	}
 	if (!t.peer || !t.unsent) {
