@@ -831,58 +831,85 @@ static void sockets_added_and_removed(int backend)
 	close(tx);
 }
 
+/* An io_uring io on `n` nonblocking loopback sockets sharing a pool of
+ * `pool` buffers, every receive armed while nothing waits, then `each`
+ * datagrams tagged 0, 1, ... sent to every socket in turn, so that all
+ * have a backlog when the test starts reading. */
+static struct rudp_io *many_sockets_open(int n, uint32_t pool, int each, int *fd, int *tx)
+{
+	struct sockaddr_in addr[64], from;
+	socklen_t alen, fromlen;
+	assert_true(n <= 64);
+	for (int s = 0; s < n; s++)
+		fd[s] = loopback_socket(SOCK_NONBLOCK, &addr[s], &alen);
+	*tx = loopback_socket(0, &from, &fromlen);
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(fd[0], 8, pool, false, (uint32_t)n, &err);
+	assert_non_null(io);
+	for (int s = 1; s < n; s++)
+		assert_int_equal(rudp_io_add_socket(io, fd[s]), s);
+	struct rudp_io_datagram *d;
+	assert_int_equal(rudp_io_recv(io, &d), 0);
+	for (int k = 0; k < each; k++)
+		for (int s = 0; s < n; s++)
+			send_tagged(*tx, &addr[s], (uint8_t)k);
+	return io;
+}
+
+/* Reads all n * each datagrams, each socket's in order; returns the most
+ * datagrams any socket waited through between two of its own. */
+static uint32_t many_sockets_drain(struct rudp_io *io, int n, int each)
+{
+	uint32_t last[64] = {0}, got = 0, longest_wait = 0;
+	uint8_t next[64] = {0};
+	for (uint64_t until = now_ms() + 5000; now_ms() < until && got < (uint32_t)(n * each);) {
+		struct rudp_io_datagram *d;
+		int k = rudp_io_recv(io, &d);
+		assert_true(k >= 0);
+		if (k == 0)
+			rudp_io_wait(io, 5);
+		for (int i = 0; i < k; i++, got++) {
+			uint32_t s = d[i].sock;
+			assert_true(s < (uint32_t)n);
+			assert_int_equal(d[i].data[0], next[s]++);
+			if (got - last[s] > longest_wait)
+				longest_wait = got - last[s];
+			last[s] = got;
+		}
+	}
+	assert_int_equal(got, n * each);
+	return longest_wait;
+}
+
+static void many_sockets_close(struct rudp_io *io, int n, const int *fd, int tx)
+{
+	rudp_io_destroy(io);
+	for (int s = 0; s < n; s++)
+		close(fd[s]);
+	close(tx);
+}
+
 /* Many sockets on io_uring sharing a pool far smaller than what waits in
  * them: every datagram still arrives, in order per socket, and the
- * receives are re-armed about once per buffer's worth of data, not once
- * per waiting socket every time the pool runs dry (arming them all at
- * once re-armed 64 sockets per round of 16 buffers: thousands here, and
- * 80 re-arms per datagram in rudp-bench's many workload). */
+ * receives are re-armed about once per datagram, not once per waiting
+ * socket every time the pool runs dry (arming them all at once re-armed
+ * 64 sockets per round of 16 buffers here, and cost 40 million re-arms
+ * for 300,000 echoes in rudp-bench's many workload). */
 static void test_uring_many_sockets_small_pool(void **state)
 {
 	(void)state;
 	if (!uring_usable())
 		skip();
 	enum { SOCKS = 64, EACH = 8 };
-	struct sockaddr_in addr[SOCKS], from;
-	socklen_t alen, fromlen;
-	int fd[SOCKS];
-	for (int s = 0; s < SOCKS; s++)
-		fd[s] = loopback_socket(SOCK_NONBLOCK, &addr[s], &alen);
-	int tx = loopback_socket(0, &from, &fromlen);
-	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(fd[0], 8, 16, false, SOCKS, &err);
-	assert_non_null(io);
-	for (int s = 1; s < SOCKS; s++)
-		assert_int_equal(rudp_io_add_socket(io, fd[s]), s);
-	/* Arm them all while nothing waits, so every socket has a receive
-	 * posted when the data lands. */
-	struct rudp_io_datagram *d;
-	assert_int_equal(rudp_io_recv(io, &d), 0);
-	for (int k = 0; k < EACH; k++)
-		for (int s = 0; s < SOCKS; s++)
-			send_tagged(tx, &addr[s], (uint8_t)k);
-	uint8_t next[SOCKS] = {0};
-	uint32_t got = 0;
-	for (uint64_t until = now_ms() + 5000; now_ms() < until && got < SOCKS * EACH;) {
-		int n = rudp_io_recv(io, &d);
-		assert_true(n >= 0);
-		if (n == 0)
-			rudp_io_wait(io, 5);
-		for (int i = 0; i < n; i++, got++) {
-			assert_true(d[i].sock < SOCKS);
-			assert_int_equal(d[i].data[0], next[d[i].sock]++);
-		}
-	}
-	assert_int_equal(got, SOCKS * EACH);
+	int fd[SOCKS], tx;
+	struct rudp_io *io = many_sockets_open(SOCKS, 16, EACH, fd, &tx);
+	many_sockets_drain(io, SOCKS, EACH);
 	/* About one per datagram (no more sockets are armed in a round than
 	 * there are free buffers, and the first may take them all): 511 when
 	 * written. Every waiting socket re-armed at every recv call made it
 	 * 2,136. */
 	assert_true(io->stats.rx_rearms <= 2 * SOCKS * EACH);
-	rudp_io_destroy(io);
-	for (int s = 0; s < SOCKS; s++)
-		close(fd[s]);
-	close(tx);
+	many_sockets_close(io, SOCKS, fd, tx);
 }
 
 /* Sockets that all have a backlog, on a pool far smaller than it: the
@@ -896,46 +923,13 @@ static void test_uring_many_sockets_take_turns(void **state)
 	if (!uring_usable())
 		skip();
 	enum { SOCKS = 8, EACH = 100, POOL = 16 };
-	struct sockaddr_in addr[SOCKS], from;
-	socklen_t alen, fromlen;
-	int fd[SOCKS];
-	for (int s = 0; s < SOCKS; s++)
-		fd[s] = loopback_socket(SOCK_NONBLOCK, &addr[s], &alen);
-	int tx = loopback_socket(0, &from, &fromlen);
-	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(fd[0], 8, POOL, false, SOCKS, &err);
-	assert_non_null(io);
-	for (int s = 1; s < SOCKS; s++)
-		assert_int_equal(rudp_io_add_socket(io, fd[s]), s);
-	struct rudp_io_datagram *d;
-	assert_int_equal(rudp_io_recv(io, &d), 0);
-	for (int k = 0; k < EACH; k++)
-		for (int s = 0; s < SOCKS; s++)
-			send_tagged(tx, &addr[s], (uint8_t)k);
-	uint32_t last[SOCKS] = {0}, got = 0, longest_wait = 0;
-	uint8_t next[SOCKS] = {0};
-	for (uint64_t until = now_ms() + 5000; now_ms() < until && got < SOCKS * EACH;) {
-		int n = rudp_io_recv(io, &d);
-		assert_true(n >= 0);
-		if (n == 0)
-			rudp_io_wait(io, 5);
-		for (int i = 0; i < n; i++, got++) {
-			assert_true(d[i].sock < SOCKS);
-			assert_int_equal(d[i].data[0], next[d[i].sock]++);
-			uint32_t s = d[i].sock;
-			if (got - last[s] > longest_wait)
-				longest_wait = got - last[s];
-			last[s] = got;
-		}
-	}
-	assert_int_equal(got, SOCKS * EACH);
+	int fd[SOCKS], tx;
+	struct rudp_io *io = many_sockets_open(SOCKS, POOL, EACH, fd, &tx);
+	uint32_t longest_wait = many_sockets_drain(io, SOCKS, EACH);
 	/* 58 when written; 688 when the sockets that found no buffer queued
 	 * behind the one that took them all, which so came first again. */
 	assert_true(longest_wait <= 2 * SOCKS * POOL);
-	rudp_io_destroy(io);
-	for (int s = 0; s < SOCKS; s++)
-		close(fd[s]);
-	close(tx);
+	many_sockets_close(io, SOCKS, fd, tx);
 }
 
 static void test_sockets_added_and_removed(void **state)
