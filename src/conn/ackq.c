@@ -179,15 +179,20 @@ int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, b
 	ackq_normalize(q, c->have_highest_dgram ? c->highest_dgram_seq : 0);
 	while (q->count > 0) {
 		size_t encoded = 0;
-		int n = rudp_wire_encode_ack(c->dgram_buf, c->payload_max, nack, q->ranges, q->count,
-					     &encoded);
+		uint8_t *buf = conn_datagram_buffer(c);
+		int n;
 
+		if (!buf) {
+			*blocked = true;
+			return sent;
+		}
+		n = rudp_wire_encode_ack(buf, c->payload_max, nack, q->ranges, q->count, &encoded);
 		if (n < 0 || encoded == 0) {
 			/* Cannot happen with sane ranges; never loop on it. */
 			q->count = 0;
 			break;
 		}
-		if (c->cb.send_datagram(c->cb.ud, c->dgram_buf, (size_t)n) < 0) {
+		if (c->cb.send_datagram(c->cb.ud, buf, (size_t)n) < 0) {
 			*blocked = true;
 			return sent;
 		}
@@ -293,6 +298,7 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
  * however wide the records are. */
 static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sample *sample)
 {
+	const struct sent_history *h = &c->sent;
 	int32_t floor = -(int32_t)c->sent.size;
 	uint32_t oldest;
 
@@ -304,16 +310,20 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 
 		for (int32_t k = lo; k <= c->ack_keys[r].hi; k++) {
 			uint32_t seq = (c->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
-			uint32_t slot = seq & (c->sent.size - 1);
-			const uint32_t *ris = c->sent.reliable_index + (size_t)slot * c->sent.per_dgram;
+			uint32_t slot = seq & (h->size - 1);
 
-			if (c->sent.tag[slot] != (seq | SENT_HISTORY_VALID))
+			if (h->tag[slot] != (seq | SENT_HISTORY_VALID))
 				continue;
-			c->sent.tag[slot] = 0;
-			for (uint32_t j = 0; j < c->sent.count[slot]; j++) {
-				int32_t i = rudp_u24_diff(ris[j], oldest);
+			h->tag[slot] = 0;
+			for (uint32_t j = 0; j < h->count[slot]; j++) {
+				uint32_t pos = h->first[slot] + j;
+				int32_t i;
 				struct sendq_frame *f;
 
+				/* Overwritten since: left to the last_dgram_seq match. */
+				if (h->ring_head - pos > h->ring_size)
+					continue;
+				i = rudp_u24_diff(h->ring[pos & (h->ring_size - 1)], oldest);
 				if (i < 0 || (uint32_t)i >= c->rel_sent)
 					continue;
 				f = sendq_at(&c->rel, (uint32_t)i);

@@ -153,17 +153,18 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
 	rtt_init(&c->rtt, c->cfg.rto_initial_us, c->cfg.rto_min_us, c->cfg.rto_max_us);
-	c->dgram_buf = malloc(c->payload_max);
-	/* Four windows of datagrams: ACKs come back within about one. */
+	/* Four windows of datagrams, and of frame copies: ACKs come back
+	 * within about one. */
 	c->sent.size = 64;
 	while (c->sent.size < 4 * c->cfg.window_frames)
 		c->sent.size <<= 1;
-	c->sent.per_dgram = c->cfg.max_frames_per_datagram;
+	c->sent.ring_size = c->sent.size;
 	c->sent.tag = calloc(c->sent.size, sizeof(*c->sent.tag));
-	c->sent.count = calloc(c->sent.size, sizeof(*c->sent.count));
-	c->sent.reliable_index = calloc((size_t)c->sent.size * c->sent.per_dgram, sizeof(uint32_t));
+	c->sent.first = malloc(c->sent.size * sizeof(*c->sent.first));
+	c->sent.count = malloc(c->sent.size * sizeof(*c->sent.count));
+	c->sent.ring = malloc(c->sent.ring_size * sizeof(*c->sent.ring));
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
-	if (!c->dgram_buf || !c->sent.tag || !c->sent.count || !c->sent.reliable_index || !c->flush_refs ||
+	if (!c->sent.tag || !c->sent.first || !c->sent.count || !c->sent.ring || !c->flush_refs ||
 	    ack_scratch_grow(c, 1) < 0 || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
 	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 || reasm_init(c) < 0) {
 		rudp_conn_destroy(c);
@@ -181,6 +182,19 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 
 static void free_early(struct rudp_conn *c);
 
+uint8_t *conn_datagram_buffer(struct rudp_conn *c)
+{
+	if (c->cb.datagram_buffer) {
+		uint8_t *p = c->cb.datagram_buffer(c->cb.ud, c->payload_max);
+
+		if (p)
+			return p;
+	}
+	if (!c->dgram_buf)
+		c->dgram_buf = malloc(c->payload_max);
+	return c->dgram_buf;
+}
+
 void rudp_conn_destroy(struct rudp_conn *c)
 {
 	if (!c)
@@ -194,8 +208,9 @@ void rudp_conn_destroy(struct rudp_conn *c)
 	free_early(c);
 	free(c->dgram_buf);
 	free(c->sent.tag);
+	free(c->sent.first);
 	free(c->sent.count);
-	free(c->sent.reliable_index);
+	free(c->sent.ring);
 	free(c->flush_refs);
 	free(c->ack_scratch);
 	free(c->ack_keys);

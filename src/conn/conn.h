@@ -84,6 +84,13 @@ struct rudp_conn_callbacks {
 	 * 0, or < 0 when the owner cannot take it now (then flush stops early and
 	 * tries again next time; nothing is lost). */
 	int (*send_datagram)(void *ud, const uint8_t *data, size_t len);
+	/* Optional (may be NULL): a buffer of at least len bytes to build the
+	 * next outgoing datagram in, then passed to send_datagram; it must stay
+	 * valid until then, and a second call before that must return the same
+	 * buffer. NULL: the conn builds in a buffer of its own. The host hands
+	 * out its next I/O send slot, so datagrams are written once, in place,
+	 * and no connection keeps an MTU-sized buffer of its own. */
+	uint8_t *(*datagram_buffer)(void *ud, size_t len);
 	/* An application message, in delivery order; data valid during the call. */
 	void (*deliver)(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel);
 	/* The online handshake finished. */

@@ -169,15 +169,24 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
  * an ACK for any copy of a frame finishes it, not only for its latest copy.
  * Without this, a frame resent after a spurious NACK (reordering) stays
  * unacked when only the first copy's ACK comes back, and is sent a third time.
- * Datagrams older than the history fall back to matching the frame's
- * last_dgram_seq.
+ *
+ * A slot per recent datagram names a run in one shared ring of reliable
+ * indexes, written in send order, rather than max_frames_per_datagram
+ * entries per datagram: a datagram of 800 B messages carries one frame, and
+ * the fixed layout cost 8 KiB per connection for the seven unused entries.
+ * The ring holds as many frame copies as the slots hold datagrams, four
+ * windows' worth; when it wraps first (datagrams of many small frames), a
+ * datagram's run is partly overwritten and those frames fall back, like
+ * datagrams older than the history, to matching the frame's last_dgram_seq.
  */
 struct sent_history {
 	uint32_t *tag; /* seq | SENT_HISTORY_VALID per slot */
+	uint32_t *first; /* per slot: ring position of its first reliable index */
 	uint8_t *count; /* reliable frames recorded per slot */
-	uint32_t *reliable_index; /* size * per_dgram */
-	uint32_t size; /* power of two */
-	uint32_t per_dgram;
+	uint32_t *ring; /* reliable indexes, at position & (ring_size - 1) */
+	uint32_t ring_head; /* next position written (wraps at 2^32, harmlessly) */
+	uint32_t ring_size; /* power of two */
+	uint32_t size; /* slots, a power of two */
 };
 #define SENT_HISTORY_VALID 0x80000000u
 
@@ -312,7 +321,9 @@ struct rudp_conn {
 	uint16_t next_split_id;
 	uint32_t order_write[CONN_CHANNELS];
 	uint32_t sequenced_write[CONN_CHANNELS];
-	uint8_t *dgram_buf; /* payload_max bytes */
+	/* payload_max bytes, made on first use: only when the owner gives no
+	 * datagram_buffer (conn_datagram_buffer) */
+	uint8_t *dgram_buf;
 	struct sent_history sent;
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
@@ -387,6 +398,10 @@ struct ack_key_range {
 
 /* conn.c */
 void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason);
+/* Where to build the next outgoing datagram (payload_max bytes): the
+ * owner's buffer (callbacks.datagram_buffer) or the conn's own. NULL when
+ * out of memory: the caller sends nothing now, as if the owner refused. */
+uint8_t *conn_datagram_buffer(struct rudp_conn *c);
 /* Queues a message without the checks rudp_conn_send does for the app
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,

@@ -42,7 +42,8 @@ enum flush_kind {
 #define FLUSH_MAX_BACKOFF 30
 
 struct dgram_builder {
-	size_t len; /* bytes used in c->dgram_buf, header included */
+	uint8_t *buf; /* where the datagram is built: taken with its first frame */
+	size_t len; /* bytes used in buf, header included */
 	uint32_t nframes;
 	uint32_t new_frames; /* FLUSH_NEW refs: rel[rel_sent .. rel_sent + new_frames) */
 	uint32_t unrel_frames; /* FLUSH_UNREL refs: unrel[0 .. unrel_frames) */
@@ -55,6 +56,7 @@ struct dgram_builder {
 
 static void builder_reset(struct dgram_builder *b)
 {
+	b->buf = NULL;
 	b->len = RUDP_WIRE_DGRAM_HEADER_LEN;
 	b->nframes = 0;
 	b->new_frames = 0;
@@ -89,17 +91,21 @@ static void commit_reliable(struct rudp_conn *c, struct sendq_frame *f, uint64_t
 /* The owner took the datagram: its frames are now in flight (or gone). */
 static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
 {
-	uint32_t slot = c->next_dgram_seq & (c->sent.size - 1);
-	uint32_t *slot_ri = c->sent.reliable_index + (size_t)slot * c->sent.per_dgram;
+	struct sent_history *h = &c->sent;
+	uint32_t slot = c->next_dgram_seq & (h->size - 1);
 
-	c->sent.tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
-	c->sent.count[slot] = 0;
+	h->tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
+	h->first[slot] = h->ring_head;
+	h->count[slot] = 0;
 	for (uint32_t i = 0; i < b->nframes; i++) {
 		const struct flush_ref *ref = &c->flush_refs[i];
 		struct sendq_frame *f;
 
-		if (ref->kind != FLUSH_UNREL)
-			slot_ri[c->sent.count[slot]++] = sendq_at(&c->rel, ref->index)->reliable_index;
+		if (ref->kind != FLUSH_UNREL) {
+			h->ring[h->ring_head++ & (h->ring_size - 1)] =
+				sendq_at(&c->rel, ref->index)->reliable_index;
+			h->count[slot]++;
+		}
 		switch (ref->kind) {
 		case FLUSH_NEW:
 			f = sendq_at(&c->rel, ref->index);
@@ -150,8 +156,8 @@ static bool builder_emit(struct rudp_conn *c, struct dgram_builder *b, uint64_t 
 
 	if (b->nframes == 0)
 		return true;
-	rudp_wire_encode_dgram_header(c->dgram_buf, RUDP_WIRE_DGRAM_HEADER_LEN, &h);
-	if (c->cb.send_datagram(c->cb.ud, c->dgram_buf, b->len) < 0) {
+	rudp_wire_encode_dgram_header(b->buf, RUDP_WIRE_DGRAM_HEADER_LEN, &h);
+	if (c->cb.send_datagram(c->cb.ud, b->buf, b->len) < 0) {
 		b->blocked = true;
 		return false;
 	}
@@ -196,7 +202,13 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		b->budget_spent = true;
 		return false;
 	}
-	n = rudp_wire_encode_frame(c->dgram_buf + b->len, c->payload_max - b->len, &wf);
+	/* The buffer is asked for only when there is a frame to put in it: a
+	 * flush with nothing to send takes no I/O slot. */
+	if (!b->buf && !(b->buf = conn_datagram_buffer(c))) {
+		b->blocked = true;
+		return false;
+	}
+	n = rudp_wire_encode_frame(b->buf + b->len, c->payload_max - b->len, &wf);
 	if (n < 0) {
 		/* Frames are sized to fit an empty datagram; this would be our bug.
 		 * Stop instead of spinning. */

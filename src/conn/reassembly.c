@@ -31,11 +31,12 @@ int reasm_init(struct rudp_conn *c)
 {
 	struct reassembly *r = &c->reasm;
 
+	/* The slots come with the first split message (reasm_free_slot): most
+	 * connections never receive one, and max_split_ids slots cost about
+	 * 1.8 KiB each of them. */
 	memset(r, 0, sizeof(*r));
-	r->nslots = c->cfg.max_split_ids;
-	r->slots = calloc(r->nslots, sizeof(*r->slots));
 	r->stride = c->payload_max - RUDP_WIRE_DGRAM_HEADER_LEN - REASM_MIN_SPLIT_HEADER;
-	return r->slots ? 0 : RUDP_CONN_E_NOMEM;
+	return 0;
 }
 
 void reasm_free(struct rudp_conn *c)
@@ -58,8 +59,18 @@ static struct reasm_slot *reasm_find(struct reassembly *r, uint16_t split_id)
 	return NULL;
 }
 
-static struct reasm_slot *reasm_free_slot(struct reassembly *r)
+/* NULL when every slot is taken, or when the slots cannot be made (out of
+ * memory): either way the fragment waits, unacknowledged, for a resend. */
+static struct reasm_slot *reasm_free_slot(struct rudp_conn *c)
 {
+	struct reassembly *r = &c->reasm;
+
+	if (!r->slots) {
+		r->slots = calloc(c->cfg.max_split_ids, sizeof(*r->slots));
+		if (!r->slots)
+			return NULL;
+		r->nslots = c->cfg.max_split_ids;
+	}
 	for (uint32_t i = 0; i < r->nslots; i++) {
 		if (!r->slots[i].used)
 			return &r->slots[i];
@@ -116,7 +127,7 @@ enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame 
 
 	if (!rudp_wire_is_reliable(f->reliability) || reasm_find(r, f->split_id) || reasm_never_fits(c, f))
 		return REASM_INCOMPLETE;
-	if (!reasm_free_slot(r) ||
+	if (!reasm_free_slot(c) ||
 	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
 		return REASM_DEFER;
 	return REASM_INCOMPLETE;
@@ -125,7 +136,7 @@ enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame 
 static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
 {
 	struct reassembly *r = &c->reasm;
-	struct reasm_slot *s = reasm_free_slot(r);
+	struct reasm_slot *s = reasm_free_slot(c);
 	uint64_t need = reasm_need(r, f->split_count);
 	size_t cap = (size_t)need + (size_t)f->split_count * sizeof(uint16_t);
 

@@ -55,9 +55,18 @@ static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
 	if (len > RUDP_IO_SLOT_SIZE)
 		return -1;
 	uint8_t *slot = rudp_io_tx_slot(h->io);
-	memcpy(slot, data, len);
+	if (slot != data) /* built in place (cb_datagram_buffer) unless the conn had to use its own */
+		memcpy(slot, data, len);
 	rudp_io_tx_commit_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr, p->send_addrlen);
 	return 0;
+}
+
+/* The conn builds its next datagram right in the I/O send slot, which stays
+ * the same until it is committed (cb_send_datagram). */
+static uint8_t *cb_datagram_buffer(void *ud, size_t len)
+{
+	struct rudp_peer *p = ud;
+	return len <= RUDP_IO_SLOT_SIZE ? rudp_io_tx_slot(p->host->io) : NULL;
 }
 
 static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel)
@@ -207,6 +216,7 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 	struct rudp_conn_config cc = h->conn_cfg;
 	struct rudp_conn_callbacks cb = {.ud = p,
 					 .send_datagram = cb_send_datagram,
+					 .datagram_buffer = cb_datagram_buffer,
 					 .deliver = cb_deliver,
 					 .connected = cb_connected,
 					 .closed = cb_closed,

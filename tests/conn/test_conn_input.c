@@ -907,6 +907,81 @@ static void test_nack_guard_uses_min_rtt(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* An ACK naming a range of the server's datagram seqs, start..end. */
+static int fake_ack_range(struct fake *fk, uint32_t start, uint32_t end)
+{
+	uint8_t d[] = {0xc0,
+		       0,
+		       1,
+		       0,
+		       (uint8_t)start,
+		       (uint8_t)(start >> 8),
+		       (uint8_t)(start >> 16),
+		       (uint8_t)end,
+		       (uint8_t)(end >> 8),
+		       (uint8_t)(end >> 16)};
+
+	return fake_push_raw(fk, d, sizeof(d));
+}
+
+/* The sent history with eight frames per datagram: an ACK for a first copy
+ * finishes all eight; once the shared ring of reliable indexes has wrapped
+ * past a datagram's run, an ACK for that datagram finishes nothing through
+ * it (the run now names other frames), and every frame still ends acked
+ * through the ACKs of its latest copy. */
+static void test_sent_history_shared_ring(void **state)
+{
+	static const uint8_t body[] = {0xfe, 1, 2, 3};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	uint32_t d0, d1;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	assert_int_equal(cfg.window_frames, 64);
+	assert_int_equal(cfg.max_frames_per_datagram, 8);
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	fake_flush(&fk); /* whatever control traffic is due goes first */
+
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	int before = fk.data_dgrams;
+	fake_flush(&fk);
+	assert_int_equal(fk.data_dgrams, before + 8);
+	assert_int_equal(stats_of(&fk).window_in_use, 64);
+	d0 = rudp_u24_add(fk.last_data_seq, (uint32_t)-7);
+	d1 = rudp_u24_add(d0, 1);
+
+	/* d0 reported lost: its eight frames go out again; then the ACK of
+	 * the first copy comes after all and finishes them. */
+	assert_int_equal(fake_ack_seq(&fk, d0, true), 0);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 8);
+	assert_int_equal(fake_ack_seq(&fk, d0, false), 0);
+	assert_int_equal(stats_of(&fk).window_in_use, 56);
+
+	/* Timeouts resend the other 56 until the ring has wrapped past d1's run. */
+	while (fk.c->sent.ring_head - 16 <= fk.c->sent.ring_size) {
+		uint64_t due = rudp_conn_next_deadline(fk.c);
+
+		assert_true(due > fk.now && due - fk.now < cfg.timeout_us);
+		fk.now = due;
+		fake_flush(&fk);
+	}
+	assert_int_equal(stats_of(&fk).window_in_use, 56);
+	assert_int_equal(rudp_conn_state(fk.c), RUDP_CONN_STATE_CONNECTED);
+	/* d1's frames were all resent since; its run must not be read. */
+	assert_int_equal(fake_ack_seq(&fk, d1, false), 0);
+	assert_int_equal(stats_of(&fk).window_in_use, 56);
+	/* Every latest copy acknowledged: the window empties. */
+	assert_int_equal(fake_ack_range(&fk, d1, fk.last_data_seq), 0);
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	assert_int_equal(stats_of(&fk).send_queue_bytes, 0);
+	rudp_conn_destroy(fk.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -922,6 +997,7 @@ int main(void)
 		cmocka_unit_test(test_remote_disconnect_acks_first),
 		cmocka_unit_test(test_ack_repeats_recent),
 		cmocka_unit_test(test_nack_guard_uses_min_rtt),
+		cmocka_unit_test(test_sent_history_shared_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
