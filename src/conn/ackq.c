@@ -321,9 +321,9 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 				struct sendq_frame *f;
 
 				/* Overwritten since: left to the last_dgram_seq match. */
-				if (h->ring_head - pos > h->ring_size)
+				if (h->ring_head - pos > h->size)
 					continue;
-				i = rudp_u24_diff(h->ring[pos & (h->ring_size - 1)], oldest);
+				i = rudp_u24_diff(h->ring[pos & (h->size - 1)], oldest);
 				if (i < 0 || (uint32_t)i >= c->rel_sent)
 					continue;
 				f = sendq_at(&c->rel, (uint32_t)i);

@@ -153,18 +153,13 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
 	rtt_init(&c->rtt, c->cfg.rto_initial_us, c->cfg.rto_min_us, c->cfg.rto_max_us);
-	/* Four windows of datagrams, and of frame copies: ACKs come back
+	/* Up to four windows of datagrams and of frame copies: ACKs come back
 	 * within about one. */
-	c->sent.size = 64;
-	while (c->sent.size < 4 * c->cfg.window_frames)
-		c->sent.size <<= 1;
-	c->sent.ring_size = c->sent.size;
-	c->sent.tag = calloc(c->sent.size, sizeof(*c->sent.tag));
-	c->sent.first = malloc(c->sent.size * sizeof(*c->sent.first));
-	c->sent.count = malloc(c->sent.size * sizeof(*c->sent.count));
-	c->sent.ring = malloc(c->sent.ring_size * sizeof(*c->sent.ring));
+	c->sent.max_size = SENT_HISTORY_MIN;
+	while (c->sent.max_size < 4 * c->cfg.window_frames)
+		c->sent.max_size <<= 1;
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
-	if (!c->sent.tag || !c->sent.first || !c->sent.count || !c->sent.ring || !c->flush_refs ||
+	if (sent_history_resize(&c->sent, SENT_HISTORY_MIN) < 0 || !c->flush_refs ||
 	    ack_scratch_grow(c, 1) < 0 || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
 	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 || reasm_init(c) < 0) {
 		rudp_conn_destroy(c);

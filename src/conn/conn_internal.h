@@ -174,29 +174,38 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
  * indexes, written in send order, rather than max_frames_per_datagram
  * entries per datagram: a datagram of 800 B messages carries one frame, and
  * the fixed layout cost 8 KiB per connection for the seven unused entries.
- * The ring holds as many frame copies as the slots hold datagrams, four
- * windows' worth; when it wraps first (datagrams of many small frames), a
- * datagram's run is partly overwritten and those frames fall back, like
- * datagrams older than the history, to matching the frame's last_dgram_seq.
+ * The ring holds as many frame copies as there are slots; when it wraps
+ * first (datagrams of many small frames), a datagram's run is partly
+ * overwritten and those frames fall back, like datagrams older than the
+ * history, to matching the frame's last_dgram_seq.
+ *
+ * Both hold four times the frames in flight: 64 at first, doubled (up to
+ * four windows) when more are in flight. A connection with a few messages
+ * out at a time keeps 0.8 KiB, not the 3.3 KiB four windows take.
  */
 struct sent_history {
 	uint32_t *tag; /* seq | SENT_HISTORY_VALID per slot */
 	uint32_t *first; /* per slot: ring position of its first reliable index */
 	uint8_t *count; /* reliable frames recorded per slot */
-	uint32_t *ring; /* reliable indexes, at position & (ring_size - 1) */
+	uint32_t *ring; /* reliable indexes, at position & (size - 1) */
 	uint32_t ring_head; /* next position written (wraps at 2^32, harmlessly) */
-	uint32_t ring_size; /* power of two */
-	uint32_t size; /* slots, a power of two */
+	uint32_t size; /* slots, and ring entries: a power of two */
+	uint32_t max_size; /* four windows */
 };
+#define SENT_HISTORY_MIN 64u
+/* flush.c: (re)makes the history with size slots (a power of two, larger
+ * than now), keeping what it holds; 0 or RUDP_CONN_E_NOMEM (unchanged). */
+int sent_history_resize(struct sent_history *h, uint32_t size);
 #define SENT_HISTORY_VALID 0x80000000u
 
 /* ---- recv.c ---- */
 
 /* Which reliable indexes arrived: bit i of the ring is index (base + k) for the
- * k with (base + k) & (nbits - 1) == i, for k < window. */
+ * k with (base + k) & (nbits - 1) == i, for k < nbits; indexes from base +
+ * nbits to base + window are accepted by growing the ring first. */
 struct recv_dedup {
 	uint64_t *bits;
-	uint32_t nbits; /* power of two >= recv_window */
+	uint32_t nbits; /* power of two; grows on demand up to the first >= window */
 	uint32_t window; /* cfg.recv_window */
 	uint32_t base; /* lowest reliable index not received yet */
 	uint32_t highest_plus_one; /* one past the highest received; == base when no gaps */

@@ -23,6 +23,7 @@
  * everything stops at the per-flush byte budget. Without a policy, each of
  * these costs one test of a NULL pointer or a compare against UINT64_MAX.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "conn/conn_internal.h"
@@ -88,11 +89,61 @@ static void commit_reliable(struct rudp_conn *c, struct sendq_frame *f, uint64_t
 	f->deadline_us = now_us + rtt_backed_off_rto(&c->rtt, f->backoff);
 }
 
+int sent_history_resize(struct sent_history *h, uint32_t size)
+{
+	uint32_t *tag = calloc(size, sizeof(*tag));
+	uint32_t *first = malloc(size * sizeof(*first));
+	uint8_t *count = malloc(size * sizeof(*count));
+	uint32_t *ring = malloc(size * sizeof(*ring));
+
+	if (!tag || !first || !count || !ring) {
+		free(tag);
+		free(first);
+		free(count);
+		free(ring);
+		return RUDP_CONN_E_NOMEM;
+	}
+	/* Slots move to their seq's place in the larger table, unless part of
+	 * their run was overwritten already (not copied below: it would read
+	 * as valid in the larger ring). */
+	for (uint32_t i = 0; i < h->size; i++) {
+		uint32_t seq = h->tag[i] & ~SENT_HISTORY_VALID;
+		uint32_t j = seq & (size - 1);
+
+		if (!(h->tag[i] & SENT_HISTORY_VALID) || h->ring_head - h->first[i] > h->size)
+			continue;
+		tag[j] = h->tag[i];
+		first[j] = h->first[i];
+		count[j] = h->count[i];
+	}
+	for (uint32_t k = 0; k < h->size && k < h->ring_head; k++) {
+		uint32_t pos = h->ring_head - 1 - k;
+
+		ring[pos & (size - 1)] = h->ring[pos & (h->size - 1)];
+	}
+	free(h->tag);
+	free(h->first);
+	free(h->count);
+	free(h->ring);
+	h->tag = tag;
+	h->first = first;
+	h->count = count;
+	h->ring = ring;
+	h->size = size;
+	return 0;
+}
+
 /* The owner took the datagram: its frames are now in flight (or gone). */
 static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
 {
 	struct sent_history *h = &c->sent;
-	uint32_t slot = c->next_dgram_seq & (h->size - 1);
+	uint32_t slot;
+
+	/* Four copies' room per frame in flight; out of memory keeps the
+	 * smaller history, which only loses first-copy ACK matches. */
+	if (4 * (c->rel_unacked + b->new_frames) > h->size && h->size < h->max_size)
+		sent_history_resize(h, h->size * 2);
+	slot = c->next_dgram_seq & (h->size - 1);
 
 	h->tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;
@@ -102,7 +153,7 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 		struct sendq_frame *f;
 
 		if (ref->kind != FLUSH_UNREL) {
-			h->ring[h->ring_head++ & (h->ring_size - 1)] =
+			h->ring[h->ring_head++ & (h->size - 1)] =
 				sendq_at(&c->rel, ref->index)->reliable_index;
 			h->count[slot]++;
 		}

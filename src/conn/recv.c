@@ -16,6 +16,7 @@
 #include "conn/conn_internal.h"
 
 #define HOLD_MIN_CAP 16u
+#define DEDUP_FIRST_BITS 256u
 #define HOLD_BLOCK_CACHE 32u
 
 /* ---- dedup ---- */
@@ -41,7 +42,44 @@ static enum dedup_result dedup_check(const struct recv_dedup *d, uint32_t ri)
 		return DEDUP_DUPLICATE;
 	if ((uint32_t)ahead >= d->window)
 		return DEDUP_AHEAD;
+	/* Beyond the ring: never received (every mark is preceded by
+	 * dedup_make_room), and its bit would alias a nearer index. */
+	if ((uint32_t)ahead >= d->nbits)
+		return DEDUP_NEW;
 	return dedup_bit(d, ri) ? DEDUP_DUPLICATE : DEDUP_NEW;
+}
+
+/* The bit ring starts at DEDUP_FIRST_BITS and doubles, up to the window,
+ * when an index arrives further ahead of the base than it covers: on a
+ * clean path the indexes arrive nearly in order, and a ring for the whole
+ * window (recv_window 8,192: 1 KiB) is memory every connection pays. False
+ * when out of memory (the frame is then treated as too far ahead: not
+ * acknowledged, so the peer sends it again). */
+static bool dedup_make_room(struct recv_dedup *d, uint32_t ri)
+{
+	uint32_t ahead = (uint32_t)rudp_u24_diff(ri, d->base); /* checked: 0 <= ahead < window */
+	uint32_t nbits = d->nbits;
+	uint64_t *bits;
+
+	if (ahead < nbits)
+		return true;
+	while (nbits <= ahead)
+		nbits <<= 1;
+	bits = calloc(nbits / 64, sizeof(uint64_t));
+	if (!bits)
+		return false;
+	/* Only [base, highest_plus_one) can have bits set. */
+	for (uint32_t k = d->base; k != d->highest_plus_one; k = rudp_u24_add(k, 1)) {
+		if (dedup_bit(d, k)) {
+			uint32_t i = k & (nbits - 1);
+
+			bits[i / 64] |= (uint64_t)1 << (i % 64);
+		}
+	}
+	free(d->bits);
+	d->bits = bits;
+	d->nbits = nbits;
+	return true;
 }
 
 static void dedup_mark(struct recv_dedup *d, uint32_t ri)
@@ -65,10 +103,8 @@ bool recv_no_reliable_gaps(const struct rudp_conn *c)
 
 int recv_init(struct rudp_conn *c)
 {
-	uint32_t nbits = 64;
+	uint32_t nbits = DEDUP_FIRST_BITS;
 
-	while (nbits < c->cfg.recv_window)
-		nbits <<= 1;
 	c->dedup.bits = calloc(nbits / 64, sizeof(uint64_t));
 	c->dedup.nbits = nbits;
 	c->dedup.window = c->cfg.recv_window;
@@ -297,6 +333,10 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 		case DEDUP_DUPLICATE: c->stats.duplicates_dropped++; return true;
 		case DEDUP_AHEAD: conn_count_bad_frame(c); return false;
 		case DEDUP_NEW: break;
+		}
+		if (!dedup_make_room(&c->dedup, f->reliable_index)) {
+			conn_count_bad_frame(c);
+			return false;
 		}
 		if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED) {
 			int32_t ahead =

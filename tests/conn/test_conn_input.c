@@ -963,7 +963,8 @@ static void test_sent_history_shared_ring(void **state)
 	assert_int_equal(stats_of(&fk).window_in_use, 56);
 
 	/* Timeouts resend the other 56 until the ring has wrapped past d1's run. */
-	while (fk.c->sent.ring_head - 16 <= fk.c->sent.ring_size) {
+	assert_int_equal(fk.c->sent.size, 256); /* grown from 64: four windows */
+	while (fk.c->sent.ring_head - 16 <= fk.c->sent.size) {
 		uint64_t due = rudp_conn_next_deadline(fk.c);
 
 		assert_true(due > fk.now && due - fk.now < cfg.timeout_us);
@@ -979,6 +980,54 @@ static void test_sent_history_shared_ring(void **state)
 	assert_int_equal(fake_ack_range(&fk, d1, fk.last_data_seq), 0);
 	assert_int_equal(stats_of(&fk).window_in_use, 0);
 	assert_int_equal(stats_of(&fk).send_queue_bytes, 0);
+	rudp_conn_destroy(fk.c);
+}
+
+/* Reliable frames far ahead of the lowest missing index: the dedup ring
+ * grows to take them, a repeat is still a duplicate, and an index whose
+ * bit would alias one received in the smaller ring is new. */
+static void test_dedup_grows_ahead(void **state)
+{
+	static const uint8_t body[] = {0xfe, 7};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	struct rudp_wire_frame f;
+	uint32_t base;
+	int delivered;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	assert_true(cfg.recv_window >= 1024);
+	base = fk.ri;
+	delivered = fk.delivered;
+	f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+	f.reliable_index = rudp_u24_add(base, 300);
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	assert_int_equal(fk.delivered, delivered + 1);
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	assert_int_equal(fk.delivered, delivered + 1);
+	assert_int_equal(stats_of(&fk).duplicates_dropped, 1);
+	/* 300 + 512: the same bit as 300 in a ring of 512. */
+	f.reliable_index = rudp_u24_add(base, 812);
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	assert_int_equal(fk.delivered, delivered + 2);
+	assert_int_equal(stats_of(&fk).duplicates_dropped, 1);
+	/* Everything in between, twice: each delivered once. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t k = 0; k < 812; k++) {
+			if (k == 300)
+				continue;
+			f.reliable_index = rudp_u24_add(base, k);
+			assert_int_equal(fake_push(&fk, &f, 1), 0);
+		}
+	}
+	assert_int_equal(fk.delivered, delivered + 813);
+	assert_int_equal(stats_of(&fk).duplicates_dropped, 1 + 811);
+	assert_true(recv_no_reliable_gaps(fk.c));
+	assert_int_equal(stats_of(&fk).frames_dropped, 0);
+	fk.ri = rudp_u24_add(base, 813);
+	expect_app_message_works(&fk, 0);
 	rudp_conn_destroy(fk.c);
 }
 
@@ -998,6 +1047,7 @@ int main(void)
 		cmocka_unit_test(test_ack_repeats_recent),
 		cmocka_unit_test(test_nack_guard_uses_min_rtt),
 		cmocka_unit_test(test_sent_history_shared_ring),
+		cmocka_unit_test(test_dedup_grows_ahead),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
