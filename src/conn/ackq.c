@@ -300,11 +300,11 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 {
 	const struct sent_history *h = &c->sent;
 	int32_t floor = -(int32_t)c->sent.size;
-	uint32_t oldest;
+	/* Visited even with nothing in flight: the slots of acknowledged
+	 * datagrams are cleared, or the history would take them for
+	 * datagrams still waiting and grow (builder_commit). */
+	uint32_t oldest = c->rel_sent > 0 ? sendq_at(&c->rel, 0)->reliable_index : 0;
 
-	if (c->rel_sent == 0)
-		return;
-	oldest = sendq_at(&c->rel, 0)->reliable_index;
 	for (uint32_t r = 0; r < nkeys; r++) {
 		int32_t lo = c->ack_keys[r].lo < floor ? floor : c->ack_keys[r].lo;
 
@@ -315,7 +315,7 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 			if (h->tag[slot] != (seq | SENT_HISTORY_VALID))
 				continue;
 			h->tag[slot] = 0;
-			for (uint32_t j = 0; j < h->count[slot]; j++) {
+			for (uint32_t j = 0; j < h->count[slot] && c->rel_sent > 0; j++) {
 				uint32_t pos = h->first[slot] + j;
 				int32_t i;
 				struct sendq_frame *f;

@@ -180,8 +180,10 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
  * history, to matching the frame's last_dgram_seq.
  *
  * Both hold four times the frames in flight: 64 at first, doubled (up to
- * four windows) when more are in flight. A connection with a few messages
- * out at a time keeps 0.8 KiB, not the 3.3 KiB four windows take.
+ * four windows) when more are in flight, or when a slot about to be
+ * reused still waits for its datagram's ACK (loss or delay). A connection
+ * with a few messages out at a time on a clean path keeps 0.8 KiB, not
+ * the 3.3 KiB four windows take.
  */
 struct sent_history {
 	uint32_t *tag; /* seq | SENT_HISTORY_VALID per slot */

@@ -139,11 +139,17 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	struct sent_history *h = &c->sent;
 	uint32_t slot;
 
-	/* Four copies' room per frame in flight; out of memory keeps the
-	 * smaller history, which only loses first-copy ACK matches. */
-	if (4 * (c->rel_unacked + b->new_frames) > h->size && h->size < h->max_size)
-		sent_history_resize(h, h->size * 2);
+	/* Four copies' room per frame in flight, and room for every
+	 * datagram not acknowledged yet: a slot about to be reused that still
+	 * waits for its ACK means loss or delay outran the history (on a
+	 * clean path its ACK cleared it long ago), and under loss is when
+	 * first-copy matches save resends. Out of memory keeps the smaller
+	 * history, which only loses such matches. */
 	slot = c->next_dgram_seq & (h->size - 1);
+	if (h->size < h->max_size &&
+	    (4 * (c->rel_unacked + b->new_frames) > h->size || (h->tag[slot] & SENT_HISTORY_VALID)) &&
+	    sent_history_resize(h, h->size * 2) == 0)
+		slot = c->next_dgram_seq & (h->size - 1);
 
 	h->tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;

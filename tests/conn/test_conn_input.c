@@ -983,6 +983,54 @@ static void test_sent_history_shared_ring(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* The sent history stays small while ACKs keep up, and grows when
+ * datagrams go unacknowledged for longer than it covers (loss): eight
+ * messages in flight, one per datagram, resent on every timeout. */
+static void test_sent_history_grows_under_loss(void **state)
+{
+	static const uint8_t body[] = {0xfe, 9};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	cfg.max_frames_per_datagram = 1;
+	fake_setup(&fk, &cfg);
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
+	fake_flush(&fk);
+	/* Acknowledged as they go: 200 datagrams, the history stays at 64. */
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+		fake_flush(&fk);
+		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+	}
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	assert_int_equal(fk.c->sent.size, 64);
+	/* Unreliable datagrams, acknowledged when nothing reliable is in
+	 * flight: their slots are cleared all the same, no growth. */
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_UNRELIABLE, 0, fk.now),
+				 0);
+		fake_flush(&fk);
+		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+	}
+	assert_int_equal(fk.c->sent.size, 64);
+	/* Eight in flight and nothing acknowledged: once more than 64
+	 * datagrams are out unanswered, it doubles. */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	uint32_t first = fk.c->next_dgram_seq;
+	fake_flush(&fk);
+	while (rudp_u24_diff(fk.c->next_dgram_seq, first) <= 64) {
+		assert_int_equal(fk.c->sent.size, 64);
+		fk.now = rudp_conn_next_deadline(fk.c);
+		fake_flush(&fk);
+	}
+	assert_int_equal(fk.c->sent.size, 128);
+	assert_int_equal(rudp_conn_state(fk.c), RUDP_CONN_STATE_CONNECTED);
+	rudp_conn_destroy(fk.c);
+}
+
 /* Reliable frames far ahead of the lowest missing index: the dedup ring
  * grows to take them, a repeat is still a duplicate, and an index whose
  * bit would alias one received in the smaller ring is new. */
@@ -1048,6 +1096,7 @@ int main(void)
 		cmocka_unit_test(test_nack_guard_uses_min_rtt),
 		cmocka_unit_test(test_sent_history_shared_ring),
 		cmocka_unit_test(test_dedup_grows_ahead),
+		cmocka_unit_test(test_sent_history_grows_under_loss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
