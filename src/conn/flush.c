@@ -94,7 +94,7 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	uint32_t *tag = calloc(size, sizeof(*tag));
 	uint32_t *first = malloc(size * sizeof(*first));
 	uint8_t *count = malloc(size * sizeof(*count));
-	uint32_t *ring = malloc(size * sizeof(*ring));
+	uint32_t *ring = calloc(size, sizeof(*ring));
 
 	if (!tag || !first || !count || !ring) {
 		free(tag);
@@ -116,7 +116,10 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 		first[j] = h->first[i];
 		count[j] = h->count[i];
 	}
-	for (uint32_t k = 0; k < h->size && k < h->ring_head; k++) {
+	/* All of the old ring (zeros where never written), positions taken
+	 * modulo 2^32 like ring_head: after ring_head wraps, the newest
+	 * entries sit at the top of the position space. */
+	for (uint32_t k = 0; k < h->size; k++) {
 		uint32_t pos = h->ring_head - 1 - k;
 
 		ring[pos & (size - 1)] = h->ring[pos & (h->size - 1)];

@@ -929,16 +929,16 @@ static int fake_ack_range(struct fake *fk, uint32_t start, uint32_t end)
  * past a datagram's run, an ACK for that datagram finishes nothing through
  * it (the run now names other frames), and every frame still ends acked
  * through the ACKs of its latest copy. */
-static void test_sent_history_shared_ring(void **state)
+static void sent_history_shared_ring(uint32_t ring_start)
 {
 	static const uint8_t body[] = {0xfe, 1, 2, 3};
 	struct rudp_conn_config cfg;
 	struct fake fk;
-	uint32_t d0, d1;
+	uint32_t d0, d1, d1_end;
 
-	(void)state;
 	rudp_conn_config_init(&cfg);
 	fake_setup(&fk, &cfg);
+	fk.c->sent.ring_head += ring_start;
 	assert_int_equal(cfg.window_frames, 64);
 	assert_int_equal(cfg.max_frames_per_datagram, 8);
 	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
@@ -948,6 +948,7 @@ static void test_sent_history_shared_ring(void **state)
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
 	int before = fk.data_dgrams;
+	d1_end = fk.c->sent.ring_head + 16; /* one past d1's run */
 	fake_flush(&fk);
 	assert_int_equal(fk.data_dgrams, before + 8);
 	assert_int_equal(stats_of(&fk).window_in_use, 64);
@@ -964,7 +965,7 @@ static void test_sent_history_shared_ring(void **state)
 
 	/* Timeouts resend the other 56 until the ring has wrapped past d1's run. */
 	assert_int_equal(fk.c->sent.size, 256); /* grown from 64: four windows */
-	while (fk.c->sent.ring_head - 16 <= fk.c->sent.size) {
+	while (fk.c->sent.ring_head - d1_end <= fk.c->sent.size) {
 		uint64_t due = rudp_conn_next_deadline(fk.c);
 
 		assert_true(due > fk.now && due - fk.now < cfg.timeout_us);
@@ -981,6 +982,15 @@ static void test_sent_history_shared_ring(void **state)
 	assert_int_equal(stats_of(&fk).window_in_use, 0);
 	assert_int_equal(stats_of(&fk).send_queue_bytes, 0);
 	rudp_conn_destroy(fk.c);
+}
+
+static void test_sent_history_shared_ring(void **state)
+{
+	(void)state;
+	sent_history_shared_ring(0);
+	/* The ring's positions wrap past 2^32 while the history grows from
+	 * 64 to 256: the copy must take the newest entries from the top. */
+	sent_history_shared_ring(UINT32_MAX - 30);
 }
 
 /* The sent history stays small while ACKs keep up, and grows when
