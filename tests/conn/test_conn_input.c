@@ -158,6 +158,23 @@ static int fake_ack_seq(struct fake *fk, uint32_t seq, bool nack)
 	return fake_push_raw(fk, d, sizeof(d));
 }
 
+/* An ACK (or NACK) naming a range of the server's datagram seqs, start..end. */
+static int fake_ack_range(struct fake *fk, uint32_t start, uint32_t end, bool nack)
+{
+	uint8_t d[] = {nack ? 0xa0 : 0xc0,
+		       0,
+		       1,
+		       0,
+		       (uint8_t)start,
+		       (uint8_t)(start >> 8),
+		       (uint8_t)(start >> 16),
+		       (uint8_t)end,
+		       (uint8_t)(end >> 8),
+		       (uint8_t)(end >> 16)};
+
+	return fake_push_raw(fk, d, sizeof(d));
+}
+
 static void fake_setup(struct fake *fk, struct rudp_conn_config *cfg)
 {
 	struct rudp_conn_callbacks cb = {
@@ -391,38 +408,16 @@ static void test_hostile_acks(void **state)
 	/* The widest range the wire allows, all of it naming seqs never sent:
 	 * accepted, cheap, acks nothing. */
 	{
-		uint32_t end = rudp_u24_add(next, 0x7fffff);
-		uint8_t d[] = {0xc0,
-			       0,
-			       1,
-			       0,
-			       (uint8_t)next,
-			       (uint8_t)(next >> 8),
-			       (uint8_t)(next >> 16),
-			       (uint8_t)end,
-			       (uint8_t)(end >> 8),
-			       (uint8_t)(end >> 16)};
-
-		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
+		assert_int_equal(fake_ack_range(&fk, next, rudp_u24_add(next, 0x7fffff), false), 0);
 		assert_int_equal(stats_of(&fk).acks_received, 1);
 		assert_int_equal(stats_of(&fk).window_in_use, 1);
 	}
 	/* NACK for seqs never sent: ignored. */
 	{
-		uint32_t a = rudp_u24_add(next, 10), b = rudp_u24_add(next, 20);
-		uint8_t d[] = {0xa0,
-			       0,
-			       1,
-			       0,
-			       (uint8_t)a,
-			       (uint8_t)(a >> 8),
-			       (uint8_t)(a >> 16),
-			       (uint8_t)b,
-			       (uint8_t)(b >> 8),
-			       (uint8_t)(b >> 16)};
 		int data_before = fk.data_dgrams;
 
-		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
+		assert_int_equal(fake_ack_range(&fk, rudp_u24_add(next, 10), rudp_u24_add(next, 20), true),
+				 0);
 		fake_flush(&fk);
 		assert_int_equal(stats_of(&fk).nacks_received, 1);
 		assert_int_equal(stats_of(&fk).frames_retransmitted, 0);
@@ -907,23 +902,6 @@ static void test_nack_guard_uses_min_rtt(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
-/* An ACK naming a range of the server's datagram seqs, start..end. */
-static int fake_ack_range(struct fake *fk, uint32_t start, uint32_t end)
-{
-	uint8_t d[] = {0xc0,
-		       0,
-		       1,
-		       0,
-		       (uint8_t)start,
-		       (uint8_t)(start >> 8),
-		       (uint8_t)(start >> 16),
-		       (uint8_t)end,
-		       (uint8_t)(end >> 8),
-		       (uint8_t)(end >> 16)};
-
-	return fake_push_raw(fk, d, sizeof(d));
-}
-
 /* The sent history with eight frames per datagram: an ACK for a first copy
  * finishes all eight; once the shared ring of reliable indexes has wrapped
  * past a datagram's run, an ACK for that datagram finishes nothing through
@@ -978,7 +956,7 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	assert_int_equal(fake_ack_seq(&fk, d1, false), 0);
 	assert_int_equal(stats_of(&fk).window_in_use, 56);
 	/* Every latest copy acknowledged: the window empties. */
-	assert_int_equal(fake_ack_range(&fk, d1, fk.last_data_seq), 0);
+	assert_int_equal(fake_ack_range(&fk, d1, fk.last_data_seq, false), 0);
 	assert_int_equal(stats_of(&fk).window_in_use, 0);
 	assert_int_equal(stats_of(&fk).send_queue_bytes, 0);
 	rudp_conn_destroy(fk.c);
