@@ -271,10 +271,26 @@ struct ack_sample {
 	uint64_t sent_us;
 	uint64_t newest_acked_send_us; /* any copy, for loss inference */
 	int32_t newest_key; /* the newest datagram the ACK names (see normalize_records) */
+	uint32_t acked_bytes; /* wire bytes of the frames it acknowledged */
 };
+
+/* NACKed or inferred lost: out of the flight, and a congestion signal. */
+static void declare_lost(struct rudp_conn *c, struct sendq_frame *f, enum conn_resend_why why)
+{
+	f->state = FRAME_NACKED;
+	f->resend_why = (uint8_t)why;
+	c->nack_resends_since_ack++;
+	cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
+	cc_on_loss(&c->cc, f->last_dgram_seq, c->next_dgram_seq,
+		   cc_queue_is_building(c->rtt.srtt_us, c->rtt.min_us));
+}
 
 static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
 {
+	/* A frame declared lost left the flight already. */
+	if (f->state == FRAME_IN_FLIGHT)
+		cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
+	sample->acked_bytes += sendq_frame_wire_bytes(f);
 	f->state = FRAME_ACKED;
 	c->rel_unacked--;
 	c->probes_without_ack = 0;
@@ -371,11 +387,8 @@ static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us, int
 		if (f->state != FRAME_IN_FLIGHT)
 			continue;
 		key = rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq);
-		if (f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD) {
-			f->state = FRAME_NACKED;
-			f->resend_why = RESEND_INFERRED;
-			c->nack_resends_since_ack++;
-		}
+		if (f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD)
+			declare_lost(c, f, RESEND_INFERRED);
 	}
 }
 
@@ -452,17 +465,17 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 			 * A frame already marked (by loss inference) is not counted
 			 * twice. */
 			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= c->rtt.min_us / 2 &&
-			    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
-				f->state = FRAME_NACKED;
-				f->resend_why = RESEND_NACK;
-				c->nack_resends_since_ack++;
-			}
+			    c->nack_resends_since_ack < 2 * c->cfg.window_frames)
+				declare_lost(c, f, RESEND_NACK);
 			continue;
 		}
 		ack_frame(c, f, &sample);
 	}
 	if (nack)
 		return 0;
+	/* Growth first: a loss inferred from this same ACK then reduces the
+	 * window it reached. */
+	cc_on_acked(&c->cc, sample.acked_bytes);
 	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);

@@ -51,6 +51,7 @@ void rudp_conn_config_init(struct rudp_conn_config *cfg)
 	cfg->connect_timeout_us = 10000000;
 	cfg->disconnect_linger_us = 5000000;
 	cfg->protocol_version = 11;
+	cfg->congestion_control = true;
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -153,6 +154,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
 	rtt_init(&c->rtt, c->cfg.rto_initial_us, c->cfg.rto_min_us, c->cfg.rto_max_us);
+	/* A full window of full datagrams is the most the window could ever use. */
+	cc_init(&c->cc, c->cfg.congestion_control, c->payload_max, c->cfg.window_frames * c->payload_max);
 	/* Up to four windows of datagrams and of frame copies: ACKs come back
 	 * within about one. */
 	c->sent.max_size = SENT_HISTORY_MIN;
@@ -684,7 +687,8 @@ static bool has_sendable_frames(const struct rudp_conn *c)
 {
 	if (c->unrel.frames_count > 0)
 		return true;
-	return c->rel_sent < c->rel.frames_count && c->rel_sent < c->cfg.window_frames;
+	return c->rel_sent < c->rel.frames_count && c->rel_sent < c->cfg.window_frames &&
+	       cc_would_send(&c->cc, sendq_frame_wire_bytes(sendq_at(&c->rel, c->rel_sent)));
 }
 
 bool rudp_conn_wants_flush(const struct rudp_conn *c)
@@ -693,8 +697,13 @@ bool rudp_conn_wants_flush(const struct rudp_conn *c)
 		return false;
 	if (c->acks.count > 0 || c->nacks.count > 0 || has_sendable_frames(c))
 		return true;
+	/* A resend the congestion window holds back waits for an ACK, which
+	 * wakes the owner anyway: wanting a flush for it would spin. */
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
-		if (sendq_at(&c->rel, i)->state == FRAME_NACKED)
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state == FRAME_NACKED &&
+		    (f->resend_why == RESEND_PROBE || cc_would_send(&c->cc, sendq_frame_wire_bytes(f))))
 			return true;
 	}
 	return false;
@@ -751,6 +760,9 @@ void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 	out->send_queue_bytes = sat_u32(c->rel.body_bytes + c->unrel.body_bytes);
 	out->reassembly_bytes = sat_u32(c->reasm.reserved_bytes);
 	out->frames_dropped = c->frames_dropped;
+	out->cwnd_bytes = c->cc.cwnd;
+	out->in_flight_bytes = c->cc.in_flight;
+	out->cc_reductions = c->cc.reductions;
 }
 
 void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32_t reliable_index,

@@ -49,6 +49,48 @@ uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
  * not the millisecond pongs. */
 void rtt_note_min(struct rtt_estimator *r, uint64_t sample_us, uint64_t now_us);
 
+/* ---- cc.c: congestion control ---- */
+
+/*
+ * AIMD over the wire bytes of reliable frames in flight (sent, neither
+ * acknowledged nor declared lost). Unreliable frames, ACKs and tail-loss
+ * probes are not held back by it. See cc.c for the rules and their reasons.
+ */
+struct congestion {
+	bool enabled; /* false: in_flight is still counted, nothing is held back */
+	bool recovering; /* a reduction happened; see recovery_seq */
+	bool window_limited; /* the window held a frame back since the last ACK */
+	uint32_t recovery_seq; /* losses of datagrams older than this belong to the last reduction */
+	uint32_t cwnd; /* bytes */
+	uint32_t ssthresh; /* bytes; slow start below it */
+	uint32_t in_flight; /* bytes */
+	uint32_t mss; /* one datagram's payload: the unit of growth */
+	uint32_t min_cwnd, max_cwnd;
+	uint32_t avoid_acked; /* bytes acked toward the next mss of growth above ssthresh */
+	uint64_t reductions; /* loss and timeout reductions (stats) */
+};
+
+void cc_init(struct congestion *cc, bool enabled, uint32_t mss, uint32_t max_cwnd);
+/* May a reliable frame of `bytes` go out with `pending` bytes already put
+ * in the datagram being built? Notes a refusal (window_limited). */
+bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes);
+/* The same test without noting anything, for "is there work" checks. */
+bool cc_would_send(const struct congestion *cc, uint32_t bytes);
+void cc_on_sent(struct congestion *cc, uint32_t bytes);
+/* A frame left flight: acknowledged, or declared lost. */
+void cc_on_left(struct congestion *cc, uint32_t bytes);
+/* After an ACK datagram: `acked` bytes newly acknowledged. */
+void cc_on_acked(struct congestion *cc, uint32_t acked);
+/* Does the smoothed RTT stand clearly above the path's minimum (by a
+ * quarter of it, and at least 2 ms), as when a queue builds up on the way? */
+bool cc_queue_is_building(uint64_t srtt_us, uint64_t min_rtt_us);
+/* A frame last sent in datagram lost_seq was declared lost (NACK or
+ * inference); next_seq is the seq the next datagram will carry; queueing
+ * from cc_queue_is_building(). */
+void cc_on_loss(struct congestion *cc, uint32_t lost_seq, uint32_t next_seq, bool queueing);
+/* A frame's retransmission timer expired. */
+void cc_on_timeout(struct congestion *cc, uint32_t lost_seq, uint32_t next_seq);
+
 /* ---- sendq.c: frame records and their bodies ---- */
 
 enum sendq_frame_state {
@@ -88,6 +130,7 @@ enum conn_resend_why {
 	RESEND_NACK,
 	RESEND_INFERRED,
 	RESEND_PROBE,
+	RESEND_TIMEOUT, /* its retransmission timer expired */
 };
 
 /*
@@ -123,6 +166,11 @@ struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, 
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
 {
 	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
+}
+/* A frame's size on the wire, header included: what the congestion window counts. */
+static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
+{
+	return (uint32_t)f->body_len + f->hdr_len;
 }
 static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
 {
@@ -338,6 +386,7 @@ struct rudp_conn {
 	struct sent_history sent;
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct rtt_estimator rtt;
+	struct congestion cc;
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */

@@ -49,6 +49,7 @@ struct dgram_builder {
 	uint32_t new_frames; /* FLUSH_NEW refs: rel[rel_sent .. rel_sent + new_frames) */
 	uint32_t unrel_frames; /* FLUSH_UNREL refs: unrel[0 .. unrel_frames) */
 	uint64_t new_wire; /* encoded bytes of the FLUSH_NEW frames in this datagram */
+	uint32_t cc_bytes; /* encoded bytes of its reliable frames, new or resent */
 	uint64_t budget; /* datagram bytes this flush may still emit (UINT64_MAX: no policy) */
 	int emitted;
 	bool blocked;
@@ -63,6 +64,7 @@ static void builder_reset(struct dgram_builder *b)
 	b->new_frames = 0;
 	b->unrel_frames = 0;
 	b->new_wire = 0;
+	b->cc_bytes = 0;
 }
 
 static void frame_to_wire(const struct sendq *q, const struct sendq_frame *f, struct rudp_wire_frame *wf)
@@ -162,9 +164,10 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 		struct sendq_frame *f;
 
 		if (ref->kind != FLUSH_UNREL) {
-			h->ring[h->ring_head++ & (h->size - 1)] =
-				sendq_at(&c->rel, ref->index)->reliable_index;
+			f = sendq_at(&c->rel, ref->index);
+			h->ring[h->ring_head++ & (h->size - 1)] = f->reliable_index;
 			h->count[slot]++;
+			cc_on_sent(&c->cc, sendq_frame_wire_bytes(f));
 		}
 		switch (ref->kind) {
 		case FLUSH_NEW:
@@ -279,6 +282,8 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 	c->flush_refs[b->nframes].kind = (uint8_t)kind;
 	c->flush_refs[b->nframes].index = index;
 	b->nframes++;
+	if (kind != FLUSH_UNREL)
+		b->cc_bytes += (uint32_t)need;
 	if (kind == FLUSH_NEW) {
 		b->new_frames++;
 		b->new_wire += need;
@@ -334,12 +339,16 @@ uint64_t flush_probe_deadline(const struct rudp_conn *c)
 	return f->last_send_us + pto;
 }
 
-/* New reliable frames while the window allows. False when the datagram
- * builder stopped. */
+/* New reliable frames while the reliable window and the congestion window
+ * allow. False when the datagram builder stopped. */
 static bool add_new_reliable(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
 {
 	while (c->rel_sent + b->new_frames < c->rel.frames_count &&
 	       c->rel_sent + b->new_frames < c->cfg.window_frames) {
+		const struct sendq_frame *f = sendq_at(&c->rel, c->rel_sent + b->new_frames);
+
+		if (!cc_can_send(&c->cc, b->cc_bytes, sendq_frame_wire_bytes(f)))
+			break;
 		if (!builder_add(c, b, FLUSH_NEW, 0, now_us))
 			return false;
 	}
@@ -365,24 +374,35 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 	if (c->policy)
 		policy_feed(c);
 #endif
+	c->cc.window_limited = false;
 	if (flush_probe_deadline(c) <= now_us) {
 		struct sendq_frame *f = newest_in_flight(c);
 
 		f->state = FRAME_NACKED;
 		f->resend_why = RESEND_PROBE;
+		cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 		c->probes_without_ack++;
 	}
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
-		const struct sendq_frame *f = sendq_at(&c->rel, i);
-		enum flush_kind kind;
+		struct sendq_frame *f = sendq_at(&c->rel, i);
 
-		if (f->state == FRAME_NACKED)
-			kind = FLUSH_RETX_NACK;
-		else if (f->state == FRAME_IN_FLIGHT && f->deadline_us <= now_us)
-			kind = FLUSH_RETX_RTO;
-		else
+		/* A timed-out frame is declared lost here, like a NACKed one: it
+		 * leaves the flight and its resend waits for the window. */
+		if (f->state == FRAME_IN_FLIGHT && f->deadline_us <= now_us) {
+			f->state = FRAME_NACKED;
+			f->resend_why = RESEND_TIMEOUT;
+			cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
+			cc_on_timeout(&c->cc, f->last_dgram_seq, c->next_dgram_seq);
+		}
+		if (f->state != FRAME_NACKED)
 			continue;
-		if (!builder_add(c, &b, kind, i, now_us))
+		/* Held back frames are skipped, not the end of the scan: a tail
+		 * probe further on still goes. */
+		if (f->resend_why != RESEND_PROBE &&
+		    !cc_can_send(&c->cc, b.cc_bytes, sendq_frame_wire_bytes(f)))
+			continue;
+		if (!builder_add(c, &b, f->resend_why == RESEND_TIMEOUT ? FLUSH_RETX_RTO : FLUSH_RETX_NACK, i,
+				 now_us))
 			goto out;
 	}
 	if (c->policy) {

@@ -44,6 +44,7 @@ void rudp_config_init(rudp_config *c)
 	c->max_pending_per_address = 8;
 	c->handshake_timeout_ms = 3000;
 	c->offline_rate_per_address = 64;
+	c->congestion_control = RUDP_CC_AIMD;
 }
 
 const char *rudp_strerror(int e)
@@ -117,6 +118,9 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->window_frames = s.window_frames;
 	out->send_queue_bytes = s.send_queue_bytes;
 	out->reassembly_bytes = s.reassembly_bytes;
+	out->congestion_window = s.cwnd_bytes;
+	out->bytes_in_flight = s.in_flight_bytes;
+	out->congestion_reductions = s.cc_reductions;
 	return 0;
 }
 

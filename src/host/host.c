@@ -681,6 +681,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->io_backend < RUDP_IO_AUTO || c->io_backend > RUDP_IO_URING)
 		return RUDP_E_INVALID;
+	if (c->congestion_control != RUDP_CC_NONE && c->congestion_control != RUDP_CC_AIMD)
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -705,6 +707,7 @@ static void make_conn_config(const rudp_config *c, struct rudp_conn_config *cc)
 	cc->connect_timeout_us = (uint64_t)c->connect_timeout_ms * 1000;
 	cc->disconnect_linger_us = (uint64_t)c->disconnect_linger_ms * 1000;
 	cc->protocol_version = c->protocol_version;
+	cc->congestion_control = c->congestion_control == RUDP_CC_AIMD;
 	/* The dedup window must cover whatever a peer may have in flight. */
 	if (cc->recv_window < c->window_frames * 4)
 		cc->recv_window = c->window_frames * 4;

@@ -382,6 +382,11 @@ void policy_feed(struct rudp_conn *c)
 			break;
 		if (c->rel_unsent_wire >= p->cfg.flush_budget)
 			break;
+		/* Nor more than the congestion window could send now: a frame
+		 * waiting in the queue for it has its place in the send order
+		 * already, ahead of anything more urgent staged later. */
+		if (c->rel_unsent_wire > 0 && !cc_would_send(&c->cc, (uint32_t)c->rel_unsent_wire))
+			break;
 		prio = peek_class(p, KIND_REL);
 		/* The in-flight cap: a message enters only when it fits under the
 		 * cap with everything sent and not yet released, or alone (a cap

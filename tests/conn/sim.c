@@ -102,6 +102,13 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 		}
 	}
 	if (s->link.tx_us) {
+		/* A full queue drops the datagram before it costs the link anything. */
+		if (s->link.queue_max && s->link_free[to] > start &&
+		    (s->link_free[to] - start) / s->link.tx_us >= s->link.queue_max) {
+			s->dgrams_lost++;
+			s->dgrams_queue_dropped++;
+			return;
+		}
 		/* Charged before the loss decision: a dropped datagram cost its
 		 * sender as much as a delivered one. */
 		if (s->link_free[to] > start)

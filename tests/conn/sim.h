@@ -41,6 +41,9 @@ struct sim_link {
 	/* Per direction, the link is busy this long per datagram (0: no limit):
 	 * a bottleneck like a host's per-datagram cost, so goodput is finite. */
 	uint64_t tx_us;
+	/* With tx_us: datagrams the bottleneck queues, per direction, before
+	 * it drops new ones (drop-tail, as a router's buffer). 0: unbounded. */
+	uint32_t queue_max;
 };
 
 struct sim_workload {
@@ -113,6 +116,7 @@ struct sim {
 	struct sim_endpoint ep[2]; /* 0 client, 1 server */
 	struct rudp_conn_config cfg;
 	uint64_t dgrams_sent, dgrams_lost, dgrams_duplicated;
+	uint64_t dgrams_queue_dropped; /* of dgrams_lost: the bottleneck's queue was full */
 	/* ACK/NACK datagrams holding a range split at the 2^24 wrap: a record
 	 * ending at 0xffffff followed by one starting at 0. */
 	uint64_t ack_wrap_splits;

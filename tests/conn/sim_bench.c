@@ -8,7 +8,7 @@
  * shared machine.
  *
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
- *             [timer=US] [seed=N]
+ *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -16,7 +16,10 @@
  * datagram per data datagram), timers in whole milliseconds as the host
  * waits. cpu=US instead models each side as one thread spending that long
  * per datagram read or sent, reading what arrived meanwhile as one batch
- * (so ACKs cover batches, as on a busy host); use it with tx=0.
+ * (so ACKs cover batches, as on a busy host); use it with tx=0. queue=N
+ * gives the tx link a drop-tail queue of N datagrams per direction (0, the
+ * default: unbounded); cc=0 turns the congestion window off (default on,
+ * as rudp_config_init).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +41,8 @@ struct bench_args {
 	uint64_t timer_us;
 	uint64_t cpu_us;
 	uint64_t seed;
+	uint64_t queue;
+	uint64_t cc;
 };
 
 static struct bench_args args = {
@@ -48,6 +53,7 @@ static struct bench_args args = {
 	.tx_us = 5,
 	.timer_us = 1000,
 	.seed = 1,
+	.cc = 1,
 };
 
 static void run(void **state)
@@ -67,6 +73,8 @@ static void run(void **state)
 	cfg.rto_initial_us = 200000;
 	cfg.rto_max_us = 2000000;
 	cfg.recv_window = 8192;
+	cfg.congestion_control = args.cc != 0;
+	link.queue_max = (uint32_t)args.queue;
 	sim_init(s, args.seed, &cfg, &link);
 	s->timer_granularity_us = args.timer_us;
 	s->cpu_us = args.cpu_us;
@@ -88,22 +96,26 @@ static void run(void **state)
 	secs = (double)(s->now - start) / 1e6;
 	for (int i = 0; i < 2; i++)
 		rudp_conn_get_stats(s->ep[i].c, &st[i]);
-	printf("loss %u pm, delay %llu us, tx %llu us, cpu %llu us, timers %llu us, %u x %u B, seed %llu\n",
+	printf("loss %u pm, delay %llu us, tx %llu us, queue %llu, cpu %llu us, timers %llu us, %u x %u B, "
+	       "seed %llu, congestion control %s\n",
 	       args.loss_pm, (unsigned long long)args.delay_us, (unsigned long long)args.tx_us,
-	       (unsigned long long)args.cpu_us, (unsigned long long)args.timer_us, args.messages, args.size,
-	       (unsigned long long)args.seed);
-	printf("  time %.4f s  goodput %.2f MiB/s  datagrams %llu (lost %llu)\n", secs,
-	       (double)args.messages * args.size / secs / 1048576.0, (unsigned long long)s->dgrams_sent,
-	       (unsigned long long)s->dgrams_lost);
+	       (unsigned long long)args.queue, (unsigned long long)args.cpu_us,
+	       (unsigned long long)args.timer_us, args.messages, args.size, (unsigned long long)args.seed,
+	       args.cc ? "on" : "off");
+	printf("  time %.4f s  goodput %.2f MiB/s  datagrams %llu (lost %llu, %llu of them at a full "
+	       "queue)\n",
+	       secs, (double)args.messages * args.size / secs / 1048576.0, (unsigned long long)s->dgrams_sent,
+	       (unsigned long long)s->dgrams_lost, (unsigned long long)s->dgrams_queue_dropped);
 	for (int i = 0; i < 2; i++) {
 		const struct rudp_conn *c = s->ep[i].c;
 
 		printf("  %s: retx %llu (nack %llu, inferred %llu, probe %llu, rto %llu)  dgrams %llu  "
-		       "srtt %u us  rto %u us\n",
+		       "srtt %u us  rto %u us  cwnd %u B (%llu reductions)\n",
 		       i ? "server" : "client", (unsigned long long)st[i].frames_retransmitted,
 		       (unsigned long long)c->retx_why.nack, (unsigned long long)c->retx_why.inferred,
 		       (unsigned long long)c->retx_why.probe, (unsigned long long)c->retx_why.rto,
-		       (unsigned long long)st[i].datagrams_sent, st[i].rtt_us, st[i].rto_us);
+		       (unsigned long long)st[i].datagrams_sent, st[i].rtt_us, st[i].rto_us, st[i].cwnd_bytes,
+		       (unsigned long long)st[i].cc_reductions);
 	}
 	sim_free(s);
 	free(s);
@@ -130,7 +142,8 @@ int main(int argc, char **argv)
 			args.loss_pm = (uint32_t)v;
 		else if (arg_u64(argv[i], "delay", &args.delay_us) || arg_u64(argv[i], "tx", &args.tx_us) ||
 			 arg_u64(argv[i], "timer", &args.timer_us) || arg_u64(argv[i], "seed", &args.seed) ||
-			 arg_u64(argv[i], "cpu", &args.cpu_us))
+			 arg_u64(argv[i], "cpu", &args.cpu_us) || arg_u64(argv[i], "queue", &args.queue) ||
+			 arg_u64(argv[i], "cc", &args.cc))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -139,7 +152,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: %s [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US] "
-				"[timer=US] [seed=N]\n",
+				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1]\n",
 				argv[0]);
 			return 2;
 		}

@@ -1067,6 +1067,73 @@ static void test_dedup_grows_ahead(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* The congestion window (cc.c) holds new reliable frames back: the first
+ * flush sends what ten datagrams' worth of bytes allows, a held-back conn
+ * does not ask to be flushed (that would spin), ACKs open the window by
+ * what they acknowledge, a NACK shrinks it when the RTT says a queue is
+ * building. Off, the whole reliable window goes at once. */
+static void test_congestion_window_holds_frames(void **state)
+{
+	static uint8_t body[1000];
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	uint32_t frame_bytes, cwnd, first;
+	int before;
+
+	(void)state;
+	memset(body, 0x33, sizeof(body));
+	for (int on = 1; on >= 0; on--) {
+		rudp_conn_config_init(&cfg);
+		cfg.congestion_control = on;
+		fake_setup(&fk, &cfg);
+		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
+		assert_int_equal(stats_of(&fk).in_flight_bytes, 0);
+		for (int i = 0; i < 64; i++)
+			assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE_ORDERED,
+							0, fk.now),
+					 0);
+		frame_bytes = sizeof(body) + sendq_at(&fk.c->rel, 0)->hdr_len;
+		cwnd = stats_of(&fk).cwnd_bytes;
+		assert_int_equal(cwnd, 10 * fk.c->payload_max);
+		before = fk.data_dgrams;
+		first = fk.c->next_dgram_seq;
+		fake_flush(&fk);
+		if (!on) {
+			assert_int_equal(fk.data_dgrams - before, 64);
+			rudp_conn_destroy(fk.c);
+			continue;
+		}
+		/* One 1,000 B message per datagram. */
+		assert_int_equal(fk.data_dgrams - before, cwnd / frame_bytes);
+		assert_int_equal(stats_of(&fk).in_flight_bytes, (cwnd / frame_bytes) * frame_bytes);
+		assert_false(rudp_conn_wants_flush(fk.c));
+		assert_true(rudp_conn_next_deadline(fk.c) > fk.now);
+		/* Four acknowledged: slow start adds their bytes to the window and
+		 * they left the flight, so eight more go. */
+		assert_int_equal(fake_ack_range(&fk, first, (first + 3) & RUDP_WIRE_U24_MASK, false), 0);
+		assert_int_equal(stats_of(&fk).cwnd_bytes, cwnd + 4 * frame_bytes);
+		before = fk.data_dgrams;
+		fake_flush(&fk);
+		assert_int_equal(fk.data_dgrams - before,
+				 (cwnd + 4 * frame_bytes) / frame_bytes - (cwnd / frame_bytes - 4));
+		/* A NACK with the RTT at its minimum (random loss): the window stays. */
+		cwnd = stats_of(&fk).cwnd_bytes;
+		assert_int_equal(fake_ack_seq(&fk, (first + 5) & RUDP_WIRE_U24_MASK, true), 0);
+		assert_int_equal(stats_of(&fk).cwnd_bytes, cwnd);
+		assert_int_equal(stats_of(&fk).cc_reductions, 0);
+		/* With a queue building (RTT 40 ms over a 20 ms minimum): the
+		 * window to 0.7 of itself, once for that flight. */
+		fk.c->rtt.min_us = 20000;
+		fk.c->rtt.srtt_us = 40000;
+		fk.now += 20000; /* a genuine NACK takes at least half the minimum RTT */
+		assert_int_equal(fake_ack_seq(&fk, (first + 6) & RUDP_WIRE_U24_MASK, true), 0);
+		assert_int_equal(fake_ack_seq(&fk, (first + 7) & RUDP_WIRE_U24_MASK, true), 0);
+		assert_int_equal(stats_of(&fk).cwnd_bytes, (uint32_t)((uint64_t)cwnd * 7 / 10));
+		assert_int_equal(stats_of(&fk).cc_reductions, 1);
+		rudp_conn_destroy(fk.c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1084,6 +1151,7 @@ int main(void)
 		cmocka_unit_test(test_nack_guard_uses_min_rtt),
 		cmocka_unit_test(test_sent_history_shared_ring),
 		cmocka_unit_test(test_dedup_grows_ahead),
+		cmocka_unit_test(test_congestion_window_holds_frames),
 		cmocka_unit_test(test_sent_history_grows_under_loss),
 	};
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small pieces of conn on their own: the RTO estimator, ACK range queues and
- * the send queue's byte ring. */
+/* Small pieces of conn on their own: the RTO estimator, ACK range queues,
+ * the send queue's byte ring and the congestion window. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +254,112 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 	sendq_free(&q);
 }
 
+/* The congestion window's rules (cc.c), in bytes with a 1,000 B datagram. */
+static void test_cc_slow_start_and_limits(void **state)
+{
+	struct congestion cc;
+
+	(void)state;
+	cc_init(&cc, true, 1000, 64000);
+	assert_int_equal(cc.cwnd, 10000);
+	assert_int_equal(cc.min_cwnd, 2000);
+	/* Nothing in flight: any frame may go, even one larger than the window. */
+	assert_true(cc_can_send(&cc, 0, 20000));
+	cc_on_sent(&cc, 9500);
+	assert_true(cc_can_send(&cc, 0, 500));
+	assert_false(cc_would_send(&cc, 501));
+	assert_false(cc.window_limited);
+	/* A frame already in the datagram being built counts too. */
+	assert_false(cc_can_send(&cc, 400, 200));
+	assert_true(cc.window_limited);
+	/* Slow start: the window grows by what is acknowledged. */
+	cc_on_left(&cc, 4000);
+	cc_on_acked(&cc, 4000);
+	assert_int_equal(cc.cwnd, 14000);
+	assert_int_equal(cc.in_flight, 5500);
+	/* Up to the most the reliable window could use. */
+	cc.window_limited = true;
+	cc_on_acked(&cc, 100000);
+	assert_int_equal(cc.cwnd, 64000);
+	/* An application sending little (flight under half the window, never
+	 * held back) does not grow it. */
+	cc_init(&cc, true, 1000, 64000);
+	cc_on_sent(&cc, 3000);
+	cc_on_left(&cc, 1000);
+	cc_on_acked(&cc, 1000);
+	assert_int_equal(cc.cwnd, 10000);
+	/* Off: nothing is held back, the window never moves. */
+	cc_init(&cc, false, 1000, 64000);
+	cc_on_sent(&cc, 50000);
+	assert_true(cc_can_send(&cc, 0, 20000));
+	cc_on_loss(&cc, 5, 10, true);
+	cc_on_timeout(&cc, 5, 10);
+	assert_int_equal(cc.cwnd, 10000);
+	assert_int_equal(cc.reductions, 0);
+	assert_int_equal(cc.in_flight, 50000);
+}
+
+static void test_cc_loss_and_timeout(void **state)
+{
+	struct congestion cc;
+
+	(void)state;
+	cc_init(&cc, true, 1000, 64000);
+	/* A loss: window and ssthresh to 0.7 of it, once per flight. */
+	cc_on_loss(&cc, 100, 120, true);
+	assert_int_equal(cc.cwnd, 7000);
+	assert_int_equal(cc.ssthresh, 7000);
+	assert_int_equal(cc.reductions, 1);
+	cc_on_loss(&cc, 119, 125, true); /* sent before the reduction: the same episode */
+	assert_int_equal(cc.cwnd, 7000);
+	cc_on_loss(&cc, 120, 130, true); /* sent after it: news */
+	assert_int_equal(cc.cwnd, 4900);
+	assert_int_equal(cc.reductions, 2);
+	/* Above ssthresh: one datagram per two windows acknowledged. */
+	cc.window_limited = true;
+	cc_on_acked(&cc, 4900);
+	assert_int_equal(cc.cwnd, 4900);
+	cc_on_acked(&cc, 4900);
+	assert_int_equal(cc.cwnd, 5900);
+	/* The floor: two datagrams. */
+	for (uint32_t seq = 200; seq < 260; seq += 10)
+		cc_on_loss(&cc, seq, seq + 5, true);
+	assert_int_equal(cc.cwnd, 2000);
+	/* A timeout: ssthresh to half the window, the window to its floor,
+	 * slow start again. */
+	cc_init(&cc, true, 1000, 64000);
+	cc.cwnd = 30000;
+	cc_on_timeout(&cc, 50, 60);
+	assert_int_equal(cc.cwnd, 2000);
+	assert_int_equal(cc.ssthresh, 15000);
+	/* The same data timing out again (backoff) keeps ssthresh. */
+	cc_on_timeout(&cc, 55, 61);
+	assert_int_equal(cc.ssthresh, 15000);
+	assert_int_equal(cc.reductions, 1);
+	cc.window_limited = true;
+	cc_on_acked(&cc, 20000);
+	assert_int_equal(cc.cwnd, 15000);
+	/* Loss while the RTT stays at the path's minimum is taken for random
+	 * (a radio link, not a full queue): the window stays. */
+	cc_init(&cc, true, 1000, 64000);
+	cc_on_loss(&cc, 100, 120, false);
+	assert_int_equal(cc.cwnd, 10000);
+	assert_int_equal(cc.reductions, 0);
+	assert_false(cc_queue_is_building(24999, 20000));
+	assert_true(cc_queue_is_building(25000, 20000)); /* a quarter above */
+	assert_false(cc_queue_is_building(2099, 100)); /* under 2 ms of queue */
+	assert_true(cc_queue_is_building(2100, 100));
+	assert_false(cc_queue_is_building(5000, 0)); /* no sample yet */
+	/* Datagram seqs are 24 bits: the recovery point works across the wrap. */
+	cc_init(&cc, true, 1000, 64000);
+	cc_on_loss(&cc, 0xfffff0, 0xfffffe, true);
+	assert_int_equal(cc.cwnd, 7000);
+	cc_on_loss(&cc, 0xfffffd, 0x000003, true); /* older than the point */
+	assert_int_equal(cc.cwnd, 7000);
+	cc_on_loss(&cc, 0x000001, 0x000005, true); /* newer, past the wrap */
+	assert_int_equal(cc.cwnd, 4900);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +370,8 @@ int main(void)
 		cmocka_unit_test(test_ackq_remove),
 		cmocka_unit_test(test_ackq_grows_to_max),
 		cmocka_unit_test(test_sendq_ring_grows_while_wrapped),
+		cmocka_unit_test(test_cc_slow_start_and_limits),
+		cmocka_unit_test(test_cc_loss_and_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

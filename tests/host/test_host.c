@@ -156,6 +156,10 @@ static void test_connect_echo_disconnect(void **state)
 	assert_true(st.mtu >= 576 && st.mtu <= 1492);
 	assert_int_equal(st.messages_sent, 1);
 	assert_int_equal(st.messages_received, 1);
+	/* The congestion window (on by default) starts at ten datagrams of
+	 * UDP payload, and one small message does not grow it. */
+	assert_int_equal(st.congestion_window, 10u * (st.mtu - 28u));
+	assert_int_equal(st.congestion_reductions, 0);
 
 	/* Graceful close from the client: both sides see it. */
 	assert_int_equal(rudp_disconnect(peer), 0);
@@ -734,6 +738,10 @@ static void test_api_rejects_bad_arguments(void **state)
 	assert_null(h);
 	rudp_config_init(&c);
 	c.window_frames = 0;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	rudp_config_init(&c);
+	assert_int_equal(c.congestion_control, RUDP_CC_AIMD);
+	c.congestion_control = 2;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
 	/* rx_buffers: 0 or 16..32768, checked whichever backend the host gets */
 	rudp_config_init(&c);
