@@ -238,23 +238,26 @@ typedef struct rudp_config {
 	 * per remote address). */
 	int socket_per_connect;
 	/** An rudp_congestion_control: how much reliable data each peer keeps
-	 * in flight. RUDP_CC_AIMD (default) holds reliable frames to a
+	 * in flight. RUDP_CC_AIMD holds reliable frames to a
 	 * congestion window that starts at ten datagrams, grows while ACKs
 	 * come back, shrinks to 0.7 on loss that comes with a rising RTT (a
 	 * queue overflowing; random loss leaves it alone) and to two datagrams
 	 * on a retransmission timeout (docs/protocol.md). A path that drops what
 	 * it cannot queue then gets about what it carries instead of a full
-	 * window and its resends. RUDP_CC_NONE keeps only
-	 * window_frames: for paths the application controls end to end (a
-	 * LAN, a private link), where it buys speed under random loss.
-	 * Unreliable messages are never held back by either. */
+	 * window and its resends: turn it on for bulk transfers over paths
+	 * others share. RUDP_CC_NONE (default) keeps only window_frames: over
+	 * loopback with 1,024-2,048 busy connections (endpoints short of CPU,
+	 * so the RTT rises without a network queue) the window sometimes
+	 * shrank far below what the host could carry (docs/benchmarks.md),
+	 * so it is not on by default yet. Unreliable messages are never held
+	 * back by either. */
 	int congestion_control;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */
 enum rudp_congestion_control {
-	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight */
-	RUDP_CC_AIMD = 1, /**< congestion window, TCP-style (default) */
+	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight (default) */
+	RUDP_CC_AIMD = 1, /**< congestion window, TCP-style */
 };
 
 /** Values of rudp_config.io_backend. */
@@ -403,7 +406,8 @@ typedef struct rudp_peer_stats {
 	uint16_t mtu; /**< negotiated RakNet MTU */
 	uint8_t protocol_version;
 	int state; /**< 0 connecting, 1 connected, 2 disconnecting, 3 closed */
-	/** Congestion window, bytes of reliable frames (rudp_config.congestion_control). */
+	/** Congestion window, bytes of reliable frames; 0 when
+	 * rudp_config.congestion_control is RUDP_CC_NONE. */
 	uint32_t congestion_window;
 	/** Bytes of reliable frames sent and neither acknowledged nor declared lost. */
 	uint32_t bytes_in_flight;

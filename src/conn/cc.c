@@ -48,8 +48,8 @@
  *
  * On loopback and LANs the window opens within a few round trips and never
  * limits; random loss (the benchmark's 1 % and 5 % cases) costs more than
- * without it, as in TCP. rudp_config.congestion_control = RUDP_CC_NONE turns
- * the window off for paths the application controls end to end.
+ * without it, as in TCP. It is off unless rudp_config.congestion_control is
+ * RUDP_CC_AIMD (include/rudp.h says why it is not the default yet).
  */
 #include <string.h>
 

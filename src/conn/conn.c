@@ -51,7 +51,7 @@ void rudp_conn_config_init(struct rudp_conn_config *cfg)
 	cfg->connect_timeout_us = 10000000;
 	cfg->disconnect_linger_us = 5000000;
 	cfg->protocol_version = 11;
-	cfg->congestion_control = true;
+	cfg->congestion_control = false; /* rudp_config_init's default: see include/rudp.h */
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -760,7 +760,7 @@ void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 	out->send_queue_bytes = sat_u32(c->rel.body_bytes + c->unrel.body_bytes);
 	out->reassembly_bytes = sat_u32(c->reasm.reserved_bytes);
 	out->frames_dropped = c->frames_dropped;
-	out->cwnd_bytes = c->cc.cwnd;
+	out->cwnd_bytes = c->cc.enabled ? c->cc.cwnd : 0;
 	out->in_flight_bytes = c->cc.in_flight;
 	out->cc_reductions = c->cc.reductions;
 }

@@ -69,14 +69,14 @@ struct rudp_conn_config {
 	uint64_t connect_timeout_us; /* online handshake must finish within this */
 	uint64_t disconnect_linger_us; /* local disconnect gives up draining after this */
 	uint8_t protocol_version; /* selects 10 vs 20 internal addresses (>= 11: 20) */
-	bool congestion_control; /* hold reliable frames to a congestion window (cc.c), default on */
+	bool congestion_control; /* hold reliable frames to a congestion window (cc.c), default off */
 };
 /* Fills defaults: MTU 1492 (IPv4 overhead 28), window 64 frames, 8 frames per
  * datagram, max_queue_bytes 16 MiB, max_split_count 8192, max_split_ids 64,
  * max_reassembly_bytes 8 MiB, max_message_size 4 MiB, max_order_hold 4096,
  * recv_window 8192, max_ack_ranges 256, RTO 500 ms initial / 50 ms min / 2 s
  * max, keepalive 2 s, timeout 10 s, connect timeout 10 s, linger 5 s,
- * protocol 11, congestion control on. With these a 4 MiB message goes through at MTU 576 too. */
+ * protocol 11, congestion control off. With these a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);
 
 struct rudp_conn_callbacks {
@@ -119,7 +119,7 @@ struct rudp_conn_stats {
 	uint32_t reassembly_bytes; /* reserved for incomplete splits */
 	uint64_t frames_dropped; /* bad / unwanted frames inside accepted datagrams
 				    (window or split violations, refused splits) */
-	uint32_t cwnd_bytes; /* congestion window */
+	uint32_t cwnd_bytes; /* congestion window, 0 when off */
 	uint32_t in_flight_bytes; /* reliable frames sent, not acked or declared lost */
 	uint64_t cc_reductions; /* loss and timeout reductions of the window */
 };

@@ -44,7 +44,7 @@ void rudp_config_init(rudp_config *c)
 	c->max_pending_per_address = 8;
 	c->handshake_timeout_ms = 3000;
 	c->offline_rate_per_address = 64;
-	c->congestion_control = RUDP_CC_AIMD;
+	c->congestion_control = RUDP_CC_NONE;
 }
 
 const char *rudp_strerror(int e)

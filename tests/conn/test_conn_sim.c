@@ -795,7 +795,7 @@ static void test_congestion_bottleneck(void **state)
 }
 
 /*
- * The same echo with the congestion window on (the default). The loss
+ * The same echo with the congestion window on (RUDP_CC_AIMD). The loss
  * here is random: the RTT never rises above the path's minimum, so no
  * loss reads as congestion (cc_queue_is_building) and the echo keeps its
  * pace; without loss the window never limits.
