@@ -249,8 +249,8 @@ typedef struct rudp_config {
 	 * loopback with 1,024-2,048 busy connections (endpoints short of CPU,
 	 * so the RTT rises without a network queue) the window cut resends
 	 * to a third but not the throughput, which it lowered in more runs
-	 * than it raised (docs/benchmarks.md), so it is not on by default yet. Unreliable messages are never held
-	 * back by either. */
+	 * than it raised (docs/benchmarks.md), so it is not on by default
+	 * yet. Unreliable messages are never held back by either. */
 	int congestion_control;
 } rudp_config;
 
