@@ -86,16 +86,22 @@ void cc_init(struct congestion *cc, bool enabled, uint32_t mss, uint32_t max_cwn
 	cc->ssthresh = UINT32_MAX;
 }
 
+/* The one rule: off, nothing in use yet, or it fits. */
+static bool fits(const struct congestion *cc, uint32_t pending, uint32_t bytes)
+{
+	uint64_t used = (uint64_t)cc->in_flight + pending;
+
+	return !cc->enabled || used == 0 || used + bytes <= cc->cwnd;
+}
+
 bool cc_would_send(const struct congestion *cc, uint32_t bytes)
 {
-	return !cc->enabled || cc->in_flight == 0 || (uint64_t)cc->in_flight + bytes <= cc->cwnd;
+	return fits(cc, 0, bytes);
 }
 
 bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes)
 {
-	uint64_t used = (uint64_t)cc->in_flight + pending;
-
-	if (!cc->enabled || used == 0 || used + bytes <= cc->cwnd)
+	if (fits(cc, pending, bytes))
 		return true;
 	cc->window_limited = true;
 	return false;

@@ -581,6 +581,47 @@ static void test_retransmit_backoff(void **state)
 	sim_delete(s);
 }
 
+/* The conn config a host with rudp_config_init's RTO defaults gives its
+ * conns, with the congestion window on or off. */
+static struct rudp_conn_config host_like_config(bool cc)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+
+	cfg.rto_min_us = 30 * MS;
+	cfg.rto_initial_us = 200 * MS;
+	cfg.congestion_control = cc;
+	return cfg;
+}
+
+/* rudp-bench's echo: the client keeps 64 reliable-ordered messages of
+ * `size` bytes awaiting their echo, the server sends each straight back. */
+static void set_echo_workload(struct sim *s, uint32_t count, uint32_t size)
+{
+	s->ep[0].work = (struct sim_workload){
+		.count = count,
+		.min_size = size,
+		.max_size = size,
+		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
+		.channels = 1,
+		.max_outstanding = 64,
+	};
+	s->ep[1].work = (struct sim_workload){.echo = true};
+}
+
+/* Connects, runs until every message arrived, checks both sides'
+ * reception; returns the virtual time the workload took. */
+static uint64_t run_workload(struct sim *s)
+{
+	uint64_t start;
+
+	connect_pair(s);
+	start = s->now;
+	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
+	sim_assert_complete(s, 0);
+	sim_assert_complete(s, 1);
+	return s->now - start;
+}
+
 /*
  * rudp-bench's single-connection echo (64 messages awaiting their echo,
  * reliable ordered) on a loopback-like path with random loss both ways:
@@ -592,33 +633,17 @@ static void test_retransmit_backoff(void **state)
 static uint64_t run_echo(bool cc, uint64_t seed, uint32_t loss_pm, uint32_t size, uint32_t count,
 			 uint64_t delay_us, uint64_t *retx, uint64_t *lost)
 {
-	struct rudp_conn_config cfg = test_config(1492);
+	struct rudp_conn_config cfg = host_like_config(cc);
 	struct sim_link link = {.loss_pm = loss_pm, .delay_us = delay_us};
 	struct rudp_conn_stats st;
 	struct sim *s;
-	uint64_t start, took;
+	uint64_t took;
 
-	cfg.rto_min_us = 30 * MS; /* the host's defaults */
-	cfg.rto_initial_us = 200 * MS;
-	cfg.congestion_control = cc;
 	s = sim_new(seed, &cfg, &link);
 	s->cpu_us = 3;
 	s->timer_granularity_us = MS;
-	s->ep[0].work = (struct sim_workload){
-		.count = count,
-		.min_size = size,
-		.max_size = size,
-		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
-		.channels = 1,
-		.max_outstanding = 64,
-	};
-	s->ep[1].work = (struct sim_workload){.echo = true};
-	connect_pair(s);
-	start = s->now;
-	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
-	took = s->now - start;
-	sim_assert_complete(s, 0);
-	sim_assert_complete(s, 1);
+	set_echo_workload(s, count, size);
+	took = run_workload(s);
 	*retx = 0;
 	for (int i = 0; i < 2; i++) {
 		rudp_conn_get_stats(s->ep[i].c, &st);
@@ -675,17 +700,14 @@ static void test_echo_loss_recovery(void **state)
 static uint64_t run_bottleneck(bool cc, uint32_t queue, uint64_t *queue_drops, uint64_t *retx,
 			       uint32_t *reductions)
 {
-	struct rudp_conn_config cfg = test_config(1492);
+	struct rudp_conn_config cfg = host_like_config(cc);
 	struct sim_link link = {.delay_us = 10 * MS, .tx_us = 100, .queue_max = queue};
 	struct rudp_conn_stats st;
 	struct sim *s;
-	uint64_t start, took;
+	uint64_t took;
 
 	cfg.window_frames = 1024;
 	cfg.recv_window = 4096;
-	cfg.rto_min_us = 30 * MS;
-	cfg.rto_initial_us = 200 * MS;
-	cfg.congestion_control = cc;
 	s = sim_new(71, &cfg, &link);
 	s->timer_granularity_us = MS;
 	s->ep[0].work = (struct sim_workload){
@@ -696,11 +718,7 @@ static uint64_t run_bottleneck(bool cc, uint32_t queue, uint64_t *queue_drops, u
 		.channels = 1,
 	};
 	s->ep[1].work = (struct sim_workload){.count = 0};
-	connect_pair(s);
-	start = s->now;
-	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
-	took = s->now - start;
-	sim_assert_complete(s, 1);
+	took = run_workload(s);
 	rudp_conn_get_stats(s->ep[0].c, &st);
 	*queue_drops = s->dgrams_queue_dropped;
 	*retx = st.frames_retransmitted;
@@ -723,32 +741,16 @@ static uint64_t run_bottleneck(bool cc, uint32_t queue, uint64_t *queue_drops, u
  */
 static uint64_t run_shallow_echo(bool cc, uint64_t *queue_drops, uint32_t *reductions)
 {
-	struct rudp_conn_config cfg = test_config(1492);
+	struct rudp_conn_config cfg = host_like_config(cc);
 	struct sim_link link = {.loss_pm = 10, .delay_us = 2 * MS, .tx_us = 20, .queue_max = 20};
 	struct rudp_conn_stats st;
 	struct sim *s;
-	uint64_t start, took;
+	uint64_t took;
 
-	cfg.rto_min_us = 30 * MS;
-	cfg.rto_initial_us = 200 * MS;
-	cfg.congestion_control = cc;
 	s = sim_new(1, &cfg, &link);
 	s->timer_granularity_us = MS;
-	s->ep[0].work = (struct sim_workload){
-		.count = 5000,
-		.min_size = 800,
-		.max_size = 800,
-		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
-		.channels = 1,
-		.max_outstanding = 64,
-	};
-	s->ep[1].work = (struct sim_workload){.echo = true};
-	connect_pair(s);
-	start = s->now;
-	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
-	took = s->now - start;
-	sim_assert_complete(s, 0);
-	sim_assert_complete(s, 1);
+	set_echo_workload(s, 5000, 800);
+	took = run_workload(s);
 	rudp_conn_get_stats(s->ep[0].c, &st);
 	*queue_drops = s->dgrams_queue_dropped;
 	*reductions = (uint32_t)st.cc_reductions;
