@@ -222,6 +222,58 @@ static void test_receive_leaves_acks_for_next_call(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* A request and its answer: the server's answer and the ACK of the request
+ * leave in one send (io_uring: one GSO send, answer first, the shorter ACK
+ * as its last segment) and reach the client as one GRO read. With
+ * recvmmsg the ACK has gone with the read already and the answer leaves
+ * alone. */
+static void test_answer_and_ack_share_one_send(void **state)
+{
+	(void)state;
+	char addr[64];
+	struct pair p;
+	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
+	wait_server_connected(&p);
+	rudp_event ev[8];
+	for (int i = 0; i < 20; i++) /* settle: the handshake's ACKs arrive */
+		assert_true(rudp_service(p.client, ev, 8, 1) >= 0);
+
+	const uint8_t question[] = {0xfe, 'q', 1}, answer[] = {0xfe, 'a', 2, 3, 4, 5, 6, 7, 8};
+	assert_int_equal(rudp_send(peer, question, sizeof(question), RUDP_RELIABLE_ORDERED, 0), 0);
+	assert_int_equal(rudp_flush(p.client), 1);
+	int n = 0;
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;)
+		n = rudp_service(p.server, ev, 8, 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].type, RUDP_EVENT_RECEIVE);
+	rudp_peer *server_peer = ev[0].peer;
+	rudp_host_stats sb, sa, cb, ca;
+	assert_int_equal(rudp_host_stats_get(p.server, &sb), 0);
+	assert_int_equal(rudp_host_stats_get(p.client, &cb), 0);
+	assert_int_equal(rudp_send(server_peer, answer, sizeof(answer), RUDP_RELIABLE_ORDERED, 0), 0);
+	int uring = strcmp(sb.io_backend, "uring") == 0;
+	assert_int_equal(rudp_flush(p.server), uring ? 2 : 1);
+	assert_int_equal(rudp_host_stats_get(p.server, &sa), 0);
+	assert_int_equal(sa.datagrams_sent - sb.datagrams_sent, uring ? 2 : 1);
+	assert_int_equal(sa.gso_sends - sb.gso_sends, uring ? 1 : 0);
+
+	n = 0;
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;)
+		n = rudp_service(p.client, ev, 8, 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].type, RUDP_EVENT_RECEIVE);
+	assert_memory_equal(ev[0].data, answer, sizeof(answer));
+	assert_int_equal(rudp_host_stats_get(p.client, &ca), 0);
+	if (uring)
+		assert_int_equal(ca.gro_receives - cb.gro_receives, 1);
+	/* The ACK came with it: nothing of the client's is left in flight. */
+	rudp_peer_stats st;
+	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
+	assert_int_equal(st.window_in_use, 0);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 /* A call that finds nothing arrived and is going to wait hands what was
  * queued to the kernel in the wait's own system call (io_uring: one
  * io_uring_enter for both); the datagram still goes out before the wait. */
@@ -790,6 +842,7 @@ int main(void)
 		cmocka_unit_test(test_api_rejects_bad_arguments),
 		cmocka_unit_test(test_connect_echo_disconnect),
 		cmocka_unit_test(test_receive_leaves_acks_for_next_call),
+		cmocka_unit_test(test_answer_and_ack_share_one_send),
 		cmocka_unit_test(test_waiting_call_sends_with_the_wait),
 		cmocka_unit_test(test_server_disconnects_client),
 		cmocka_unit_test(test_connect_to_nothing_fails),
