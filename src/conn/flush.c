@@ -437,17 +437,13 @@ int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
 	if (conn_check_timers(c, now_us))
 		return 0;
 
-	/* Data before ACKs: a short ACK datagram can then end the same GSO
-	 * send as the data to this peer (only a run's last segment may be
-	 * shorter), so an answer and the ACK of the question it answers leave
-	 * in one send and reach the peer in one delivery (one wake-up, not
-	 * two), and the answer is not queued behind the ACK. The host never
-	 * refuses a datagram, so the ACKs are never left behind by the data. */
-	conn_maybe_queue_keepalive(c, now_us);
-	emitted += flush_data(c, now_us, &blocked);
-	if (!blocked)
-		emitted += ackq_emit(c, &c->acks, false, now_us, &blocked);
+	emitted += ackq_emit(c, &c->acks, false, now_us, &blocked);
 	if (!blocked)
 		emitted += ackq_emit(c, &c->nacks, true, now_us, &blocked);
+	if (blocked)
+		return emitted;
+
+	conn_maybe_queue_keepalive(c, now_us);
+	emitted += flush_data(c, now_us, &blocked);
 	return emitted;
 }

@@ -57,7 +57,15 @@ static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
 	uint8_t *slot = rudp_io_tx_slot(h->io);
 	if (slot != data) /* built in place (cb_datagram_buffer) unless the conn had to use its own */
 		memcpy(slot, data, len);
-	rudp_io_tx_commit_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr, p->send_addrlen);
+	/* ACKs and NACKs carry no datagram sequence number, so the backend
+	 * may move them behind data to the same peer: the ACK of a request,
+	 * built when it arrives, then ends the GSO send of the answer. */
+	if (slot[0] & (RUDP_DGRAM_ACK | RUDP_DGRAM_NACK))
+		rudp_io_tx_commit_movable_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr,
+					     p->send_addrlen);
+	else
+		rudp_io_tx_commit_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr,
+				     p->send_addrlen);
 	return 0;
 }
 
@@ -361,13 +369,11 @@ static int receive_round(struct rudp_host *h)
 			on_datagram(h, &dg[i]);
 		total += n;
 		/* ACKs and replies for this batch go out before the next read,
-		 * unless reading costs no system call (io_uring): then the
-		 * connections build them later (see host_service_run), and one
-		 * system call sends everything. */
-		if (!h->io->recv_is_free) {
-			host_flush_dirty(h);
+		 * unless reading costs no system call (io_uring): then the end of
+		 * the round sends everything with one. */
+		host_flush_dirty(h);
+		if (!h->io->recv_is_free)
 			rudp_io_flush(h->io);
-		}
 		if ((uint32_t)n < h->io->batch)
 			break;
 	}
@@ -408,7 +414,6 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 		if (wait_us > 0) {
 			/* The backend waits: io_uring on its completion queue, and
 			 * it submits pending sends in the same system call. */
-			host_flush_dirty(h);
 			int ms = (int)((wait_us + 999) / 1000);
 			if (rudp_io_wait(h->io, ms) < 0)
 				return RUDP_E_SYSTEM;
@@ -422,10 +427,9 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 		return RUDP_E_SYSTEM;
 	h->now_us = rudp_now_us();
 	run_timers(h);
-	if (!h->io->recv_is_free) {
-		host_flush_dirty(h);
+	host_flush_dirty(h);
+	if (!h->io->recv_is_free)
 		rudp_io_flush(h->io);
-	}
 	return 0;
 }
 
@@ -433,7 +437,6 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 static int pump(struct rudp_host *h, uint64_t wait_us)
 {
 	int r = pump_round(h, wait_us, NULL);
-	host_flush_dirty(h);
 	rudp_io_flush(h->io);
 	return r;
 }
@@ -480,14 +483,11 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
 	/* A call that hands the application messages, and nothing else, may
-	 * leave what it produced (their ACKs, mostly) unbuilt in the
-	 * connections when reading is free (io_uring): the application
-	 * answers and calls again (service, receive, send_batch or flush),
-	 * and that call builds each connection's answers first and its ACK
-	 * behind them, so the ACK ends the answers' GSO send and one
-	 * io_uring_enter carries both: one enter per round instead of two,
-	 * one send and one wake-up for the peer instead of two.
-	 * rudp_host_next_timeout_ms() says 0 meanwhile.
+	 * leave what it produced (their ACKs, mostly) queued when reading is
+	 * free (io_uring): the application answers and calls again (service,
+	 * receive or flush), and that call's first io_uring_enter carries the
+	 * ACKs with the answers: one enter per round instead of two, and one
+	 * wake-up for the peer. rudp_host_next_timeout_ms() says 0 meanwhile.
 	 * Any other call sends everything before returning: after a connect
 	 * or disconnect, or with nothing to hand over, the application may
 	 * turn to other work for long. (With recvmmsg the read costs a call
@@ -497,10 +497,8 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	 * the look and the read), it goes now. */
 	bool leave_own = want_events && h->events.count > 0 && h->events.non_receive == 0 &&
 			 h->io->recv_is_free && (sent_first || waited);
-	if (!leave_own) {
-		host_flush_dirty(h);
+	if (!leave_own)
 		rudp_io_flush(h->io);
-	}
 	return 0;
 }
 

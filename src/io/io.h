@@ -41,7 +41,8 @@ struct rudp_io_stats {
 	uint64_t gso_sends; /* send requests that carried two or more datagrams */
 	uint64_t rx_buffer_grows; /* io_uring: times the receive buffers were doubled */
 	uint64_t gro_receives; /* io_uring: receive completions that carried a run of two or more datagrams */
-	uint64_t rx_rearms; /* io_uring: receives posted again after they ended (mostly for want of a buffer) */
+	uint64_t rx_rearms; /* io_uring: receives posted again after they ended (mostly for want of a buffer)
+			     */
 };
 
 struct rudp_io;
@@ -59,6 +60,14 @@ struct rudp_io_ops {
 	 * sock (0, or an index from add_socket). */
 	void (*tx_commit)(struct rudp_io *io, uint32_t sock, size_t len, const struct sockaddr *addr,
 			  socklen_t addrlen);
+	/* tx_commit for a datagram whose place among the others committed
+	 * does not matter (a RakNet ACK or NACK: no sequence number). The
+	 * backend may send it later than datagrams committed after it, but
+	 * in the same flush: io_uring holds it until the peer's GSO run
+	 * closes and makes it the run's last segment, so an ACK and the
+	 * answer built after it leave in one send. NULL: tx_commit. */
+	void (*tx_commit_movable)(struct rudp_io *io, uint32_t sock, size_t len, const struct sockaddr *addr,
+				  socklen_t addrlen);
 	/* Hands every committed datagram to the kernel. Returns datagrams sent
 	 * or -errno; a datagram the kernel refuses is counted and dropped. */
 	int (*flush)(struct rudp_io *io);
@@ -150,6 +159,14 @@ static inline void rudp_io_tx_commit_on(struct rudp_io *io, uint32_t sock, size_
 					const struct sockaddr *a, socklen_t alen)
 {
 	io->ops->tx_commit(io, sock, len, a, alen);
+}
+static inline void rudp_io_tx_commit_movable_on(struct rudp_io *io, uint32_t sock, size_t len,
+						const struct sockaddr *a, socklen_t alen)
+{
+	if (io->ops->tx_commit_movable)
+		io->ops->tx_commit_movable(io, sock, len, a, alen);
+	else
+		io->ops->tx_commit(io, sock, len, a, alen);
 }
 static inline int rudp_io_add_socket(struct rudp_io *io, int fd)
 {

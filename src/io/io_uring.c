@@ -63,6 +63,16 @@
  * without that feature, or after the kernel refused a GSO send (a device
  * that cannot segment, a path MTU below the datagram), each datagram goes
  * alone again.
+ *
+ * ACKs ride along: the host commits ACK and NACK datagrams as movable
+ * (they carry no sequence number, so their order among data does not
+ * matter). One is held until the GSO run to its peer closes and becomes
+ * its last segment, or, when the run has no room or another peer comes
+ * first, goes in a send of its own ahead of the run. A server's ACK of a
+ * request, built when the request arrives, thus leaves in one send with
+ * the answer built after it: one send and one delivery (one wake-up) per
+ * direction instead of two. When it cannot ride, it goes ahead of the
+ * data, where it frees the peer's window soonest.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -207,6 +217,11 @@ struct io_ring {
 	/* The run being built: datagrams committed but not yet in an SQE. */
 	uint32_t run_first, run_last, run_segs;
 	size_t run_len;
+	/* A committed datagram whose place does not matter (tx_commit_movable:
+	 * an ACK), held until the run closes: it then ends the run as its last
+	 * segment when it can, else goes in a send of its own just before the
+	 * run. UINT32_MAX when none. An open run is always to its peer. */
+	uint32_t movable;
 	bool gso; /* runs of more than one datagram allowed */
 	struct iovec *tx_iovs; /* scratch iovecs of the runs prepared since the last submit */
 	uint32_t tx_iovs_used;
@@ -431,13 +446,53 @@ static void cancel_recv(struct io_ring *r, uint32_t i)
 	io_uring_sqe_set_data64(sqe, CANCEL_TAG);
 }
 
+static bool same_peer(const struct tx_slot *a, const struct tx_slot *b)
+{
+	return a->sock == b->sock && a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0;
+}
+
+/* Whether a datagram of len bytes to the open run's peer may join it as
+ * its next segment: GSO on, room in the kernel's limits, and no shorter
+ * segment in it yet (only the last may be shorter). */
+static bool run_takes(const struct io_ring *r, size_t len)
+{
+	return r->gso && !r->base.gso_off && r->run_segs > 0 && len <= r->run_len &&
+	       r->tx[r->run_last].iov.iov_len == r->run_len && r->run_segs < GSO_MAX_SEGMENTS &&
+	       (r->run_segs + 1) * r->run_len <= GSO_MAX_BYTES;
+}
+
+static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len);
+
 /* Turns the open run into one sendmsg SQE: a single datagram as is, two
- * or more as a GSO send. */
+ * or more as a GSO send. A held movable datagram ends the run when it
+ * can, else goes first in a send of its own. */
 static void close_run(struct io_ring *r)
 {
+	if (r->movable != UINT32_MAX) {
+		uint32_t m = r->movable;
+		if (r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[m]) &&
+		    run_takes(r, r->tx[m].iov.iov_len)) {
+			r->tx[r->run_last].next = m;
+			r->run_last = m;
+			r->run_segs++;
+		} else {
+			queue_chain(r, m, 1, r->tx[m].iov.iov_len);
+		}
+		r->movable = UINT32_MAX;
+	}
 	if (r->run_segs == 0)
 		return;
-	int fd = r->socks[r->tx[r->run_first].sock].fd;
+	queue_chain(r, r->run_first, r->run_segs, r->run_len);
+	r->run_segs = 0;
+}
+
+/* Prepares one sendmsg SQE for a chain of segs committed datagrams from
+ * first (GSO with segment size seg_len when segs > 1). The caller still
+ * counts the chain as unsubmitted (run_segs or movable) until this
+ * returns, so a submit made here to free an SQE counts it right. */
+static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len)
+{
+	int fd = r->socks[r->tx[first].sock].fd;
 	struct io_uring_sqe *sqe = fd >= 0 ? io_uring_get_sqe(&r->ring) : NULL;
 	if (!sqe && fd >= 0) {
 		/* The SQ holds tx_cap + 2 entries, so only pending re-arms can
@@ -445,8 +500,6 @@ static void close_run(struct io_ring *r)
 		submit_prepared(r, &r->base.stats.send_calls);
 		sqe = io_uring_get_sqe(&r->ring);
 	}
-	uint32_t first = r->run_first, segs = r->run_segs;
-	r->run_segs = 0;
 	if (!sqe) {
 		/* Cannot happen short of a broken ring (or a socket removed
 		 * with sends of its own still open, which remove prevents): drop
@@ -480,7 +533,7 @@ static void close_run(struct io_ring *r)
 		cm->cmsg_level = SOL_UDP;
 		cm->cmsg_type = UDP_SEGMENT;
 		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-		uint16_t seg = (uint16_t)r->run_len;
+		uint16_t seg = (uint16_t)seg_len;
 		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
 	}
 	io_uring_prep_sendmsg(sqe, fd, &t->hdr, 0);
@@ -493,7 +546,7 @@ static void submitted(struct io_ring *r)
 {
 	/* Counted when handed to the kernel, as the mmsg backend does; the
 	 * open run (if any) is not in an SQE yet. */
-	uint32_t handed = r->tx_queued - r->run_segs;
+	uint32_t handed = r->tx_queued - r->run_segs - (r->movable != UINT32_MAX);
 	r->base.stats.datagrams_sent += handed;
 	r->tx_inflight += handed;
 	r->tx_queued -= handed;
@@ -757,17 +810,19 @@ static uint8_t *uring_tx_slot(struct rudp_io *io)
 	return r->tx_bufs + r->tx_cur_off;
 }
 
-static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const struct sockaddr *addr,
-			    socklen_t addrlen)
+/* Fills in the slot tx_slot gave (tx_cur) and counts it committed.
+ * Returns its index, or UINT32_MAX when there is none or the commit is
+ * invalid (then the slot stays taken by tx_cur and is reused). */
+static uint32_t tx_take(struct io_ring *r, uint32_t sock, size_t len, const struct sockaddr *addr,
+			socklen_t addrlen)
 {
-	struct io_ring *r = (struct io_ring *)io;
 	uint32_t i = r->tx_cur;
 	if (i == UINT32_MAX)
-		return;
+		return UINT32_MAX;
 	struct tx_slot *t = &r->tx[i];
 	if (len == 0 || len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr) || sock >= r->nsocks ||
 	    !r->socks[sock].live)
-		return; /* the slot stays taken by tx_cur and is reused */
+		return UINT32_MAX;
 	memcpy(&t->addr, addr, addrlen);
 	t->addrlen = addrlen;
 	t->sock = sock;
@@ -777,12 +832,21 @@ static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const
 	t->next = UINT32_MAX;
 	r->tx_cur = UINT32_MAX;
 	r->tx_queued++;
+	return i;
+}
+
+static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const struct sockaddr *addr,
+			    socklen_t addrlen)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	uint32_t i = tx_take(r, sock, len, addr, addrlen);
+	if (i == UINT32_MAX)
+		return;
+	/* A held movable datagram waits only for its own peer's run. */
+	if (r->movable != UINT32_MAX && !same_peer(&r->tx[r->movable], &r->tx[i]))
+		close_run(r);
 	if (r->run_segs > 0) {
-		const struct tx_slot *f = &r->tx[r->run_first];
-		bool same_peer =
-			f->sock == sock && f->addrlen == addrlen && memcmp(&f->addr, addr, addrlen) == 0;
-		if (r->gso && !io->gso_off && same_peer && len <= r->run_len &&
-		    r->run_segs < GSO_MAX_SEGMENTS && (r->run_segs + 1) * r->run_len <= GSO_MAX_BYTES) {
+		if (same_peer(&r->tx[r->run_first], &r->tx[i]) && run_takes(r, len)) {
 			r->tx[r->run_last].next = i;
 			r->run_last = i;
 			r->run_segs++;
@@ -795,6 +859,35 @@ static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const
 	r->run_first = r->run_last = i;
 	r->run_segs = 1;
 	r->run_len = len;
+}
+
+/* A datagram whose place among the others does not matter (an ACK): it
+ * joins the open run to its peer as the last segment, or is held
+ * (movable) until that peer's run closes, so that an answer queued after
+ * it still carries it (see close_run). */
+static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t len,
+				    const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct io_ring *r = (struct io_ring *)io;
+	if (!r->gso || io->gso_off) {
+		uring_tx_commit(io, sock, len, addr, addrlen);
+		return;
+	}
+	uint32_t i = tx_take(r, sock, len, addr, addrlen);
+	if (i == UINT32_MAX)
+		return;
+	bool to_run = r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[i]);
+	if (to_run && r->movable == UINT32_MAX && run_takes(r, len)) {
+		r->tx[r->run_last].next = i;
+		r->run_last = i;
+		r->run_segs++;
+		close_run(r);
+		return;
+	}
+	/* One held at a time; a run to another peer goes now. */
+	if (r->movable != UINT32_MAX || (r->run_segs > 0 && !to_run))
+		close_run(r);
+	r->movable = i;
 }
 
 static int uring_wait(struct rudp_io *io, int timeout_ms)
@@ -1008,6 +1101,7 @@ static const struct rudp_io_ops uring_ops = {
 	.recv = uring_recv,
 	.tx_slot = uring_tx_slot,
 	.tx_commit = uring_tx_commit,
+	.tx_commit_movable = uring_tx_commit_movable,
 	.flush = uring_flush,
 	.wait = uring_wait,
 	.pending = uring_pending,
@@ -1092,6 +1186,7 @@ static int ring_start(struct io_ring *r)
 	r->tx_queued = r->tx_inflight = 0;
 	r->sqes_queued = r->sqes_inflight = 0;
 	r->run_segs = 0;
+	r->movable = UINT32_MAX;
 	r->tx_iovs_used = 0;
 	r->gso = (p.features & IORING_FEAT_SUBMIT_STABLE) != 0;
 	r->rx_error = 0;

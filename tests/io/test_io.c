@@ -412,6 +412,108 @@ static void test_gso_refused_falls_back(void **state)
 	close(rx);
 }
 
+static void commit_tagged(struct rudp_io *io, bool movable, char tag, size_t len,
+			  const struct sockaddr_in *to)
+{
+	uint8_t *slot = rudp_io_tx_slot(io);
+	memset(slot, tag, len);
+	if (movable)
+		rudp_io_tx_commit_movable_on(io, 0, len, (const struct sockaddr *)to, sizeof(*to));
+	else
+		rudp_io_tx_commit_on(io, 0, len, (const struct sockaddr *)to, sizeof(*to));
+}
+
+/* Reads what arrived at rx (nonblocking, no UDP_GRO: the kernel splits
+ * GSO sends) and checks the first byte of each datagram, in order. */
+static void expect_tags(int rx, const char *want)
+{
+	uint8_t buf[2048];
+	size_t got = 0, n = strlen(want);
+	char seen[128] = "";
+	for (uint64_t until = now_ms() + 1000; now_ms() < until && got < n;) {
+		ssize_t r = recv(rx, buf, sizeof(buf), 0);
+		if (r < 0) {
+			usleep(200);
+			continue;
+		}
+		if (got < sizeof(seen) - 1)
+			seen[got] = (char)buf[0];
+		got++;
+	}
+	assert_string_equal(seen, want);
+	assert_true(recv(rx, buf, sizeof(buf), 0) < 0); /* nothing more */
+}
+
+/* An ACK-like datagram committed as movable rides at the end of the next
+ * GSO run to its peer (one send), goes alone when the next datagram is
+ * for another peer, and goes first, in a send of its own, when the run
+ * it waited for has no room for it (64 segments): never later than the
+ * flush it was committed in, and never reordering data. */
+static void test_uring_movable_datagram(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct sockaddr_in a, b, from;
+	socklen_t alen, blen, fromlen;
+	int rx = loopback_socket(SOCK_NONBLOCK, &a, &alen);
+	int rx2 = loopback_socket(SOCK_NONBLOCK, &b, &blen);
+	int tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
+	int err = 0;
+	/* A batch above 65, so nothing is handed over before the flush. */
+	struct rudp_io *io = rudp_io_uring_create(tx, 128, 0, false, 0, &err);
+	assert_non_null(io);
+
+	/* The ACK, then the answer: one GSO send, the ACK last. */
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'b', 500, &a);
+	commit_tagged(io, false, 'c', 500, &a);
+	assert_int_equal(rudp_io_flush(io), 3);
+	assert_int_equal(io->stats.gso_sends, 1);
+	expect_tags(rx, "bcA");
+
+	/* Data to another peer next: the ACK goes alone, in its place. */
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'x', 500, &b);
+	assert_int_equal(rudp_io_flush(io), 2);
+	assert_int_equal(io->stats.gso_sends, 1);
+	expect_tags(rx, "A");
+	expect_tags(rx2, "x");
+
+	/* A full run (64 segments): the ACK goes first, alone. */
+	commit_tagged(io, true, 'A', 40, &a);
+	for (int i = 0; i < 64; i++)
+		commit_tagged(io, false, 'd', 500, &a);
+	assert_int_equal(rudp_io_flush(io), 65);
+	assert_int_equal(io->stats.gso_sends, 2);
+	char want[66];
+	want[0] = 'A';
+	memset(want + 1, 'd', 64);
+	want[65] = '\0';
+	expect_tags(rx, want);
+
+	/* A shorter data datagram ends the run: the ACK does not follow it
+	 * into the same send (only the last segment may be shorter), and the
+	 * data keeps its order. */
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'e', 500, &a);
+	commit_tagged(io, false, 'f', 300, &a);
+	assert_int_equal(rudp_io_flush(io), 3);
+	expect_tags(rx, "Aef");
+
+	/* With GSO off the ACK keeps its place. */
+	io->gso_off = true;
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'g', 500, &a);
+	assert_int_equal(rudp_io_flush(io), 2);
+	assert_int_equal(io->stats.gso_sends, 3);
+	expect_tags(rx, "Ag");
+	rudp_io_destroy(io);
+	close(tx);
+	close(rx);
+	close(rx2);
+}
+
 /* The io_uring backend starts with a few receive buffers and doubles them
  * each time the kernel runs out, up to its pool (rx_buffers; 0 for 2 x
  * io_batch, at least 64): a burst larger than the pool, sent before the
@@ -1378,6 +1480,7 @@ int main(void)
 		cmocka_unit_test(test_uring_rx_buffers_grow_to_pool),
 		cmocka_unit_test(test_uring_rx_buffers_capped),
 		cmocka_unit_test(test_gso_round_trip),
+		cmocka_unit_test(test_uring_movable_datagram),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
