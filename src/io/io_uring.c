@@ -461,6 +461,14 @@ static bool run_takes(const struct io_ring *r, size_t len)
 	       (r->run_segs + 1) * r->run_len <= GSO_MAX_BYTES;
 }
 
+/* Links committed datagram i behind the open run (run_takes said yes). */
+static void run_append(struct io_ring *r, uint32_t i)
+{
+	r->tx[r->run_last].next = i;
+	r->run_last = i;
+	r->run_segs++;
+}
+
 static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len);
 
 /* Turns the open run into one sendmsg SQE: a single datagram as is, two
@@ -472,9 +480,7 @@ static void close_run(struct io_ring *r)
 		uint32_t m = r->movable;
 		if (r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[m]) &&
 		    run_takes(r, r->tx[m].iov.iov_len)) {
-			r->tx[r->run_last].next = m;
-			r->run_last = m;
-			r->run_segs++;
+			run_append(r, m);
 		} else {
 			queue_chain(r, m, 1, r->tx[m].iov.iov_len);
 		}
@@ -847,9 +853,7 @@ static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const
 		close_run(r);
 	if (r->run_segs > 0) {
 		if (same_peer(&r->tx[r->run_first], &r->tx[i]) && run_takes(r, len)) {
-			r->tx[r->run_last].next = i;
-			r->run_last = i;
-			r->run_segs++;
+			run_append(r, i);
 			if (len < r->run_len)
 				close_run(r); /* only the last segment may be shorter */
 			return;
@@ -878,9 +882,7 @@ static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t le
 		return;
 	bool to_run = r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[i]);
 	if (to_run && r->movable == UINT32_MAX && run_takes(r, len)) {
-		r->tx[r->run_last].next = i;
-		r->run_last = i;
-		r->run_segs++;
+		run_append(r, i);
 		close_run(r);
 		return;
 	}

@@ -222,6 +222,19 @@ static void test_receive_leaves_acks_for_next_call(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* A connected pair (no echo) whose client has settled: the server's ACKs
+ * of the handshake arrived and nothing is left to read. */
+static rudp_peer *pair_connect_settled(struct pair *p)
+{
+	char addr[64];
+	rudp_peer *peer = pair_connect(p, 0, addr, sizeof(addr));
+	wait_server_connected(p);
+	rudp_event ev[8];
+	for (int i = 0; i < 20; i++)
+		assert_true(rudp_service(p->client, ev, 8, 1) >= 0);
+	return peer;
+}
+
 /* A request and its answer: the server's answer and the ACK of the request
  * leave in one send (io_uring: one GSO send, answer first, the shorter ACK
  * as its last segment) and reach the client as one GRO read. With
@@ -230,13 +243,9 @@ static void test_receive_leaves_acks_for_next_call(void **state)
 static void test_answer_and_ack_share_one_send(void **state)
 {
 	(void)state;
-	char addr[64];
 	struct pair p;
-	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
-	wait_server_connected(&p);
+	rudp_peer *peer = pair_connect_settled(&p);
 	rudp_event ev[8];
-	for (int i = 0; i < 20; i++) /* settle: the handshake's ACKs arrive */
-		assert_true(rudp_service(p.client, ev, 8, 1) >= 0);
 
 	const uint8_t question[] = {0xfe, 'q', 1}, answer[] = {0xfe, 'a', 2, 3, 4, 5, 6, 7, 8};
 	assert_int_equal(rudp_send(peer, question, sizeof(question), RUDP_RELIABLE_ORDERED, 0), 0);
@@ -280,15 +289,9 @@ static void test_answer_and_ack_share_one_send(void **state)
 static void test_waiting_call_sends_with_the_wait(void **state)
 {
 	(void)state;
-	char addr[64];
 	struct pair p;
-	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
-	wait_server_connected(&p);
-	/* Let the client settle: the server's ACKs of the handshake arrive
-	 * and nothing is left to read. */
+	rudp_peer *peer = pair_connect_settled(&p);
 	rudp_event ev[8];
-	for (int i = 0; i < 20; i++)
-		assert_true(rudp_service(p.client, ev, 8, 1) >= 0);
 
 	/* Unreliable: a reliable one would arm the tail-loss probe, whose
 	 * timer wakes the wait (the server does not answer here). */
