@@ -278,6 +278,34 @@ static void push_rearm(struct io_ring *r, uint32_t i, bool starved)
 	r->rearm_len++;
 }
 
+/* Gives the slots of a send request's chain back; returns how many. */
+static uint32_t free_chain(struct io_ring *r, uint32_t first)
+{
+	uint32_t segs = 0;
+	for (uint32_t i = first; i != UINT32_MAX && segs < r->tx_cap; i = r->tx[i].next) {
+		r->tx_free[r->tx_free_len++] = i;
+		segs++;
+	}
+	return segs;
+}
+
+/* Accounts for a finished send request of segs datagrams (res: bytes sent,
+ * or -errno), whether it went through the ring or directly. */
+static void send_done(struct io_ring *r, uint32_t segs, int res)
+{
+	if (res < 0) {
+		r->base.stats.send_errors += segs; /* dropped; reliability resends */
+		/* A kernel or device that cannot do this GSO send will not do
+		 * the next one either: send one by one from now on. */
+		if (segs > 1 && (res == -EIO || res == -EINVAL || res == -EOPNOTSUPP))
+			r->gso = false;
+	} else {
+		r->base.stats.bytes_sent += (uint64_t)res;
+		if (segs > 1)
+			r->base.stats.gso_sends++;
+	}
+}
+
 static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 {
 	uint64_t ud = io_uring_cqe_get_data64(cqe);
@@ -286,25 +314,11 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 	if (ud < RECV_TAG_BASE) {
 		uint32_t segs = 0;
 		if (ud < r->tx_cap) {
-			for (uint32_t i = (uint32_t)ud; i != UINT32_MAX && segs < r->tx_cap;
-			     i = r->tx[i].next) {
-				r->tx_free[r->tx_free_len++] = i;
-				segs++;
-			}
+			segs = free_chain(r, (uint32_t)ud);
 			r->tx_inflight -= segs;
 			r->sqes_inflight--;
 		}
-		if (cqe->res < 0) {
-			r->base.stats.send_errors += segs; /* dropped; reliability resends */
-			/* A kernel or device that cannot do this GSO send will not do
-			 * the next one either: send one by one from now on. */
-			if (segs > 1 && (cqe->res == -EIO || cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP))
-				r->gso = false;
-		} else {
-			r->base.stats.bytes_sent += (uint64_t)cqe->res;
-			if (segs > 1)
-				r->base.stats.gso_sends++;
-		}
+		send_done(r, segs, cqe->res);
 		return;
 	}
 	uint64_t i = ud - RECV_TAG_BASE;
@@ -469,6 +483,38 @@ static void run_append(struct io_ring *r, uint32_t i)
 	r->run_segs++;
 }
 
+/* Fills in the msghdr of a chain of segs committed datagrams from first
+ * (GSO with segment size seg_len when segs > 1, its iovecs taken from the
+ * scratch array, which has room: the caller checked). */
+static struct msghdr *chain_hdr(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len)
+{
+	struct tx_slot *t = &r->tx[first];
+	memset(&t->hdr, 0, sizeof(t->hdr));
+	t->hdr.msg_name = &t->addr;
+	t->hdr.msg_namelen = t->addrlen;
+	if (segs == 1) {
+		t->hdr.msg_iov = &t->iov;
+		t->hdr.msg_iovlen = 1;
+	} else {
+		struct iovec *v = r->tx_iovs + r->tx_iovs_used;
+		uint32_t k = 0;
+		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
+			v[k++] = r->tx[i].iov;
+		r->tx_iovs_used += k;
+		t->hdr.msg_iov = v;
+		t->hdr.msg_iovlen = k;
+		t->hdr.msg_control = t->control.buf;
+		t->hdr.msg_controllen = sizeof(t->control.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&t->hdr);
+		cm->cmsg_level = SOL_UDP;
+		cm->cmsg_type = UDP_SEGMENT;
+		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		uint16_t seg = (uint16_t)seg_len;
+		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	}
+	return &t->hdr;
+}
+
 static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len);
 
 /* Turns the open run into one sendmsg SQE: a single datagram as is, two
@@ -510,39 +556,15 @@ static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t
 		/* Cannot happen short of a broken ring (or a socket removed
 		 * with sends of its own still open, which remove prevents): drop
 		 * the run (reliability resends) and give its slots back. */
-		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
-			r->tx_free[r->tx_free_len++] = i;
+		free_chain(r, first);
 		r->tx_queued -= segs;
 		r->base.stats.send_errors += segs;
 		return;
 	}
-	struct tx_slot *t = &r->tx[first];
-	memset(&t->hdr, 0, sizeof(t->hdr));
-	t->hdr.msg_name = &t->addr;
-	t->hdr.msg_namelen = t->addrlen;
-	if (segs == 1) {
-		t->hdr.msg_iov = &t->iov;
-		t->hdr.msg_iovlen = 1;
-	} else {
-		if (r->tx_iovs_used + segs > r->tx_cap)
-			submit_prepared(r, &r->base.stats.send_calls); /* not reached: submits empty the SQ */
-		struct iovec *v = r->tx_iovs + r->tx_iovs_used;
-		uint32_t k = 0;
-		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
-			v[k++] = r->tx[i].iov;
-		r->tx_iovs_used += k;
-		t->hdr.msg_iov = v;
-		t->hdr.msg_iovlen = k;
-		t->hdr.msg_control = t->control.buf;
-		t->hdr.msg_controllen = sizeof(t->control.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&t->hdr);
-		cm->cmsg_level = SOL_UDP;
-		cm->cmsg_type = UDP_SEGMENT;
-		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-		uint16_t seg = (uint16_t)seg_len;
-		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
-	}
-	io_uring_prep_sendmsg(sqe, fd, &t->hdr, 0);
+	if (segs > 1 && r->tx_iovs_used + segs > r->tx_cap)
+		submit_prepared(r, &r->base.stats.send_calls); /* not reached: submits empty the SQ */
+	struct msghdr *hdr = chain_hdr(r, first, segs, seg_len);
+	io_uring_prep_sendmsg(sqe, fd, hdr, 0);
 	io_uring_sqe_set_data64(sqe, first);
 	r->sqes_queued++;
 }
@@ -731,6 +753,66 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 	return n;
 }
 
+/*
+ * A flush that comes to one send request, on a ring with nothing else to
+ * submit and no send in the kernel, goes out with a plain sendmsg: the
+ * same one system call as the enter it replaces, without the request's way
+ * through the ring (a request allocated, the msghdr copied in, a
+ * completion posted and reaped). That is the usual flush of a game
+ * connection, one answer or one update (with its ACK riding in the same
+ * GSO send), and the saving is latency: measured in docs/benchmarks.md
+ * ("A lone send goes out directly"). A flush of several requests (several
+ * peers, or an ACK that cannot ride) still takes one enter for all, and so
+ * does a longer run (a window's worth of bulk data), where the ring's way
+ * measured no slower and is left as it was. A
+ * socket without room (EAGAIN) takes the ring's way, which waits for it.
+ * Returns whether the flush is done.
+ */
+#define DIRECT_MAX_SEGMENTS 2
+
+static bool flush_direct(struct io_ring *r)
+{
+	if (io_uring_sq_ready(&r->ring) != 0 || r->sqes_inflight != 0)
+		return false;
+	uint32_t m = r->movable;
+	bool lone_movable = m != UINT32_MAX && r->run_segs == 0;
+	if (m != UINT32_MAX && !lone_movable) {
+		if (!same_peer(&r->tx[r->run_first], &r->tx[m]) || !run_takes(r, r->tx[m].iov.iov_len))
+			return false; /* two requests */
+		run_append(r, m); /* as close_run would */
+		r->movable = UINT32_MAX;
+	}
+	if (!lone_movable && r->run_segs == 0)
+		return false;
+	uint32_t first = lone_movable ? m : r->run_first;
+	uint32_t segs = lone_movable ? 1 : r->run_segs;
+	if (segs > DIRECT_MAX_SEGMENTS)
+		return false;
+	size_t seg_len = lone_movable ? r->tx[m].iov.iov_len : r->run_len;
+	int fd = r->socks[r->tx[first].sock].fd;
+	if (fd < 0)
+		return false;
+	ssize_t n;
+	r->tx_iovs_used = 0; /* nothing prepared uses the scratch iovecs */
+	do {
+		n = sendmsg(fd, chain_hdr(r, first, segs, seg_len), MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	int res = n < 0 ? -errno : (int)n;
+	r->tx_iovs_used = 0;
+	if (res == -EAGAIN || res == -EWOULDBLOCK)
+		return false;
+	if (lone_movable)
+		r->movable = UINT32_MAX;
+	else
+		r->run_segs = 0;
+	r->base.stats.send_calls++;
+	r->base.stats.direct_sends++;
+	r->base.stats.datagrams_sent += segs;
+	r->tx_queued -= free_chain(r, first);
+	send_done(r, segs, res);
+	return true;
+}
+
 static int uring_flush(struct rudp_io *io)
 {
 	struct io_ring *r = (struct io_ring *)io;
@@ -738,7 +820,7 @@ static int uring_flush(struct rudp_io *io)
 	if (c < 0)
 		return c;
 	uint32_t queued = r->tx_queued;
-	int s = submit(r);
+	int s = flush_direct(r) ? 0 : submit(r);
 	reap(r);
 	if (s < 0) {
 		/* The ring refused the batch (it should not: SQEs were checked

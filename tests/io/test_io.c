@@ -514,6 +514,90 @@ static void test_uring_movable_datagram(void **state)
 	close(rx2);
 }
 
+/* A flush that is one send request of at most two datagrams, on a ring
+ * with nothing in the kernel, goes out with a plain sendmsg; longer runs
+ * and flushes of several requests go through the ring. Every datagram
+ * arrives, in order, either way, and the counters agree. */
+static void test_uring_direct_send(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct sockaddr_in a, b, from;
+	socklen_t alen, blen, fromlen;
+	int rx = loopback_socket(SOCK_NONBLOCK, &a, &alen);
+	int rx2 = loopback_socket(SOCK_NONBLOCK, &b, &blen);
+	int tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
+	int err = 0;
+	struct rudp_io *io = rudp_io_uring_create(tx, 128, 0, false, 0, &err);
+	assert_non_null(io);
+
+	/* A lone datagram. */
+	commit_tagged(io, false, 'a', 500, &a);
+	assert_int_equal(rudp_io_flush(io), 1);
+	assert_int_equal(io->stats.direct_sends, 1);
+	assert_int_equal(io->stats.send_calls, 1);
+	expect_tags(rx, "a");
+
+	/* An answer with its ACK riding: one GSO send, direct. */
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'b', 500, &a);
+	assert_int_equal(rudp_io_flush(io), 2);
+	assert_int_equal(io->stats.direct_sends, 2);
+	assert_int_equal(io->stats.gso_sends, 1);
+	expect_tags(rx, "bA");
+
+	/* A lone ACK. */
+	commit_tagged(io, true, 'A', 40, &a);
+	assert_int_equal(rudp_io_flush(io), 1);
+	assert_int_equal(io->stats.direct_sends, 3);
+	expect_tags(rx, "A");
+
+	/* A run of three: the ring's way, still one GSO send. */
+	uint64_t calls = io->stats.send_calls;
+	commit_tagged(io, false, 'c', 500, &a);
+	commit_tagged(io, false, 'd', 500, &a);
+	commit_tagged(io, false, 'e', 500, &a);
+	assert_int_equal(rudp_io_flush(io), 3);
+	assert_int_equal(io->stats.direct_sends, 3);
+	assert_int_equal(io->stats.gso_sends, 2);
+	assert_int_equal(io->stats.send_calls, calls + 1);
+	expect_tags(rx, "cde");
+
+	/* Two peers: two requests in one enter, none direct. */
+	calls = io->stats.send_calls;
+	commit_tagged(io, false, 'f', 500, &a);
+	commit_tagged(io, false, 'g', 500, &b);
+	assert_int_equal(rudp_io_flush(io), 2);
+	assert_int_equal(io->stats.direct_sends, 3);
+	assert_int_equal(io->stats.send_calls, calls + 1);
+	expect_tags(rx, "f");
+	expect_tags(rx2, "g");
+
+	/* An ACK behind a short datagram rides: it is not longer. */
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'h', 300, &a);
+	assert_int_equal(rudp_io_flush(io), 2);
+	assert_int_equal(io->stats.direct_sends, 4);
+	expect_tags(rx, "hA");
+
+	/* An ACK that cannot ride (a shorter datagram ended the run): two
+	 * requests, the ring's way, the ACK first. */
+	commit_tagged(io, true, 'A', 40, &a);
+	commit_tagged(io, false, 'i', 500, &a);
+	commit_tagged(io, false, 'j', 300, &a);
+	assert_int_equal(rudp_io_flush(io), 3);
+	assert_int_equal(io->stats.direct_sends, 4);
+	expect_tags(rx, "Aij");
+
+	assert_int_equal(io->stats.datagrams_sent, 14);
+	assert_int_equal(io->stats.send_errors, 0);
+	rudp_io_destroy(io);
+	close(tx);
+	close(rx);
+	close(rx2);
+}
+
 /* The io_uring backend starts with a few receive buffers and doubles them
  * each time the kernel runs out, up to its pool (rx_buffers; 0 for 2 x
  * io_batch, at least 64): a burst larger than the pool, sent before the
@@ -1481,6 +1565,7 @@ int main(void)
 		cmocka_unit_test(test_uring_rx_buffers_capped),
 		cmocka_unit_test(test_gso_round_trip),
 		cmocka_unit_test(test_uring_movable_datagram),
+		cmocka_unit_test(test_uring_direct_send),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
