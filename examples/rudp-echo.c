@@ -105,9 +105,9 @@ static void print_host_stats(const char *who, rudp_host *host)
 		return;
 	printf("%s host: io backend %s, datagrams received %" PRIu64 " (%" PRIu64
 	       " GRO reads) / sent %" PRIu64 " (%" PRIu64 " GSO sends), io syscalls recv %" PRIu64
-	       " / send %" PRIu64 ", dropped %" PRIu64 "\n",
+	       " / send %" PRIu64 ", receive re-arms %" PRIu64 ", dropped %" PRIu64 "\n",
 	       who, s.io_backend, s.datagrams_received, s.gro_receives, s.datagrams_sent, s.gso_sends,
-	       s.syscalls_recv, s.syscalls_send, s.datagrams_dropped);
+	       s.syscalls_recv, s.syscalls_send, s.rx_rearms, s.datagrams_dropped);
 }
 
 static void log_to_stderr(void *ud, int level, const char *msg)
