@@ -760,7 +760,8 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
  * through the ring (a request allocated, the msghdr copied in, a
  * completion posted and reaped). That is the usual flush of a game
  * connection, one answer or one update (with its ACK riding in the same
- * GSO send), and the saving is latency: measured in docs/benchmarks.md
+ * GSO send), and the saving is latency (uring_wait sends such a flush the
+ * same way before its enter): measured in docs/benchmarks.md
  * ("A lone send goes out directly"). A flush of several requests (several
  * peers, or an ACK that cannot ride) still takes one enter for all, and so
  * does a longer run (a window's worth of bulk data), where the ring's way
@@ -985,9 +986,13 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 		uring_flush(io);
 		return 0;
 	}
-	/* One enter submits the pending sends and waits. Sends on loopback
-	 * complete during the submit and their CQEs would end the wait at once,
-	 * so wait for one completion more than there are sends outstanding. */
+	/* A lone send leaves directly, as in a flush (flush_direct): a plain
+	 * sendmsg and then the wait took less time than one enter doing both.
+	 * Otherwise one enter submits the pending sends and waits. Sends on
+	 * loopback complete during the submit and their CQEs would end the
+	 * wait at once, so wait for one completion more than there are sends
+	 * outstanding. */
+	flush_direct(r);
 	close_run(r);
 	unsigned want = r->sqes_inflight + r->sqes_queued + 1;
 	struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,

@@ -514,10 +514,11 @@ static void test_uring_movable_datagram(void **state)
 	close(rx2);
 }
 
-/* A flush that is one send request of at most two datagrams, on a ring
- * with nothing in the kernel, goes out with a plain sendmsg; longer runs
- * and flushes of several requests go through the ring. Every datagram
- * arrives, in order, either way, and the counters agree. */
+/* A flush (or a wait) whose sends are one request of at most two
+ * datagrams, on a ring with nothing in the kernel, sends it with a plain
+ * sendmsg; longer runs and flushes of several requests go through the
+ * ring. Every datagram arrives, in order, either way, and the counters
+ * agree. */
 static void test_uring_direct_send(void **state)
 {
 	(void)state;
@@ -590,7 +591,14 @@ static void test_uring_direct_send(void **state)
 	assert_int_equal(io->stats.direct_sends, 4);
 	expect_tags(rx, "Aij");
 
-	assert_int_equal(io->stats.datagrams_sent, 14);
+	/* A wait with a lone send pending sends it directly too, then waits
+	 * (nothing comes: the timeout ends it). */
+	commit_tagged(io, false, 'k', 500, &a);
+	assert_int_equal(rudp_io_wait(io, 20), 0);
+	assert_int_equal(io->stats.direct_sends, 5);
+	expect_tags(rx, "k");
+
+	assert_int_equal(io->stats.datagrams_sent, 15);
 	assert_int_equal(io->stats.send_errors, 0);
 	rudp_io_destroy(io);
 	close(tx);
