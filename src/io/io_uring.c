@@ -483,6 +483,15 @@ static void run_append(struct io_ring *r, uint32_t i)
 	r->run_segs++;
 }
 
+/* Whether the held movable datagram can end the open run (same peer,
+ * and room for it as the last segment). */
+static bool movable_joins_run(const struct io_ring *r)
+{
+	uint32_t m = r->movable;
+	return m != UINT32_MAX && r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[m]) &&
+	       run_takes(r, r->tx[m].iov.iov_len);
+}
+
 /* Fills in the msghdr of a chain of segs committed datagrams from first
  * (GSO with segment size seg_len when segs > 1, its iovecs taken from the
  * scratch array, which has room: the caller checked). */
@@ -524,8 +533,7 @@ static void close_run(struct io_ring *r)
 {
 	if (r->movable != UINT32_MAX) {
 		uint32_t m = r->movable;
-		if (r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[m]) &&
-		    run_takes(r, r->tx[m].iov.iov_len)) {
+		if (movable_joins_run(r)) {
 			run_append(r, m);
 		} else {
 			queue_chain(r, m, 1, r->tx[m].iov.iov_len);
@@ -753,24 +761,25 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 	return n;
 }
 
-/*
- * A flush that comes to one send request, on a ring with nothing else to
- * submit and no send in the kernel, goes out with a plain sendmsg: the
- * same one system call as the enter it replaces, without the request's way
- * through the ring (a request allocated, the msghdr copied in, a
- * completion posted and reaped). That is the usual flush of a game
- * connection, one answer or one update (with its ACK riding in the same
- * GSO send), and the saving is latency (uring_wait sends such a flush the
- * same way before its enter): measured in docs/benchmarks.md
- * ("A lone send goes out directly"). A flush of several requests (several
- * peers, or an ACK that cannot ride) still takes one enter for all, and so
- * does a longer run (a window's worth of bulk data), where the ring's way
- * measured no slower and is left as it was. A
- * socket without room (EAGAIN) takes the ring's way, which waits for it.
- * Returns whether the flush is done.
- */
+/* The longest run a flush sends directly (an answer and its ACK). */
 #define DIRECT_MAX_SEGMENTS 2
 
+/*
+ * A flush that comes to one send request of at most DIRECT_MAX_SEGMENTS
+ * datagrams, on a ring with nothing else to submit and no send in the
+ * kernel, goes out with a plain sendmsg: the same one system call as the
+ * enter it replaces, without the request's way through the ring (a request
+ * allocated, the msghdr copied in, a completion posted and reaped). That
+ * is the usual flush of a game connection, one answer or one update (with
+ * its ACK riding in the same GSO send), and the saving is latency
+ * (uring_wait sends such a flush the same way before its enter): measured
+ * in docs/benchmarks.md ("A lone send goes out directly"). A flush of
+ * several requests (several peers, or an ACK that cannot ride) still takes
+ * one enter for all, and so does a longer run (a window's worth of bulk
+ * data), where the ring's way measured no slower. A socket without room
+ * (EAGAIN) takes the ring's way, which waits for it. Returns whether the
+ * flush is done.
+ */
 static bool flush_direct(struct io_ring *r)
 {
 	if (io_uring_sq_ready(&r->ring) != 0 || r->sqes_inflight != 0)
@@ -778,7 +787,7 @@ static bool flush_direct(struct io_ring *r)
 	uint32_t m = r->movable;
 	bool lone_movable = m != UINT32_MAX && r->run_segs == 0;
 	if (m != UINT32_MAX && !lone_movable) {
-		if (!same_peer(&r->tx[r->run_first], &r->tx[m]) || !run_takes(r, r->tx[m].iov.iov_len))
+		if (!movable_joins_run(r))
 			return false; /* two requests */
 		run_append(r, m); /* as close_run would */
 		r->movable = UINT32_MAX;

@@ -444,6 +444,35 @@ static void expect_tags(int rx, const char *want)
 	assert_true(recv(rx, buf, sizeof(buf), 0) < 0); /* nothing more */
 }
 
+/* A uring io over one sending socket, and two receiving sockets (two
+ * peers), all on loopback. The batch is above 65, so nothing is handed
+ * over before the flush. */
+struct two_peers {
+	struct sockaddr_in a, b;
+	int rx, rx2, tx;
+	struct rudp_io *io;
+};
+
+static void two_peers_open(struct two_peers *t)
+{
+	struct sockaddr_in from;
+	socklen_t alen, blen, fromlen;
+	t->rx = loopback_socket(SOCK_NONBLOCK, &t->a, &alen);
+	t->rx2 = loopback_socket(SOCK_NONBLOCK, &t->b, &blen);
+	t->tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
+	int err = 0;
+	t->io = rudp_io_uring_create(t->tx, 128, 0, false, 0, &err);
+	assert_non_null(t->io);
+}
+
+static void two_peers_close(struct two_peers *t)
+{
+	rudp_io_destroy(t->io);
+	close(t->tx);
+	close(t->rx);
+	close(t->rx2);
+}
+
 /* An ACK-like datagram committed as movable rides at the end of the next
  * GSO run to its peer (one send), goes alone when the next datagram is
  * for another peer, and goes first, in a send of its own, when the run
@@ -454,15 +483,11 @@ static void test_uring_movable_datagram(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	struct sockaddr_in a, b, from;
-	socklen_t alen, blen, fromlen;
-	int rx = loopback_socket(SOCK_NONBLOCK, &a, &alen);
-	int rx2 = loopback_socket(SOCK_NONBLOCK, &b, &blen);
-	int tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
-	int err = 0;
-	/* A batch above 65, so nothing is handed over before the flush. */
-	struct rudp_io *io = rudp_io_uring_create(tx, 128, 0, false, 0, &err);
-	assert_non_null(io);
+	struct two_peers t;
+	two_peers_open(&t);
+	struct rudp_io *io = t.io;
+	struct sockaddr_in a = t.a, b = t.b;
+	int rx = t.rx, rx2 = t.rx2;
 
 	/* The ACK, then the answer: one GSO send, the ACK last. */
 	commit_tagged(io, true, 'A', 40, &a);
@@ -508,10 +533,7 @@ static void test_uring_movable_datagram(void **state)
 	assert_int_equal(rudp_io_flush(io), 2);
 	assert_int_equal(io->stats.gso_sends, 3);
 	expect_tags(rx, "Ag");
-	rudp_io_destroy(io);
-	close(tx);
-	close(rx);
-	close(rx2);
+	two_peers_close(&t);
 }
 
 /* A flush (or a wait) whose sends are one request of at most two
@@ -524,14 +546,11 @@ static void test_uring_direct_send(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	struct sockaddr_in a, b, from;
-	socklen_t alen, blen, fromlen;
-	int rx = loopback_socket(SOCK_NONBLOCK, &a, &alen);
-	int rx2 = loopback_socket(SOCK_NONBLOCK, &b, &blen);
-	int tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
-	int err = 0;
-	struct rudp_io *io = rudp_io_uring_create(tx, 128, 0, false, 0, &err);
-	assert_non_null(io);
+	struct two_peers t;
+	two_peers_open(&t);
+	struct rudp_io *io = t.io;
+	struct sockaddr_in a = t.a, b = t.b;
+	int rx = t.rx, rx2 = t.rx2;
 
 	/* A lone datagram. */
 	commit_tagged(io, false, 'a', 500, &a);
@@ -600,10 +619,34 @@ static void test_uring_direct_send(void **state)
 
 	assert_int_equal(io->stats.datagrams_sent, 15);
 	assert_int_equal(io->stats.send_errors, 0);
-	rudp_io_destroy(io);
-	close(tx);
-	close(rx);
-	close(rx2);
+	two_peers_close(&t);
+}
+
+/* A direct send (flush_direct) the kernel refuses as GSO (a socket
+ * without UDP checksums cannot segment) is counted as lost, as a refused
+ * ring send is, and turns GSO off: the next pair goes one by one. */
+static void test_uring_direct_gso_refused(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct two_peers t;
+	two_peers_open(&t);
+	int one = 1;
+	assert_int_equal(setsockopt(t.tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)), 0);
+	commit_tagged(t.io, false, 'a', 500, &t.a);
+	commit_tagged(t.io, false, 'b', 500, &t.a);
+	assert_int_equal(rudp_io_flush(t.io), 2);
+	assert_int_equal(t.io->stats.direct_sends, 1);
+	assert_int_equal(t.io->stats.send_errors, 2);
+	assert_int_equal(t.io->stats.gso_sends, 0);
+	commit_tagged(t.io, false, 'c', 500, &t.a);
+	commit_tagged(t.io, false, 'd', 500, &t.a);
+	assert_int_equal(rudp_io_flush(t.io), 2);
+	expect_tags(t.rx, "cd");
+	assert_int_equal(t.io->stats.send_errors, 2);
+	assert_int_equal(t.io->stats.gso_sends, 0);
+	two_peers_close(&t);
 }
 
 /* The io_uring backend starts with a few receive buffers and doubles them
@@ -1574,6 +1617,7 @@ int main(void)
 		cmocka_unit_test(test_gso_round_trip),
 		cmocka_unit_test(test_uring_movable_datagram),
 		cmocka_unit_test(test_uring_direct_send),
+		cmocka_unit_test(test_uring_direct_gso_refused),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
