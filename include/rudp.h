@@ -562,7 +562,10 @@ RUDP_API int rudp_recv_batch(rudp_host *host, rudp_event *events, int max, int t
  * - Priorities (rudp_send_ex()): what enters the reliable window, and the
  *   order of unreliable messages, is chosen highest priority first; a class
  *   passed over starvation_limit times goes next, so the oldest message of
- *   any class waits at most starvation_limit + 3 picks. Ordered channels
+ *   any class waits at most starvation_limit + 3 picks. A reliable message
+ *   that nothing waits ahead of, sent while the window and the limits below
+ *   are at most half used with it, enters the window at once (no wait, no
+ *   extra copy): half of each limit stays for what comes next. Ordered channels
  *   keep send order whatever the priorities: give different priorities
  *   different channels. RUDP_PRIORITY_IMMEDIATE also flushes the host at
  *   once instead of waiting for the next rudp_service() / rudp_flush().

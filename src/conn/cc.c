@@ -99,6 +99,11 @@ bool cc_would_send(const struct congestion *cc, uint32_t bytes)
 	return fits(cc, 0, bytes);
 }
 
+bool cc_leaves_half_free(const struct congestion *cc, uint64_t pending, uint64_t bytes)
+{
+	return !cc->enabled || (uint64_t)cc->in_flight + pending + bytes <= cc->cwnd / 2;
+}
+
 bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes)
 {
 	if (fits(cc, pending, bytes))

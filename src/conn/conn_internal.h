@@ -76,6 +76,9 @@ void cc_init(struct congestion *cc, bool enabled, uint32_t mss, uint32_t max_cwn
 bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes);
 /* The same test without noting anything, for "is there work" checks. */
 bool cc_would_send(const struct congestion *cc, uint32_t bytes);
+/* Off, or `pending` + `bytes` more would leave at least half the window
+ * free (the send policy's direct path, policy.c). */
+bool cc_leaves_half_free(const struct congestion *cc, uint64_t pending, uint64_t bytes);
 void cc_on_sent(struct congestion *cc, uint32_t bytes);
 /* A frame left flight: acknowledged, or declared lost. */
 void cc_on_left(struct congestion *cc, uint32_t bytes);
@@ -482,7 +485,8 @@ uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_
 int conn_check_size(const struct rudp_conn *c, size_t len);
 void conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel,
 		       struct conn_msg_indexes *ix);
-/* Queues frames with indexes taken earlier; no budget checks. */
+/* Queues frames with indexes taken earlier (ix NULL: takes them now, once
+ * the queue has room, so a failure uses none); no budget checks. */
 int conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, const struct conn_msg_indexes *ix);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);

@@ -12,6 +12,10 @@
  *     queue over its soft budget refuses (RUDP_CONN_E_WOULD_BLOCK, nothing
  *     queued); unreliable messages beyond the reserve evict the oldest
  *     staged unreliable ones (counted);
+ *     A reliable message that nothing waits ahead of goes straight into the
+ *     conn's queue when the window and the other limits below are at most
+ *     half used with it (policy.c, goes_straight_in): priority matters when
+ *     room is short, and half of it stays free for what comes next;
  *   - at each flush, policy_feed moves staged messages into the conn's
  *     queues, highest priority first with the anti-starvation rule below,
  *     only as far as the window, the encoded in-flight cap and the per-flush
@@ -70,6 +74,7 @@ struct rudp_policy_stats {
 	uint64_t sends_refused; /* RUDP_CONN_E_WOULD_BLOCK returned */
 	uint64_t writable_signals;
 	uint64_t flushes_budget_limited; /* flushes stopped by the per-flush budget */
+	uint64_t straight_in; /* reliable messages queued at once, not staged (policy.c) */
 	uint64_t peak_reliable_queue_bytes;
 	uint64_t peak_unreliable_queue_bytes;
 	uint64_t peak_in_flight_bytes;

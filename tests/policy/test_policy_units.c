@@ -20,7 +20,7 @@
 
 static const struct psim_link fast = {.delay_us = 5 * MS};
 
-static struct psim *pair(uint32_t window, const struct psim_link *link)
+static struct psim *pair_cc(uint32_t window, bool congestion_control, const struct psim_link *link)
 {
 	struct rudp_conn_config cfg;
 	struct psim *s = malloc(sizeof(*s));
@@ -28,9 +28,15 @@ static struct psim *pair(uint32_t window, const struct psim_link *link)
 	assert_non_null(s);
 	rudp_conn_config_init(&cfg);
 	cfg.window_frames = window;
+	cfg.congestion_control = congestion_control;
 	psim_init(s, &cfg, link, link, 1);
 	psim_connect(s);
 	return s;
+}
+
+static struct psim *pair(uint32_t window, const struct psim_link *link)
+{
+	return pair_cc(window, false, link);
 }
 
 static void pair_free(struct psim *s)
@@ -95,7 +101,9 @@ static void test_config_defaults_and_checks(void **state)
 
 static void test_soft_budget_refuses_then_writable(void **state)
 {
-	struct psim *s = pair(64, &fast);
+	/* A window of one frame: nothing goes straight in (half of it is
+	 * none), so the budget counts staged bodies here. */
+	struct psim *s = pair(1, &fast);
 	struct rudp_policy_config p = defaults();
 	struct rudp_conn_stats cs;
 	struct rudp_policy_stats st;
@@ -386,6 +394,88 @@ static bool both_closed(struct psim *s)
 	return s->ep[0].closed && s->ep[1].closed;
 }
 
+/* How many of 40 reliable 1000 B messages sent at once went straight into
+ * the conn's queue under config p and a window of `window` frames. */
+static uint64_t straight_of_40(uint32_t window, bool cc, const struct rudp_policy_config *p,
+			       uint32_t *cwnd_out)
+{
+	struct psim *s = pair_cc(window, cc, &fast);
+	struct rudp_conn_stats cs;
+	uint64_t n;
+
+	psim_attach_policy(s, 0, p);
+	rudp_conn_get_stats(s->ep[0].c, &cs);
+	*cwnd_out = cs.cwnd_bytes;
+	for (uint32_t i = 0; i < 40; i++)
+		assert_int_equal(psim_send(s, 0, 1000, 'r', i, 2, 0, RUDP_CONN_PRIO_LOW), 0);
+	n = stats(s, 0).straight_in;
+	psim_settle(s, 30 * SEC);
+	assert_int_equal(s->ep[1].nlog, 40);
+	pair_free(s);
+	return n;
+}
+
+/* A reliable message nothing waits ahead of skips the stage while every
+ * limit the feed checks stays at most half used; from the first one that
+ * waits, the rest wait behind it, and priority decides again. */
+static void test_straight_in_only_with_room_to_spare(void **state)
+{
+	struct psim *s = pair(8, &fast);
+	struct rudp_policy_config p = defaults();
+	struct rudp_policy_stats st;
+	char got[16];
+	uint32_t cwnd;
+	uint64_t n;
+
+	(void)state;
+	psim_attach_policy(s, 0, &p);
+	/* Window of 8: four LOW messages fill half of it and go straight in. */
+	for (uint32_t i = 0; i < 6; i++)
+		assert_int_equal(psim_send(s, 0, 100, '3', i, 2, 0, RUDP_CONN_PRIO_LOW), 0);
+	/* Something waits: this HIGH one waits too, and goes first of them. */
+	assert_int_equal(psim_send(s, 0, 100, '1', 6, 2, 0, RUDP_CONN_PRIO_HIGH), 0);
+	st = stats(s, 0);
+	assert_int_equal(st.straight_in, 4);
+	assert_int_equal(st.reliable_staged_bytes[RUDP_CONN_PRIO_LOW], 200);
+	assert_int_equal(st.reliable_staged_bytes[RUDP_CONN_PRIO_HIGH], 100);
+	assert_int_equal(s->ep[0].c->rel.frames_count, 4);
+	/* The soft budget counts the queued ones as encoded frames. */
+	assert_int_equal(st.reliable_queue_bytes, 300 + s->ep[0].c->rel_unsent_wire);
+	assert_true(s->ep[0].c->rel_unsent_wire > 400);
+	psim_settle(s, 5 * SEC);
+	received_tags(s, got, sizeof(got));
+	assert_string_equal(got, "3333133");
+	/* Once the queue is empty again, messages skip the stage again. */
+	assert_int_equal(psim_send(s, 0, 100, '2', 7, 2, 0, RUDP_CONN_PRIO_MEDIUM), 0);
+	assert_int_equal(stats(s, 0).straight_in, 5);
+	/* Unreliable messages are always staged (the reserve may evict them). */
+	assert_int_equal(psim_send(s, 0, 100, 'u', 0, 0, 0, RUDP_CONN_PRIO_MEDIUM), 0);
+	assert_int_equal(stats(s, 0).unreliable_queue_bytes, 100);
+	psim_settle(s, 5 * SEC);
+	assert_int_equal(s->ep[1].nlog, 9);
+	pair_free(s);
+
+	/* Each limit on its own: half of it, in 1000 B reliable messages
+	 * (1,006 bytes each encoded: a 6-byte frame header). */
+	p = defaults();
+	assert_int_equal(straight_of_40(64, false, &p, &cwnd), 32);
+	assert_int_equal(cwnd, 0);
+	assert_int_equal(straight_of_40(16, false, &p, &cwnd), 8);
+	assert_int_equal(straight_of_40(1, false, &p, &cwnd), 0);
+	p.flush_budget = 4096;
+	assert_int_equal(straight_of_40(64, false, &p, &cwnd), 2);
+	p = defaults();
+	p.max_in_flight_bytes = 8192;
+	assert_int_equal(straight_of_40(64, false, &p, &cwnd), 4);
+	p.max_in_flight_bytes = 1;
+	assert_int_equal(straight_of_40(64, false, &p, &cwnd), 0);
+	/* The congestion window, before anything was sent: its initial size. */
+	p = defaults();
+	n = straight_of_40(64, true, &p, &cwnd);
+	assert_true(cwnd > 4 * 1006);
+	assert_int_equal(n, cwnd / 2 / 1006);
+}
+
 static void test_disconnect_delivers_staged(void **state)
 {
 	struct psim *s = pair(1, &fast);
@@ -482,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_anti_starvation),
 		cmocka_unit_test(test_ordered_channel_keeps_send_order),
 		cmocka_unit_test(test_stage_ring_grows_while_wrapped),
+		cmocka_unit_test(test_straight_in_only_with_room_to_spare),
 		cmocka_unit_test(test_disconnect_delivers_staged),
 		cmocka_unit_test(test_close_counts_staged_as_dropped),
 		cmocka_unit_test(test_detach_moves_everything),
