@@ -267,11 +267,6 @@ static uint64_t wire_bytes(const struct rudp_conn *c, uint64_t len, uint8_t reli
 	return len + nfrags * rudp_wire_frame_header_len(&wf);
 }
 
-static uint64_t staged_wire_bytes(const struct rudp_conn *c, const struct staged_msg *m)
-{
-	return wire_bytes(c, m->len, m->reliability);
-}
-
 /* Moves the head of one class into the conn's queues. */
 static int move_head(struct rudp_conn *c, struct send_policy *p, int kind, int prio)
 {
@@ -326,8 +321,9 @@ static void evict_oldest_unreliable(struct send_policy *p)
  * May a reliable message skip the stage and enter the conn's queue at once?
  * Staging exists to let priority choose what enters the window when room is
  * short; it costs a copy of every message and a ring per class that keeps
- * its largest burst (2,048 connections each staging a 16-message burst held
- * 32 MiB more than the same client without a policy). So a message goes
+ * its largest burst (rudp-bench's client, 2,048 connections each staging a
+ * 16-message burst of 800 B, peaked at 153 MiB against 107 without a
+ * policy: a 16 KiB ring and 2 KiB of records each). So a message goes
  * straight in when nothing reliable waits staged (FIFO and priority order
  * among waiting messages stay whole) and, with it, each limit policy_feed
  * checks is still at most half used: the window's frames, the unsent bytes
@@ -438,8 +434,9 @@ void policy_feed(struct rudp_conn *c)
 		/* The in-flight cap: a message enters only when it fits under the
 		 * cap with everything sent and not yet released, or alone (a cap
 		 * below one message must not stall the connection). */
+		const struct staged_msg *head = class_at(&p->cls[KIND_REL][prio], 0);
 		if (c->rel.frames_count > 0 &&
-		    c->rel.wire_bytes + staged_wire_bytes(c, class_at(&p->cls[KIND_REL][prio], 0)) >
+		    c->rel.wire_bytes + wire_bytes(c, head->len, head->reliability) >
 			    p->cfg.max_in_flight_bytes)
 			break;
 		if (move_head(c, p, KIND_REL, pick_class(p, KIND_REL)) < 0)

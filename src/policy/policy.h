@@ -11,11 +11,11 @@
  *     or unreliable, times four priorities) after admission: the reliable
  *     queue over its soft budget refuses (RUDP_CONN_E_WOULD_BLOCK, nothing
  *     queued); unreliable messages beyond the reserve evict the oldest
- *     staged unreliable ones (counted);
- *     A reliable message that nothing waits ahead of goes straight into the
- *     conn's queue when the window and the other limits below are at most
- *     half used with it (policy.c, goes_straight_in): priority matters when
- *     room is short, and half of it stays free for what comes next;
+ *     staged unreliable ones (counted). Except: a reliable message that
+ *     nothing waits ahead of goes straight into the conn's queue when the
+ *     window and the other limits below are at most half used with it
+ *     (policy.c, goes_straight_in): priority matters when room is short,
+ *     and half of it stays free for what comes next;
  *   - at each flush, policy_feed moves staged messages into the conn's
  *     queues, highest priority first with the anti-starvation rule below,
  *     only as far as the window, the encoded in-flight cap and the per-flush
