@@ -1149,6 +1149,48 @@ static void test_uring_many_sockets_small_pool(void **state)
 	many_sockets_close(io, SOCKS, fd, tx);
 }
 
+/* An io made for several sockets never asks for UDP_GRO, on its first
+ * socket or on those added, whether its pool has the default size or a
+ * cap (a GRO buffer is 68 KiB; with a cap it used to stay on). The same
+ * io made for one socket does ask for it, so the check can see it. */
+static void test_uring_many_sockets_no_gro(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	const uint32_t pools[] = {0, 16};
+	for (uint32_t p = 0; p < 2; p++) {
+		struct sockaddr_in a, b;
+		socklen_t alen, blen;
+		int fa = loopback_socket(SOCK_NONBLOCK, &a, &alen);
+		int fb = loopback_socket(SOCK_NONBLOCK, &b, &blen);
+		int err = 0;
+		struct rudp_io *io = rudp_io_uring_create(fa, 8, pools[p], true, 4, &err);
+		assert_non_null(io);
+		assert_int_equal(rudp_io_add_socket(io, fb), 1);
+		const int fds[] = {fa, fb};
+		for (int i = 0; i < 2; i++) {
+			int on = -1;
+			socklen_t onlen = sizeof(on);
+			assert_int_equal(getsockopt(fds[i], SOL_UDP, UDP_GRO, &on, &onlen), 0);
+			assert_int_equal(on, 0);
+		}
+		rudp_io_destroy(io);
+		close(fa);
+		close(fb);
+
+		int fc = loopback_socket(SOCK_NONBLOCK, &a, &alen);
+		io = rudp_io_uring_create(fc, 8, pools[p], true, 0, &err);
+		assert_non_null(io);
+		int on = 0;
+		socklen_t onlen = sizeof(on);
+		assert_int_equal(getsockopt(fc, SOL_UDP, UDP_GRO, &on, &onlen), 0);
+		assert_int_not_equal(on, 0);
+		rudp_io_destroy(io);
+		close(fc);
+	}
+}
+
 /* Sockets that all have a backlog, on a pool far smaller than it: the
  * pool goes round them instead of draining one socket while the others
  * wait (with a connection per socket, a socket that always has data
@@ -1624,6 +1666,7 @@ int main(void)
 		cmocka_unit_test(test_gro_buffers_grow_only_for_single_datagrams),
 		cmocka_unit_test(test_sockets_added_and_removed),
 		cmocka_unit_test(test_uring_many_sockets_small_pool),
+		cmocka_unit_test(test_uring_many_sockets_no_gro),
 		cmocka_unit_test(test_uring_many_sockets_take_turns),
 		cmocka_unit_test(test_seccomp_forces_fallback),
 	};
