@@ -777,8 +777,10 @@ void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32
 	for (uint32_t ch = 0; ch < CONN_CHANNELS; ch++) {
 		c->order_write[ch] = order_index & RUDP_WIRE_U24_MASK;
 		c->sequenced_write[ch] = order_index & RUDP_WIRE_U24_MASK;
-		c->chans[ch].expected_order = order_index & RUDP_WIRE_U24_MASK;
 	}
+	c->chans_first_order = order_index & RUDP_WIRE_U24_MASK;
+	for (uint32_t ch = 0; ch < c->chans_count; ch++)
+		c->chans[ch].expected_order = c->chans_first_order;
 	c->dedup.base = reliable_index & RUDP_WIRE_U24_MASK;
 	c->dedup.highest_plus_one = c->dedup.base;
 	memset(c->dedup.bits, 0, c->dedup.nbits / 8);

@@ -299,6 +299,10 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 /* All reliable frames the peer sent so far are in (no holes). */
 bool recv_no_reliable_gaps(const struct rudp_conn *c);
 /* Marks an order index as "nothing to deliver" (refused split message). */
+/* The receive state of order channel ch, made (with those below it) on
+ * first use; NULL when out of memory. Pointers stay valid until the next
+ * call that makes a channel. */
+struct recv_channel *recv_channel(struct rudp_conn *c, uint8_t ch);
 void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index);
 /* Routes a complete message by reliability: ordering, sequencing, delivery. */
 void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
@@ -420,7 +424,13 @@ struct rudp_conn {
 
 	/* receive side */
 	struct recv_dedup dedup;
-	struct recv_channel chans[CONN_CHANNELS];
+	/* Order channels 0 .. chans_count - 1, made when a message first
+	 * arrives on a channel (most applications use one of the 32: the
+	 * full array was 1.3 KiB of every connection's 3.2). Channels not
+	 * made yet expect chans_first_order (0, or what a test set). */
+	struct recv_channel *chans;
+	uint32_t chans_count;
+	uint32_t chans_first_order;
 	struct reassembly reasm;
 	uint8_t **hold_block_cache; /* freed payload_max-sized hold buffers */
 	uint32_t hold_block_cached;

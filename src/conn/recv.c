@@ -117,17 +117,35 @@ int recv_init(struct rudp_conn *c)
 	return 0;
 }
 
+struct recv_channel *recv_channel(struct rudp_conn *c, uint8_t ch)
+{
+	if (ch < c->chans_count)
+		return &c->chans[ch];
+	if (ch >= CONN_CHANNELS)
+		return NULL;
+	struct recv_channel *chans = realloc(c->chans, ((size_t)ch + 1) * sizeof(*chans));
+
+	if (!chans)
+		return NULL;
+	for (uint32_t i = c->chans_count; i <= ch; i++)
+		chans[i] = (struct recv_channel){.expected_order = c->chans_first_order};
+	c->chans = chans;
+	c->chans_count = (uint32_t)ch + 1;
+	return &chans[ch];
+}
+
 void recv_free(struct rudp_conn *c)
 {
-	for (uint32_t ch = 0; ch < CONN_CHANNELS; ch++) {
+	for (uint32_t ch = 0; ch < c->chans_count; ch++) {
 		struct recv_channel *rc = &c->chans[ch];
 
 		for (uint32_t i = 0; i < rc->hold_cap; i++)
 			free(rc->hold[i].data);
 		free(rc->hold);
-		rc->hold = NULL;
-		rc->hold_cap = 0;
 	}
+	free(c->chans);
+	c->chans = NULL;
+	c->chans_count = 0;
 	if (c->hold_block_cache) {
 		for (uint32_t i = 0; i < c->hold_block_cached; i++)
 			free(c->hold_block_cache[i]);
@@ -223,7 +241,7 @@ static void deliver_body(struct rudp_conn *c, const uint8_t *data, size_t len, u
 /* Delivers held messages that have become next in line. */
 static void order_drain(struct rudp_conn *c, uint8_t channel, uint64_t now_us)
 {
-	struct recv_channel *ch = &c->chans[channel];
+	struct recv_channel *ch = &c->chans[channel]; /* made by the caller */
 
 	while (ch->held > 0 && c->state != RUDP_CONN_STATE_CLOSED) {
 		struct order_hold_entry *e = &ch->hold[ch->expected_order & (ch->hold_cap - 1)];
@@ -245,7 +263,12 @@ static void order_drain(struct rudp_conn *c, uint8_t channel, uint64_t now_us)
 static void order_on_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 			     uint8_t channel, uint32_t order_index, uint64_t now_us)
 {
-	struct recv_channel *ch = &c->chans[channel];
+	/* recv_on_frame made the channel before it accepted the frame. */
+	struct recv_channel *ch = recv_channel(c, channel);
+	if (!ch) {
+		conn_count_bad_frame(c);
+		return;
+	}
 	int32_t ahead = rudp_u24_diff(order_index, ch->expected_order);
 
 	if (ahead < 0) {
@@ -266,7 +289,9 @@ static void order_on_message(struct rudp_conn *c, const uint8_t *data, size_t le
 
 void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index)
 {
-	struct recv_channel *ch = &c->chans[channel];
+	struct recv_channel *ch = recv_channel(c, channel);
+	if (!ch)
+		return;
 	int32_t ahead = rudp_u24_diff(order_index, ch->expected_order);
 
 	if (ahead < 0)
@@ -288,8 +313,11 @@ static void sequenced_on_message(struct rudp_conn *c, const uint8_t *data, size_
 				 uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
 				 uint64_t now_us)
 {
-	struct recv_channel *ch = &c->chans[channel];
-
+	/* Made before a reliable one was accepted; an unreliable one whose
+	 * channel cannot be made now is dropped like a late one. */
+	struct recv_channel *ch = recv_channel(c, channel);
+	if (!ch)
+		return;
 	if (rudp_u24_diff(order_index, ch->expected_order) < 0)
 		return;
 	if (ch->have_sequenced) {
@@ -338,11 +366,17 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 			conn_count_bad_frame(c);
 			return false;
 		}
-		if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED) {
-			int32_t ahead =
-				rudp_u24_diff(f->order_index, c->chans[f->order_channel].expected_order);
+		if (rudp_wire_is_ordered_or_sequenced(f->reliability)) {
+			/* The channel is made before the frame counts as
+			 * received: out of memory, it is not acknowledged and
+			 * comes again, instead of being lost after its ACK. */
+			struct recv_channel *ch = recv_channel(c, f->order_channel);
+			if (!ch)
+				return false;
+			int32_t ahead = rudp_u24_diff(f->order_index, ch->expected_order);
 
-			if (ahead > 0 && (uint32_t)ahead > c->cfg.max_order_hold) {
+			if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED && ahead > 0 &&
+			    (uint32_t)ahead > c->cfg.max_order_hold) {
 				conn_count_bad_frame(c);
 				return false;
 			}

@@ -129,7 +129,9 @@ void fz_check_invariants(const struct fz_pair *p, int i)
 		fz_fail("reassembly bytes above max_reassembly_bytes");
 	if (c->rel_unacked > c->cfg.window_frames || c->rel_sent > c->cfg.window_frames)
 		fz_fail("more reliable frames in flight than the window");
-	for (uint32_t ch = 0; ch < CONN_CHANNELS; ch++) {
+	if (c->chans_count > CONN_CHANNELS)
+		fz_fail("more order channels than there are");
+	for (uint32_t ch = 0; ch < c->chans_count; ch++) {
 		if (c->chans[ch].held > c->cfg.max_order_hold)
 			fz_fail("more held messages than max_order_hold");
 	}
