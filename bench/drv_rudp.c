@@ -380,9 +380,10 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 		 * flight and the rest waits in its socket. Measured in
 		 * docs/benchmarks.md ("Less read ahead on the many-connection
 		 * client"): 800 B x 2,048 client RSS 107-112 -> 90-94 MiB,
-		 * throughput not lower; 64 B x 1,024 within 2 %. Not below
-		 * 1,024 events: 4,096 of 64 B raised the loaded p99 by a third
-		 * when that was 256 KiB ahead. */
+		 * throughput not lower; 64 B x 1,024 within 2 %. Bounded by
+		 * bytes, not a fixed count: 4,096 events (256 KiB of 64 B
+		 * messages) raised the loaded p99 by a third; the floor of
+		 * 1,024 only applies to messages above 1 KiB. */
 		if (nc > 64) {
 			cfg.socket_rcvbuf = cfg.socket_sndbuf = 256 * 1024;
 			cfg.rx_buffers = nc < 32768 ? nc : 32768;

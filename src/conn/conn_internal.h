@@ -298,11 +298,11 @@ void recv_free(struct rudp_conn *c);
 bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us);
 /* All reliable frames the peer sent so far are in (no holes). */
 bool recv_no_reliable_gaps(const struct rudp_conn *c);
-/* Marks an order index as "nothing to deliver" (refused split message). */
 /* The receive state of order channel ch, made (with those below it) on
  * first use; NULL when out of memory. Pointers stay valid until the next
  * call that makes a channel. */
 struct recv_channel *recv_channel(struct rudp_conn *c, uint8_t ch);
+/* Marks an order index as "nothing to deliver" (refused split message). */
 void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index);
 /* Routes a complete message by reliability: ordering, sequencing, delivery. */
 void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,

@@ -373,12 +373,13 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 			struct recv_channel *ch = recv_channel(c, f->order_channel);
 			if (!ch)
 				return false;
-			int32_t ahead = rudp_u24_diff(f->order_index, ch->expected_order);
+			if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED) {
+				int32_t ahead = rudp_u24_diff(f->order_index, ch->expected_order);
 
-			if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED && ahead > 0 &&
-			    (uint32_t)ahead > c->cfg.max_order_hold) {
-				conn_count_bad_frame(c);
-				return false;
+				if (ahead > 0 && (uint32_t)ahead > c->cfg.max_order_hold) {
+					conn_count_bad_frame(c);
+					return false;
+				}
 			}
 		}
 		if (f->split && reasm_admit(c, f) == REASM_DEFER)
