@@ -232,7 +232,9 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
  *
  * Both hold four times the frames in flight: 64 at first, doubled (up to
  * four windows) when more are in flight, or when a slot about to be
- * reused still waits for its datagram's ACK (loss or delay). A connection
+ * reused still waits for its datagram's ACK (loss or delay) and names a
+ * frame not yet acknowledged; a lost datagram whose frames arrived in
+ * later copies is no reason to grow. A connection
  * with a few messages out at a time on a clean path keeps 0.8 KiB, not
  * the 3.3 KiB four windows take.
  */

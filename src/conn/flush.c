@@ -138,21 +138,52 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	return 0;
 }
 
+/* Whether a slot still says something an ACK could use: it waits for its
+ * datagram's ACK and one of the reliable frames it carried is still
+ * unacknowledged. A lost datagram whose frames were since acknowledged
+ * through other copies is never acked itself, so its slot stays valid for
+ * ever; taking that for "loss outran the history" grew every connection
+ * that saw any loss to four windows (3.3 KiB) for no match it could make. */
+static bool sent_slot_in_use(const struct rudp_conn *c, uint32_t slot)
+{
+	const struct sent_history *h = &c->sent;
+	uint32_t oldest;
+
+	if (!(h->tag[slot] & SENT_HISTORY_VALID) || c->rel_sent == 0)
+		return false;
+	oldest = sendq_at(&c->rel, 0)->reliable_index;
+	for (uint32_t j = 0; j < h->count[slot]; j++) {
+		uint32_t pos = h->first[slot] + j;
+		int32_t i;
+		const struct sendq_frame *f;
+
+		if (h->ring_head - pos > h->size)
+			continue; /* overwritten: matched by last_dgram_seq alone */
+		i = rudp_u24_diff(h->ring[pos & (h->size - 1)], oldest);
+		if (i < 0 || (uint32_t)i >= c->rel_sent)
+			continue; /* acknowledged and released */
+		f = sendq_at(&c->rel, (uint32_t)i);
+		if (f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED)
+			return true;
+	}
+	return false;
+}
+
 /* The owner took the datagram: its frames are now in flight (or gone). */
 static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
 {
 	struct sent_history *h = &c->sent;
 	uint32_t slot;
 
-	/* Four copies' room per frame in flight, and room for every
-	 * datagram not acknowledged yet: a slot about to be reused that still
-	 * waits for its ACK means loss or delay outran the history (on a
+	/* Four copies' room per frame in flight, and room for every datagram
+	 * whose frames still wait: a slot about to be reused that names an
+	 * unacknowledged frame means loss or delay outran the history (on a
 	 * clean path its ACK cleared it long ago), and under loss is when
 	 * first-copy matches save resends. Out of memory keeps the smaller
 	 * history, which only loses such matches. */
 	slot = c->next_dgram_seq & (h->size - 1);
 	if (h->size < h->max_size &&
-	    (4 * (c->rel_unacked + b->new_frames) > h->size || (h->tag[slot] & SENT_HISTORY_VALID)) &&
+	    (4 * (c->rel_unacked + b->new_frames) > h->size || sent_slot_in_use(c, slot)) &&
 	    sent_history_resize(h, h->size * 2) == 0)
 		slot = c->next_dgram_seq & (h->size - 1);
 

@@ -1019,6 +1019,61 @@ static void test_sent_history_grows_under_loss(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* A lost datagram whose frames then arrive in their resent copies is never
+ * acknowledged itself: its slot stays valid but names only finished
+ * frames, so reusing it is no reason to grow. Eight messages at a time,
+ * every first copy lost and every resend acknowledged, over 320
+ * datagrams: the history stays at 64 (it doubled at the 65th datagram
+ * while such slots counted as waiting). */
+static void test_sent_history_ignores_finished_losses(void **state)
+{
+	static const uint8_t body[] = {0xfe, 10};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	cfg.max_frames_per_datagram = 1;
+	fake_setup(&fk, &cfg);
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
+	fake_flush(&fk);
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 8; i++)
+			assert_int_equal(
+				rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+		int before = fk.data_dgrams;
+		fake_flush(&fk); /* eight first copies, all lost */
+		assert_int_equal(fk.data_dgrams - before, 8);
+		uint32_t lost_end = fk.last_data_seq;
+		/* Every resend acknowledged as it goes out, never a first copy. */
+		for (int tries = 0; stats_of(&fk).window_in_use > 0; tries++) {
+			assert_true(tries < 50);
+			fk.now = rudp_conn_next_deadline(fk.c);
+			before = fk.data_dgrams;
+			fake_flush(&fk);
+			if (fk.data_dgrams > before)
+				assert_int_equal(fake_ack_range(&fk, rudp_u24_add(lost_end, 1),
+								fk.last_data_seq, false),
+						 0);
+		}
+		assert_int_equal(stats_of(&fk).window_in_use, 0);
+		assert_int_equal(fk.c->sent.size, 64);
+	}
+	/* Still grows when a reused slot names a frame that waits: eight out
+	 * and never acknowledged, resent on every timeout. */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	uint32_t first = fk.c->next_dgram_seq;
+	fake_flush(&fk);
+	while (rudp_u24_diff(fk.c->next_dgram_seq, first) <= 64 && fk.c->sent.size == 64) {
+		fk.now = rudp_conn_next_deadline(fk.c);
+		fake_flush(&fk);
+	}
+	assert_int_equal(fk.c->sent.size, 128);
+	assert_int_equal(rudp_conn_state(fk.c), RUDP_CONN_STATE_CONNECTED);
+	rudp_conn_destroy(fk.c);
+}
+
 /* Reliable frames far ahead of the lowest missing index: the dedup ring
  * grows to take them, a repeat is still a duplicate, and an index whose
  * bit would alias one received in the smaller ring is new. */
@@ -1153,6 +1208,7 @@ int main(void)
 		cmocka_unit_test(test_dedup_grows_ahead),
 		cmocka_unit_test(test_congestion_window_holds_frames),
 		cmocka_unit_test(test_sent_history_grows_under_loss),
+		cmocka_unit_test(test_sent_history_ignores_finished_losses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
