@@ -18,8 +18,9 @@
  * per datagram read or sent, reading what arrived meanwhile as one batch
  * (so ACKs cover batches, as on a busy host); use it with tx=0. queue=N
  * gives the tx link a drop-tail queue of N datagrams per direction (0, the
- * default: unbounded); cc=0 turns the congestion window off (default on,
- * as rudp_config_init).
+ * default: unbounded); cc=0 turns the congestion window off. It is on by
+ * default here although rudp_config_init leaves it off (RUDP_CC_NONE):
+ * pass cc=0 to measure what a default librudp does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
