@@ -22,6 +22,8 @@
 #define CONN_MAX_NACK_GAP 512u
 /* Largest frame body the bit-length field can describe. */
 #define CONN_MAX_FRAME_BODY 8191u
+/* Room for an encoded 0x10 or 0x13: addresses at their IPv6 size. */
+#define CONN_ANSWER_MAX (RUDP_WIRE_ADDR6_LEN * (RUDP_WIRE_MAX_INTERNAL_ADDRS + 1) + 64)
 
 void rudp_conn_config_init(struct rudp_conn_config *cfg)
 {
@@ -308,7 +310,7 @@ static void on_connection_request(struct rudp_conn *c, const uint8_t *data, size
 {
 	struct rudp_wire_connection_request req;
 	struct rudp_wire_connection_accepted acc;
-	uint8_t buf[RUDP_WIRE_ADDR6_LEN * (RUDP_WIRE_MAX_INTERNAL_ADDRS + 1) + 64];
+	uint8_t buf[CONN_ANSWER_MAX];
 
 	if (c->role != RUDP_CONN_SERVER || rudp_wire_decode_connection_request(data, len, &req) < 0) {
 		conn_count_bad_frame(c);
@@ -336,7 +338,7 @@ static void on_connection_accepted(struct rudp_conn *c, const uint8_t *data, siz
 {
 	struct rudp_wire_connection_accepted acc;
 	struct rudp_wire_new_incoming_connection nic;
-	uint8_t buf[RUDP_WIRE_ADDR6_LEN * (RUDP_WIRE_MAX_INTERNAL_ADDRS + 1) + 64];
+	uint8_t buf[CONN_ANSWER_MAX];
 
 	if (c->role != RUDP_CONN_CLIENT || rudp_wire_decode_connection_accepted(data, len, &acc) < 0) {
 		conn_count_bad_frame(c);
@@ -397,6 +399,30 @@ static void on_pong(struct rudp_conn *c, const uint8_t *data, size_t len, uint64
 	 * ours (from the future, or older than a dead-peer timeout). */
 	if (pong.ping_time <= now_ms && (uint64_t)(now_ms - pong.ping_time) * 1000u < c->cfg.timeout_us)
 		rtt_on_sample(&c->rtt, (uint64_t)(now_ms - pong.ping_time) * 1000u);
+}
+
+/*
+ * The handshake's answers are queued from inside the frame that asks for
+ * them, after that frame counts as received and its ACK is due: were
+ * queueing one to fail for want of memory, the peer would never send its
+ * question again and the handshake would hang until connect_timeout_us. So
+ * their room is made before (recv_on_frame), and a frame that finds none
+ * is deferred and comes again.
+ */
+bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f)
+{
+	uint32_t nframes = (CONN_ANSWER_MAX + c->frag_body_max - 1) / c->frag_body_max;
+	bool request, accepted;
+
+	if (f->split || f->body_len == 0)
+		return true;
+	request = f->body[0] == RUDP_ID_CONNECTION_REQUEST && c->role == RUDP_CONN_SERVER &&
+		  !c->answered_request;
+	accepted = f->body[0] == RUDP_ID_CONNECTION_REQUEST_ACCEPTED && c->role == RUDP_CONN_CLIENT &&
+		   c->state == RUDP_CONN_STATE_CONNECTING;
+	if (!request && !accepted)
+		return true;
+	return sendq_reserve(&c->rel, nframes, CONN_ANSWER_MAX, c->frag_body_max) == 0;
 }
 
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)

@@ -278,6 +278,10 @@ struct order_hold_entry {
 	uint32_t order_index;
 	uint8_t kind; /* enum hold_kind */
 	uint8_t reliability;
+	/* data is a payload_max block, recycled through hold_block_cache;
+	 * otherwise a buffer of its own (a large message, or a reassembled
+	 * one handed over whole) */
+	bool block;
 };
 
 struct recv_channel {
@@ -359,6 +363,8 @@ void reasm_free(struct rudp_conn *c);
 enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f);
 enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
 				    struct reasm_slot **slot_out, size_t *len_out);
+/* Frees the slot, and its buffer unless that is kept for the next set or
+ * was handed over (buf NULL, buf_cap 0: hold_take_reassembled). */
 void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
 
 /* ---- the connection ---- */
@@ -502,6 +508,11 @@ void conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel
 int conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, const struct conn_msg_indexes *ix);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
+/* Before a reliable frame counts as received: room in the send queue for
+ * the reliable answer its control message asks for (a server's 0x10 to a
+ * 0x09, a client's 0x13 to a 0x10). False when out of memory: the frame
+ * is deferred. */
+bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f);
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
 void conn_count_bad_frame(struct rudp_conn *c);

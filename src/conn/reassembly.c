@@ -14,8 +14,9 @@
  * dropped and counted, its split id is remembered for a while so its other
  * fragments do not open a new slot, and if it was ordered, its order index is
  * skipped so the channel keeps flowing. A reliable set that could fit but not
- * right now (slots or bytes in use) is deferred: its fragment is not
- * acknowledged and the peer sends it again later.
+ * right now (slots or bytes in use, or no memory for its buffer) is
+ * deferred: its fragment is not acknowledged and the peer sends it again
+ * later.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -121,15 +122,36 @@ static void reasm_refuse(struct rudp_conn *c, const struct rudp_wire_frame *f, u
 		recv_order_skip(c, f->order_channel, f->order_index);
 }
 
+/* A split set's buffer: its fragments at index * stride, then their lengths. */
+static size_t reasm_buf_cap(const struct reassembly *r, uint32_t count)
+{
+	return (size_t)reasm_need(r, count) + (size_t)count * sizeof(uint16_t);
+}
+
 enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f)
 {
 	struct reassembly *r = &c->reasm;
+	size_t cap;
 
 	if (!rudp_wire_is_reliable(f->reliability) || reasm_find(r, f->split_id) || reasm_never_fits(c, f))
 		return REASM_INCOMPLETE;
 	if (!reasm_free_slot(c) ||
 	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
 		return REASM_DEFER;
+	/* The buffer is made now, as the cached one reasm_open takes: once the
+	 * frame counts as received, failing to make it would refuse the set
+	 * (and skip its order index), losing a reliable message for want of
+	 * memory. Deferred, the fragment comes again. */
+	cap = reasm_buf_cap(r, f->split_count);
+	if (!r->cached_buf || r->cached_cap < cap) {
+		uint8_t *buf = malloc(cap);
+
+		if (!buf)
+			return REASM_DEFER;
+		free(r->cached_buf);
+		r->cached_buf = buf;
+		r->cached_cap = cap;
+	}
 	return REASM_INCOMPLETE;
 }
 
@@ -138,7 +160,7 @@ static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire
 	struct reassembly *r = &c->reasm;
 	struct reasm_slot *s = reasm_free_slot(c);
 	uint64_t need = reasm_need(r, f->split_count);
-	size_t cap = (size_t)need + (size_t)f->split_count * sizeof(uint16_t);
+	size_t cap = reasm_buf_cap(r, f->split_count);
 
 	if (!s || r->reserved_bytes + need > c->cfg.max_reassembly_bytes)
 		return NULL;

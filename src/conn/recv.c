@@ -160,9 +160,10 @@ void recv_free(struct rudp_conn *c)
 
 /* Small messages are held in payload_max-sized blocks recycled through a
  * little cache, so loss on a busy channel does not mean a malloc per message. */
-static uint8_t *hold_buf_alloc(struct rudp_conn *c, size_t len)
+static uint8_t *hold_buf_alloc(struct rudp_conn *c, size_t len, bool *block)
 {
-	if (len <= c->payload_max) {
+	*block = len <= c->payload_max;
+	if (*block) {
 		if (c->hold_block_cached > 0)
 			return c->hold_block_cache[--c->hold_block_cached];
 		return malloc(c->payload_max);
@@ -170,9 +171,9 @@ static uint8_t *hold_buf_alloc(struct rudp_conn *c, size_t len)
 	return malloc(len);
 }
 
-static void hold_buf_free(struct rudp_conn *c, uint8_t *buf, size_t len)
+static void hold_buf_free(struct rudp_conn *c, uint8_t *buf, bool block)
 {
-	if (len <= c->payload_max && c->hold_block_cached < HOLD_BLOCK_CACHE)
+	if (block && c->hold_block_cached < HOLD_BLOCK_CACHE)
 		c->hold_block_cache[c->hold_block_cached++] = buf;
 	else
 		free(buf);
@@ -198,32 +199,97 @@ static int hold_grow(struct recv_channel *ch, uint32_t need)
 	return 0;
 }
 
-/* Stores a message (or a skip marker when data is NULL) at order index
- * expected + ahead, ahead > 0. False when it cannot be stored. */
-static bool hold_put(struct rudp_conn *c, struct recv_channel *ch, uint32_t order_index, uint32_t ahead,
-		     const uint8_t *data, size_t len, uint8_t reliability)
+/*
+ * Room to hold ordered frame f's message at expected + ahead (ahead > 0),
+ * made before the frame counts as received: once it does, the peer has its
+ * ACK and never sends it again, so a message that then found no room would
+ * be lost and its channel stalled behind the gap for good. Out of memory,
+ * the frame is deferred instead (not acknowledged: it comes again). The
+ * array entry, and for a frame's own body a block: a reassembled message's
+ * buffer is handed over whole (hold_take_reassembled), and a body larger
+ * than a block only comes from a peer that ignores the MTU.
+ */
+static bool hold_reserve(struct rudp_conn *c, struct recv_channel *ch, uint32_t ahead,
+			 const struct rudp_wire_frame *f)
+{
+	if (ahead >= ch->hold_cap && hold_grow(ch, ahead + 1) < 0)
+		return false;
+	if (!f->split && f->body_len <= c->payload_max && c->hold_block_cached == 0) {
+		uint8_t *b = malloc(c->payload_max);
+
+		if (!b)
+			return false;
+		c->hold_block_cache[c->hold_block_cached++] = b;
+	}
+	return true;
+}
+
+/* The empty entry for order index expected + ahead, ahead > 0; NULL when
+ * it cannot be made, or is taken (a duplicate order index). */
+static struct order_hold_entry *hold_entry(struct recv_channel *ch, uint32_t order_index, uint32_t ahead)
 {
 	struct order_hold_entry *e;
 
 	if (ahead >= ch->hold_cap && hold_grow(ch, ahead + 1) < 0)
-		return false;
+		return NULL;
 	e = &ch->hold[order_index & (ch->hold_cap - 1)];
-	if (e->kind != HOLD_EMPTY)
-		return false; /* already held: a duplicate order index */
-	if (data) {
-		e->data = hold_buf_alloc(c, len);
-		if (!e->data)
-			return false;
-		memcpy(e->data, data, len);
-		e->kind = HOLD_MESSAGE;
-	} else {
-		e->data = NULL;
-		e->kind = HOLD_SKIP;
-	}
+	return e->kind == HOLD_EMPTY ? e : NULL;
+}
+
+static void hold_fill(struct recv_channel *ch, struct order_hold_entry *e, enum hold_kind kind, uint8_t *data,
+		      size_t len, bool block, uint32_t order_index, uint8_t reliability)
+{
+	e->data = data;
 	e->len = (uint32_t)len;
 	e->order_index = order_index;
+	e->kind = (uint8_t)kind;
 	e->reliability = reliability;
+	e->block = block;
 	ch->held++;
+}
+
+/* Stores a copy of a message (or a skip marker when data is NULL) at order
+ * index expected + ahead, ahead > 0. False when it cannot be stored. */
+static bool hold_put(struct rudp_conn *c, struct recv_channel *ch, uint32_t order_index, uint32_t ahead,
+		     const uint8_t *data, size_t len, uint8_t reliability)
+{
+	struct order_hold_entry *e = hold_entry(ch, order_index, ahead);
+	uint8_t *copy;
+	bool block = false;
+
+	if (!e)
+		return false;
+	if (!data) {
+		hold_fill(ch, e, HOLD_SKIP, NULL, 0, false, order_index, reliability);
+		return true;
+	}
+	copy = hold_buf_alloc(c, len, &block);
+	if (!copy)
+		return false;
+	memcpy(copy, data, len);
+	hold_fill(ch, e, HOLD_MESSAGE, copy, len, block, order_index, reliability);
+	return true;
+}
+
+/* A reassembled ordered message that must wait for earlier ones: the hold
+ * takes the reassembly buffer itself rather than a copy, so holding it
+ * needs no memory beyond the entry hold_reserve made room for. False when
+ * it is not such a message (the caller routes it as usual). */
+static bool hold_take_reassembled(struct rudp_conn *c, struct reasm_slot *s, size_t len)
+{
+	struct recv_channel *ch;
+	struct order_hold_entry *e;
+	int32_t ahead;
+
+	if (s->reliability != RUDP_WIRE_RELIABLE_ORDERED || !(ch = recv_channel(c, s->channel)))
+		return false;
+	ahead = rudp_u24_diff(s->order_index, ch->expected_order);
+	if (ahead <= 0 || (uint32_t)ahead > c->cfg.max_order_hold ||
+	    !(e = hold_entry(ch, s->order_index, (uint32_t)ahead)))
+		return false;
+	hold_fill(ch, e, HOLD_MESSAGE, s->buf, len, false, s->order_index, s->reliability);
+	s->buf = NULL;
+	s->buf_cap = 0;
 	return true;
 }
 
@@ -255,7 +321,7 @@ static void order_drain(struct rudp_conn *c, uint8_t channel, uint64_t now_us)
 		ch->expected_order = rudp_u24_add(ch->expected_order, 1);
 		if (taken.kind == HOLD_MESSAGE) {
 			deliver_body(c, taken.data, taken.len, taken.reliability, channel, now_us);
-			hold_buf_free(c, taken.data, taken.len);
+			hold_buf_free(c, taken.data, taken.block);
 		}
 	}
 }
@@ -380,9 +446,13 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 					conn_count_bad_frame(c);
 					return false;
 				}
+				if (ahead > 0 && !hold_reserve(c, ch, (uint32_t)ahead, f))
+					return false;
 			}
 		}
 		if (f->split && reasm_admit(c, f) == REASM_DEFER)
+			return false;
+		if (!conn_reserve_answer(c, f))
 			return false;
 		dedup_mark(&c->dedup, f->reliable_index);
 	}
@@ -392,8 +462,9 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 		size_t len = 0;
 
 		if (reasm_on_fragment(c, f, now_us, &slot, &len) == REASM_COMPLETE) {
-			recv_route_message(c, slot->buf, len, slot->reliability, slot->channel,
-					   slot->order_index, slot->sequenced_index, now_us);
+			if (!hold_take_reassembled(c, slot, len))
+				recv_route_message(c, slot->buf, len, slot->reliability, slot->channel,
+						   slot->order_index, slot->sequenced_index, now_us);
 			reasm_release(c, slot);
 		}
 	} else {
