@@ -264,15 +264,32 @@ void conn_count_bad_frame(struct rudp_conn *c)
 
 void conn_check_disconnect_done(struct rudp_conn *c)
 {
-	if (c->state == RUDP_CONN_STATE_DISCONNECTING && c->rel.frames_count == 0)
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING && !c->disconnect_unqueued && c->rel.frames_count == 0)
 		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
+}
+
+/* Queues our 0x15: reliable ordered on channel 0, behind everything queued,
+ * so it is the last reliable frame and once everything is acked the peer
+ * has it all. Out of memory it is left for a later flush
+ * (conn_retry_disconnect) rather than closing at once, which would drop
+ * whatever reliable data is still queued and leave the peer to time out. */
+static void queue_disconnect(struct rudp_conn *c)
+{
+	uint8_t body[1];
+	int len = rudp_wire_encode_disconnect(body, sizeof(body));
+
+	c->disconnect_unqueued = len <= 0 || conn_queue_message(c, body, (size_t)len,
+								RUDP_WIRE_RELIABLE_ORDERED, 0, false) < 0;
+}
+
+void conn_retry_disconnect(struct rudp_conn *c)
+{
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING && c->disconnect_unqueued)
+		queue_disconnect(c);
 }
 
 void rudp_conn_disconnect(struct rudp_conn *c, uint64_t now_us)
 {
-	uint8_t body[1];
-	int len;
-
 	if (now_us > c->now_us)
 		c->now_us = now_us;
 	now_us = c->now_us;
@@ -283,15 +300,10 @@ void rudp_conn_disconnect(struct rudp_conn *c, uint64_t now_us)
 		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
 		return;
 	}
-	/* Reliable ordered on channel 0, behind everything queued: it is the last
-	 * reliable frame, so once everything is acked the peer has it all. */
-	len = rudp_wire_encode_disconnect(body, sizeof(body));
-	if (len <= 0 || conn_queue_message(c, body, (size_t)len, RUDP_WIRE_RELIABLE_ORDERED, 0, false) < 0) {
-		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
-		return;
-	}
+	/* The linger bounds the close whether or not the 0x15 could be queued. */
 	c->state = RUDP_CONN_STATE_DISCONNECTING;
 	c->disconnect_start_us = now_us;
+	queue_disconnect(c);
 }
 
 void rudp_conn_abort(struct rudp_conn *c, enum rudp_conn_close_reason reason)
@@ -755,6 +767,8 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 		min_into(&d, c->last_send_us + c->cfg.keepalive_us);
 	if (c->state == RUDP_CONN_STATE_DISCONNECTING)
 		min_into(&d, c->disconnect_start_us + c->cfg.disconnect_linger_us);
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING && c->disconnect_unqueued)
+		min_into(&d, c->now_us + c->rtt.rto_us); /* another try at queueing our 0x15 */
 	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
 	min_into(&d, flush_probe_deadline(c));
 	for (uint32_t i = 0; i < c->rel_sent; i++) {

@@ -446,6 +446,7 @@ struct rudp_conn {
 	/* handshake and close */
 	bool answered_request; /* server: 0x10 queued */
 	bool remote_closing; /* 0x15 delivered; close once no reliable data is missing */
+	bool disconnect_unqueued; /* DISCONNECTING, but our 0x15 found no memory: queued at a later flush */
 	bool closed_reported;
 	int64_t peer_request_time;
 
@@ -520,6 +521,8 @@ void conn_count_bad_frame(struct rudp_conn *c);
 void conn_repeat_recent_acks(struct rudp_conn *c);
 /* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
 void conn_check_disconnect_done(struct rudp_conn *c);
+/* DISCONNECTING with our 0x15 not queued for want of memory: try again. */
+void conn_retry_disconnect(struct rudp_conn *c);
 /* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */
 bool conn_check_timers(struct rudp_conn *c, uint64_t now_us);
 /* Queues a connected ping when nothing was sent for keepalive_us. */
