@@ -240,6 +240,44 @@ static void free_early(struct rudp_conn *c)
 		free(c->early[i].data);
 	c->early_count = 0;
 	c->early_bytes = 0;
+	free(c->early_spare);
+	c->early_spare = NULL;
+	c->early_spare_cap = 0;
+}
+
+/*
+ * Some servers (raknet-node) send data as soon as they have our connection
+ * request, and their 0x10 can come after it (a resend, after ours was
+ * retried). What a connecting client acknowledges it must keep, or the
+ * message is lost for good: so a reliable application frame is taken only
+ * when it can be kept for delivery after the handshake: within the early
+ * bounds, with its copy made now, and deliverable as it stands. The rest is
+ * deferred, not acknowledged, and the server sends it again, by when we
+ * are connected: a split message (its first byte, control or not, is in
+ * one fragment only; the handshake's messages are never split) and an
+ * ordered one ahead of its turn (it would wait in the order hold and come
+ * out later, beyond what was reserved here).
+ */
+bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bool held)
+{
+	size_t len = f->body_len;
+
+	if (c->role != RUDP_CONN_CLIENT || c->state != RUDP_CONN_STATE_CONNECTING)
+		return true;
+	if (!f->split && len > 0 && rudp_wire_is_control_id(f->body[0]))
+		return true;
+	if (f->split || held || c->early_count >= CONN_EARLY_MAX || c->early_bytes + len > CONN_EARLY_BYTES)
+		return false;
+	if (!c->early_spare || c->early_spare_cap < len) {
+		uint8_t *copy = malloc(len ? len : 1);
+
+		if (!copy)
+			return false;
+		free(c->early_spare);
+		c->early_spare = copy;
+		c->early_spare_cap = len ? len : 1;
+	}
+	return true;
 }
 
 static void become_connected(struct rudp_conn *c)
@@ -467,13 +505,19 @@ void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint
 			become_connected(c);
 		} else if (c->role == RUDP_CONN_CLIENT && c->early_count < CONN_EARLY_MAX &&
 			   c->early_bytes + len <= CONN_EARLY_BYTES) {
-			/* Some servers (raknet-node) send as soon as they have our
-			 * connection request, and their 0x10 can come after the data
-			 * (a resend of it, after ours was retried). The datagram is
-			 * acknowledged, so dropping the message would lose it for
-			 * good: hold it until the handshake completes. Rare, so a
-			 * copy on the heap is fine. */
-			uint8_t *copy = malloc(len ? len : 1);
+			/* Held until the handshake completes (conn_reserve_early):
+			 * a reliable message in the copy made before its frame was
+			 * acknowledged, an unreliable one if memory allows. Rare, so
+			 * a copy on the heap is fine. */
+			uint8_t *copy;
+
+			if (c->early_spare && c->early_spare_cap >= len) {
+				copy = c->early_spare;
+				c->early_spare = NULL;
+				c->early_spare_cap = 0;
+			} else {
+				copy = malloc(len ? len : 1);
+			}
 			if (!copy) {
 				conn_count_bad_frame(c);
 				return;

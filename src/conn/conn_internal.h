@@ -454,7 +454,8 @@ struct rudp_conn {
 	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
 	/* Client side: messages that arrived before the server's connection
 	 * request accepted (0x10) was handled, held for delivery right after
-	 * it. Bounded by CONN_EARLY_MAX messages and CONN_EARLY_BYTES. */
+	 * it. Bounded by CONN_EARLY_MAX messages and CONN_EARLY_BYTES; a
+	 * reliable frame beyond them is not acknowledged (conn_reserve_early). */
 	struct conn_early_msg {
 		uint8_t *data;
 		uint32_t len;
@@ -462,6 +463,10 @@ struct rudp_conn {
 	} early[8];
 	uint32_t early_count;
 	size_t early_bytes;
+	/* The copy for the next early message, made before its frame counts
+	 * as received, so that keeping it cannot fail afterwards. */
+	uint8_t *early_spare;
+	size_t early_spare_cap;
 	/* frames_retransmitted by cause (not exported: tests and sim_bench) */
 	struct {
 		uint64_t nack, inferred, probe, rto;
@@ -514,6 +519,11 @@ void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint6
  * 0x09, a client's 0x13 to a 0x10). False when out of memory: the frame
  * is deferred. */
 bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f);
+/* Before a reliable frame counts as received on a client still connecting:
+ * room to keep its application message until the handshake completes.
+ * False (the frame is deferred) when it cannot be kept: over the early
+ * bounds, no memory, split, or (held) an ordered message ahead of its turn. */
+bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bool held);
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
 void conn_count_bad_frame(struct rudp_conn *c);

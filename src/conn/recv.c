@@ -432,6 +432,8 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 			conn_count_bad_frame(c);
 			return false;
 		}
+		bool held = false;
+
 		if (rudp_wire_is_ordered_or_sequenced(f->reliability)) {
 			/* The channel is made before the frame counts as
 			 * received: out of memory, it is not acknowledged and
@@ -448,8 +450,11 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 				}
 				if (ahead > 0 && !hold_reserve(c, ch, (uint32_t)ahead, f))
 					return false;
+				held = ahead > 0;
 			}
 		}
+		if (!conn_reserve_early(c, f, held))
+			return false;
 		if (f->split && reasm_admit(c, f) == REASM_DEFER)
 			return false;
 		if (!conn_reserve_answer(c, f))

@@ -287,19 +287,48 @@ static void test_client_holds_data_before_accept(void **state)
 	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	rudp_conn_destroy(fk.c);
 
-	/* The hold is bounded: 9 early messages, 8 kept, 1 counted. */
+	/* The hold is bounded: of 9 early messages 8 are kept, and the 9th is
+	 * not acknowledged (kept nowhere, it would be lost): the server sends
+	 * it again, and it arrives after the connect, in order. */
 	memset(&fk, 0, sizeof(fk));
 	fk.now = 5000000;
 	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
 	assert_non_null(fk.c);
+	struct rudp_wire_frame ninth;
+	uint32_t eighth_seq = 0, ninth_seq = 0;
 	for (int i = 0; i < 9; i++) {
-		f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, first, sizeof(first));
+		f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, i == 8 ? second : first,
+				  i == 8 ? sizeof(second) : sizeof(first));
+		if (i == 7)
+			eighth_seq = fk.seq;
+		if (i == 8) {
+			ninth = f[0];
+			ninth_seq = fk.seq;
+		}
 		assert_int_equal(fake_push(&fk, f, 1), 0);
 	}
-	assert_int_equal(stats_of(&fk).frames_dropped, 1);
+	fake_flush(&fk);
+	assert_true(fake_named(&fk, eighth_seq));
+	assert_false(fake_named(&fk, ninth_seq));
+	/* An ordered message ahead of its turn is not taken either: it would
+	 * wait in the order hold and come out beyond what was reserved. */
+	struct rudp_wire_frame ahead = ninth;
+	ahead.reliable_index = fk.ri++;
+	ahead.order_index = fk.oi[0]++;
+	uint32_t ahead_seq = fk.seq;
+	assert_int_equal(fake_push(&fk, &ahead, 1), 0);
+	fake_flush(&fk);
+	assert_false(fake_named(&fk, ahead_seq));
+	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, (uint16_t)len);
 	assert_int_equal(fake_push(&fk, f, 1), 0);
+	assert_int_equal(fk.connected, 1);
 	assert_int_equal(fk.delivered, 8);
+	assert_int_equal(fake_push(&fk, &ahead, 1), 0); /* resent: held, the 9th is missing */
+	assert_int_equal(fk.delivered, 8);
+	assert_int_equal(fake_push(&fk, &ninth, 1), 0); /* resent */
+	assert_int_equal(fk.delivered, 10);
+	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	/* Destroying a conn that still holds early messages frees them (ASan). */
 	rudp_conn_destroy(fk.c);
 	memset(&fk, 0, sizeof(fk));
