@@ -467,7 +467,8 @@ int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
 	now_us = c->now_us;
 	if (conn_check_timers(c, now_us))
 		return 0;
-	conn_retry_disconnect(c);
+	if (c->disconnect_unqueued)
+		conn_retry_disconnect(c);
 
 	emitted += ackq_emit(c, &c->acks, false, now_us, &blocked);
 	if (!blocked)

@@ -209,10 +209,15 @@ static int hold_grow(struct recv_channel *ch, uint32_t need)
  * buffer is handed over whole (hold_take_reassembled), and a body larger
  * than a block only comes from a peer that ignores the MTU.
  */
+static bool hold_room(struct recv_channel *ch, uint32_t ahead)
+{
+	return ahead < ch->hold_cap || hold_grow(ch, ahead + 1) == 0;
+}
+
 static bool hold_reserve(struct rudp_conn *c, struct recv_channel *ch, uint32_t ahead,
 			 const struct rudp_wire_frame *f)
 {
-	if (ahead >= ch->hold_cap && hold_grow(ch, ahead + 1) < 0)
+	if (!hold_room(ch, ahead))
 		return false;
 	if (!f->split && f->body_len <= c->payload_max && c->hold_block_cached == 0) {
 		uint8_t *b = malloc(c->payload_max);
@@ -230,7 +235,7 @@ static struct order_hold_entry *hold_entry(struct recv_channel *ch, uint32_t ord
 {
 	struct order_hold_entry *e;
 
-	if (ahead >= ch->hold_cap && hold_grow(ch, ahead + 1) < 0)
+	if (!hold_room(ch, ahead))
 		return NULL;
 	e = &ch->hold[order_index & (ch->hold_cap - 1)];
 	return e->kind == HOLD_EMPTY ? e : NULL;
@@ -453,11 +458,13 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 				held = ahead > 0;
 			}
 		}
-		if (!conn_reserve_early(c, f, held))
+		/* Both only ever refuse during the handshake: checked inline
+		 * so a connected conn's frames pay one compare, not two calls. */
+		if (c->state == RUDP_CONN_STATE_CONNECTING && !conn_reserve_early(c, f, held))
 			return false;
 		if (f->split && reasm_admit(c, f) == REASM_DEFER)
 			return false;
-		if (!conn_reserve_answer(c, f))
+		if (c->state == RUDP_CONN_STATE_CONNECTING && !conn_reserve_answer(c, f))
 			return false;
 		dedup_mark(&c->dedup, f->reliable_index);
 	}

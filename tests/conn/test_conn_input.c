@@ -1000,21 +1000,47 @@ static void test_sent_history_shared_ring(void **state)
 	sent_history_shared_ring(UINT32_MAX - 30);
 }
 
+/* A connected conn that sends one frame per datagram, for the sent
+ * history's tests. */
+static void history_fake_setup(struct fake *fk)
+{
+	struct rudp_conn_config cfg;
+
+	rudp_conn_config_init(&cfg);
+	cfg.max_frames_per_datagram = 1;
+	fake_setup(fk, &cfg);
+	assert_int_equal(fake_ack_seq(fk, fk->last_data_seq, false), 0); /* the 0x10 */
+	fake_flush(fk);
+}
+
+/* Eight in flight and nothing acknowledged, resent on every timeout: the
+ * history stays at 64 until more than 64 datagrams are out unanswered,
+ * then doubles. */
+static void history_doubles_while_unacked(struct fake *fk, const uint8_t *body, size_t len)
+{
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rudp_conn_send(fk->c, body, len, RUDP_WIRE_RELIABLE, 0, fk->now), 0);
+	uint32_t first = fk->c->next_dgram_seq;
+	fake_flush(fk);
+	while (rudp_u24_diff(fk->c->next_dgram_seq, first) <= 64) {
+		assert_int_equal(fk->c->sent.size, 64);
+		fk->now = rudp_conn_next_deadline(fk->c);
+		fake_flush(fk);
+	}
+	assert_int_equal(fk->c->sent.size, 128);
+	assert_int_equal(rudp_conn_state(fk->c), RUDP_CONN_STATE_CONNECTED);
+}
+
 /* The sent history stays small while ACKs keep up, and grows when
  * datagrams go unacknowledged for longer than it covers (loss): eight
  * messages in flight, one per datagram, resent on every timeout. */
 static void test_sent_history_grows_under_loss(void **state)
 {
 	static const uint8_t body[] = {0xfe, 9};
-	struct rudp_conn_config cfg;
 	struct fake fk;
 
 	(void)state;
-	rudp_conn_config_init(&cfg);
-	cfg.max_frames_per_datagram = 1;
-	fake_setup(&fk, &cfg);
-	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
-	fake_flush(&fk);
+	history_fake_setup(&fk);
 	/* Acknowledged as they go: 200 datagrams, the history stays at 64. */
 	for (int i = 0; i < 200; i++) {
 		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
@@ -1032,19 +1058,7 @@ static void test_sent_history_grows_under_loss(void **state)
 		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
 	}
 	assert_int_equal(fk.c->sent.size, 64);
-	/* Eight in flight and nothing acknowledged: once more than 64
-	 * datagrams are out unanswered, it doubles. */
-	for (int i = 0; i < 8; i++)
-		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
-	uint32_t first = fk.c->next_dgram_seq;
-	fake_flush(&fk);
-	while (rudp_u24_diff(fk.c->next_dgram_seq, first) <= 64) {
-		assert_int_equal(fk.c->sent.size, 64);
-		fk.now = rudp_conn_next_deadline(fk.c);
-		fake_flush(&fk);
-	}
-	assert_int_equal(fk.c->sent.size, 128);
-	assert_int_equal(rudp_conn_state(fk.c), RUDP_CONN_STATE_CONNECTED);
+	history_doubles_while_unacked(&fk, body, sizeof(body));
 	rudp_conn_destroy(fk.c);
 }
 
@@ -1057,15 +1071,10 @@ static void test_sent_history_grows_under_loss(void **state)
 static void test_sent_history_ignores_finished_losses(void **state)
 {
 	static const uint8_t body[] = {0xfe, 10};
-	struct rudp_conn_config cfg;
 	struct fake fk;
 
 	(void)state;
-	rudp_conn_config_init(&cfg);
-	cfg.max_frames_per_datagram = 1;
-	fake_setup(&fk, &cfg);
-	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
-	fake_flush(&fk);
+	history_fake_setup(&fk);
 	for (int round = 0; round < 20; round++) {
 		for (int i = 0; i < 8; i++)
 			assert_int_equal(
@@ -1088,18 +1097,8 @@ static void test_sent_history_ignores_finished_losses(void **state)
 		assert_int_equal(stats_of(&fk).window_in_use, 0);
 		assert_int_equal(fk.c->sent.size, 64);
 	}
-	/* Still grows when a reused slot names a frame that waits: eight out
-	 * and never acknowledged, resent on every timeout. */
-	for (int i = 0; i < 8; i++)
-		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
-	uint32_t first = fk.c->next_dgram_seq;
-	fake_flush(&fk);
-	while (rudp_u24_diff(fk.c->next_dgram_seq, first) <= 64 && fk.c->sent.size == 64) {
-		fk.now = rudp_conn_next_deadline(fk.c);
-		fake_flush(&fk);
-	}
-	assert_int_equal(fk.c->sent.size, 128);
-	assert_int_equal(rudp_conn_state(fk.c), RUDP_CONN_STATE_CONNECTED);
+	/* Still grows when a reused slot names a frame that waits. */
+	history_doubles_while_unacked(&fk, body, sizeof(body));
 	rudp_conn_destroy(fk.c);
 }
 
