@@ -268,13 +268,15 @@ static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t 
 
 struct ack_sample {
 	bool have;
-	uint64_t sent_us;
+	uint64_t rtt_us; /* when have: the newest named datagram's round trip */
 	uint64_t newest_acked_send_us; /* any copy, for loss inference */
 	int32_t newest_key; /* the newest datagram the ACK names (see normalize_records) */
 	uint32_t acked_bytes; /* wire bytes of the frames it acknowledged */
 };
 
-/* NACKed or inferred lost: out of the flight, and a congestion signal. */
+/* NACKed or inferred lost: out of the flight, and a congestion signal when
+ * a queue shows in the RTT, or when the copy lost was itself a resend (see
+ * cc.c: what a shallow queue's overflow looks like). */
 static void declare_lost(struct rudp_conn *c, struct sendq_frame *f, enum conn_resend_why why)
 {
 	f->state = FRAME_NACKED;
@@ -282,7 +284,7 @@ static void declare_lost(struct rudp_conn *c, struct sendq_frame *f, enum conn_r
 	c->nack_resends_since_ack++;
 	cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 	cc_on_loss(&c->cc, f->last_dgram_seq, c->next_dgram_seq,
-		   cc_queue_is_building(c->rtt.srtt_us, c->rtt.min_us));
+		   f->transmissions > 1 || cc_queue_is_building(c->rtt.srtt_us, c->rtt.min_us));
 }
 
 static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
@@ -297,14 +299,11 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
 	c->nack_resends_since_ack = 0;
 	if (f->last_send_us > sample->newest_acked_send_us)
 		sample->newest_acked_send_us = f->last_send_us;
-	/* Karn: a frame sent more than once cannot say which copy was acked.
-	 * And only the newest datagram named is timed: the others may be named
-	 * again because their first ACK was lost (the peer repeats recent
-	 * ranges), and would measure how long that took. */
-	if (f->transmissions == 1 &&
-	    rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq) == sample->newest_key &&
-	    (!sample->have || f->last_send_us > sample->sent_us)) {
-		sample->sent_us = f->last_send_us;
+	/* The newest datagram named, when the history no longer holds its
+	 * send time: this frame's latest copy went in it, so its time is the
+	 * datagram's (see ack_from_history). */
+	if (!sample->have && rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq) == sample->newest_key) {
+		sample->rtt_us = c->now_us > f->last_send_us ? c->now_us - f->last_send_us : 0;
 		sample->have = true;
 	}
 }
@@ -331,6 +330,23 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 			if (h->tag[slot] != (seq | SENT_HISTORY_VALID))
 				continue;
 			h->tag[slot] = 0;
+			/* Only the newest datagram named is timed, and only the
+			 * first time it is named: the others may be named again
+			 * because their first ACK was lost (the peer repeats
+			 * recent ranges) and would measure how long that took.
+			 * Any copy of a frame may be in it: each copy has a
+			 * datagram of its own, so unlike TCP there is no
+			 * ambiguity to skip (Karn's rule). Skipping resent
+			 * frames starved the estimate exactly when it mattered:
+			 * when a burst's queues pushed the round trip past an
+			 * RTO learnt before it, every frame timed out, every
+			 * ACK then named a resent frame, no sample came, and the
+			 * RTO stayed too small (about a million spurious resends
+			 * for 1.4 million messages at 1,024 connections). */
+			if (k == sample->newest_key) {
+				sample->rtt_us = (uint32_t)c->now_us - h->sent_us[slot];
+				sample->have = true;
+			}
 			for (uint32_t j = 0; j < h->count[slot] && c->rel_sent > 0; j++) {
 				uint32_t pos = h->first[slot] + j;
 				int32_t i;
@@ -476,6 +492,8 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	/* Growth first: a loss inferred from this same ACK then reduces the
 	 * window it reached. */
 	cc_on_acked(&c->cc, sample.acked_bytes);
+	if (sample.acked_bytes > 0)
+		c->ack_progress_us = now_us;
 	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
@@ -483,9 +501,9 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	}
 	/* One sample per ACK datagram, from the freshest frame it covers: many
 	 * samples from one ACK would shrink rttvar without new information. */
-	if (sample.have && now_us >= sample.sent_us) {
-		rtt_on_sample(&c->rtt, now_us - sample.sent_us);
-		rtt_note_min(&c->rtt, now_us - sample.sent_us, now_us);
+	if (sample.have) {
+		rtt_on_sample(&c->rtt, sample.rtt_us);
+		rtt_note_min(&c->rtt, sample.rtt_us, now_us);
 	}
 	conn_check_disconnect_done(c);
 	return 0;

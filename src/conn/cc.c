@@ -33,8 +33,15 @@
  *     counted loss above an eighth of what was sent as congestion (for
  *     queues too shallow to show in the RTT) was tried and dropped: over
  *     loopback at 5 % random loss it cut rudp-bench's throughput to a third
- *     (docs/benchmarks.md).
- *   - A retransmission timeout is the strong signal: ssthresh to half the
+ *     (docs/benchmarks.md). What does count besides the queue is a resend
+ *     lost again (ackq.c, declare_lost): a full drop-tail queue drops the
+ *     resends sent into it, where random loss at p loses a resend with
+ *     probability p, so a 5-datagram queue (no RTT signal) is found within
+ *     a round trip of overflowing. Before the retransmission timer
+ *     restarted on ACK progress, timeouts during recovery played that
+ *     part, at the price of spurious ones.
+ *   - A retransmission timeout (nothing acknowledged for an RTO: the path
+ *     or the peer went quiet) is the strong signal: ssthresh to half the
  *     window, the window to its floor of two datagrams, and slow start
  *     again.
  *   - It only grows while it limits: an application sending less than the

@@ -210,6 +210,7 @@ void rudp_conn_destroy(struct rudp_conn *c)
 	free(c->sent.tag);
 	free(c->sent.first);
 	free(c->sent.count);
+	free(c->sent.sent_us);
 	free(c->sent.ring);
 	free(c->flush_refs);
 	free(c->ack_scratch);
@@ -819,7 +820,7 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 
 		if (f->state == FRAME_IN_FLIGHT) {
-			min_into(&d, f->deadline_us);
+			min_into(&d, frame_rto_deadline(c, f));
 			min_into(&d, f->first_send_us + c->cfg.timeout_us);
 		}
 	}

@@ -242,6 +242,11 @@ struct sent_history {
 	uint32_t *tag; /* seq | SENT_HISTORY_VALID per slot */
 	uint32_t *first; /* per slot: ring position of its first reliable index */
 	uint8_t *count; /* reliable frames recorded per slot */
+	/* per slot: its datagram's send time (low 32 bits of the µs clock).
+	 * An ACK names datagrams, and every copy of a frame goes in a new
+	 * one, so the ACK of any datagram times that datagram alone: no
+	 * retransmission ambiguity (Karn's) to avoid. */
+	uint32_t *sent_us;
 	uint32_t *ring; /* reliable indexes, at position & (size - 1) */
 	uint32_t ring_head; /* next position written (wraps at 2^32, harmlessly) */
 	uint32_t size; /* slots, and ring entries: a power of two */
@@ -404,6 +409,7 @@ struct rudp_conn {
 	struct congestion cc;
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
+	uint64_t ack_progress_us; /* when an ACK last acknowledged a reliable frame (frame_rto_deadline) */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
 
 	/* Optional send policy (src/policy, borrowed: its owner frees it after
@@ -472,6 +478,24 @@ struct rudp_conn {
 		uint64_t nack, inferred, probe, rto;
 	} retx_why;
 };
+
+/*
+ * When a frame in flight times out: its RTO (backed off) after its send, or
+ * after the last ACK that acknowledged anything, whichever is later (RFC
+ * 6298 5.3 restarts the timer on such an ACK). While ACKs make progress the
+ * peer is alive and reading, and a frame lost meanwhile is found by the
+ * NACK or loss inference that the later datagrams' ACKs bring; a timer
+ * from the send alone fired whenever the round trip grew past an RTO
+ * learnt before, and under a burst's queues that was most frames (a
+ * resend of each, which lengthened the queues). The RTO is left for what
+ * it is for: the peer or the path gone quiet.
+ */
+static inline uint64_t frame_rto_deadline(const struct rudp_conn *c, const struct sendq_frame *f)
+{
+	uint64_t restarted = c->ack_progress_us + (f->deadline_us - f->last_send_us);
+
+	return restarted > f->deadline_us ? restarted : f->deadline_us;
+}
 
 struct flush_ref {
 	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL */

@@ -96,12 +96,14 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	uint32_t *tag = calloc(size, sizeof(*tag));
 	uint32_t *first = malloc(size * sizeof(*first));
 	uint8_t *count = malloc(size * sizeof(*count));
+	uint32_t *sent_us = malloc(size * sizeof(*sent_us));
 	uint32_t *ring = calloc(size, sizeof(*ring));
 
-	if (!tag || !first || !count || !ring) {
+	if (!tag || !first || !count || !sent_us || !ring) {
 		free(tag);
 		free(first);
 		free(count);
+		free(sent_us);
 		free(ring);
 		return RUDP_CONN_E_NOMEM;
 	}
@@ -117,6 +119,7 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 		tag[j] = h->tag[i];
 		first[j] = h->first[i];
 		count[j] = h->count[i];
+		sent_us[j] = h->sent_us[i];
 	}
 	/* All of the old ring (zeros where never written), positions taken
 	 * modulo 2^32 like ring_head: after ring_head wraps, the newest
@@ -129,10 +132,12 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	free(h->tag);
 	free(h->first);
 	free(h->count);
+	free(h->sent_us);
 	free(h->ring);
 	h->tag = tag;
 	h->first = first;
 	h->count = count;
+	h->sent_us = sent_us;
 	h->ring = ring;
 	h->size = size;
 	return 0;
@@ -190,6 +195,7 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	h->tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;
 	h->count[slot] = 0;
+	h->sent_us[slot] = (uint32_t)now_us;
 	for (uint32_t i = 0; i < b->nframes; i++) {
 		const struct flush_ref *ref = &c->flush_refs[i];
 		struct sendq_frame *f;
@@ -419,7 +425,7 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 
 		/* A timed-out frame is declared lost here, like a NACKed one: it
 		 * leaves the flight and its resend waits for the window. */
-		if (f->state == FRAME_IN_FLIGHT && f->deadline_us <= now_us) {
+		if (f->state == FRAME_IN_FLIGHT && frame_rto_deadline(c, f) <= now_us) {
 			f->state = FRAME_NACKED;
 			f->resend_why = RESEND_TIMEOUT;
 			cc_on_left(&c->cc, sendq_frame_wire_bytes(f));

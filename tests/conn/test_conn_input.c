@@ -931,6 +931,94 @@ static void test_nack_guard_uses_min_rtt(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* A connected fake whose RTT estimate settled at about 100 ms: eight
+ * messages each acknowledged 100 ms after its send (RTO about 127 ms, tail
+ * probe after 200 ms). */
+static void rtt_fake_setup(struct fake *fk, struct rudp_conn_config *cfg)
+{
+	static const uint8_t msg[] = {0xfe, 'r'};
+
+	rudp_conn_config_init(cfg);
+	fake_setup(fk, cfg);
+	fk->now += 98000; /* the 0x10 left 1 ms ago; + 1 ms in the push */
+	assert_int_equal(fake_ack_seq(fk, fk->last_data_seq, false), 0);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(rudp_conn_send(fk->c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk->now), 0);
+		fake_flush(fk);
+		fk->now += 99000; /* + 1 ms in the push */
+		assert_int_equal(fake_ack_seq(fk, fk->last_data_seq, false), 0);
+	}
+	assert_int_equal(stats_of(fk).window_in_use, 0);
+	assert_true(stats_of(fk).rtt_us >= 95000 && stats_of(fk).rtt_us <= 105000);
+	assert_true(stats_of(fk).rto_us < 150000);
+	assert_int_equal(stats_of(fk).frames_retransmitted, 0);
+}
+
+/* The ACK of a resent frame's datagram is an RTT sample: the datagram has a
+ * sequence number of its own, so nothing is ambiguous. Skipping resent
+ * frames (Karn's rule, as for TCP) kept a burst's spurious timeouts from
+ * ever raising the estimate. */
+static void test_rtt_sample_from_resend(void **state)
+{
+	static const uint8_t msg[] = {0xfe, 's'};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+
+	(void)state;
+	rtt_fake_setup(&fk, &cfg);
+	assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	fake_flush(&fk);
+	/* Nothing comes back: the frame goes again when its timer expires. */
+	fk.now = rudp_conn_next_deadline(fk.c);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	/* The resend's datagram is acknowledged 500 ms after it left: the
+	 * estimate moves by an eighth of the difference. */
+	fk.now += 499000;
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	assert_true(stats_of(&fk).rtt_us >= 145000);
+	rudp_conn_destroy(fk.c);
+}
+
+/* RFC 6298's restart: an ACK that acknowledges something restarts the
+ * retransmission timer of the frames still in flight. A frame sent just
+ * before one that is acknowledged (too close for loss inference) is not
+ * resent at its own RTO after its send, only when the ACKs stop. */
+static void test_rto_restarts_on_ack_progress(void **state)
+{
+	static const uint8_t msg[] = {0xfe, 't'};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	uint64_t t0, rto;
+
+	(void)state;
+	rtt_fake_setup(&fk, &cfg);
+	rto = stats_of(&fk).rto_us;
+	t0 = fk.now;
+	assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	fake_flush(&fk); /* frame A */
+	fk.now += 1000;
+	assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	fake_flush(&fk); /* frame B, a datagram of its own */
+	assert_int_equal(stats_of(&fk).window_in_use, 2);
+	fk.now = t0 + 99000;
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* B, at t0 + 100 ms */
+	assert_int_equal(stats_of(&fk).window_in_use, 1);
+	/* Past A's RTO from its send: still waiting. */
+	fk.now = t0 + rto + 5000;
+	assert_true(rudp_conn_next_deadline(fk.c) > fk.now);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 0);
+	/* With no ACK after that, A goes again (the tail probe or the RTO,
+	 * whichever first) within an RTO of the ACK and a probe's slack. */
+	fk.now = rudp_conn_next_deadline(fk.c);
+	assert_true(fk.now <= t0 + 100000 + rto + 100000);
+	fake_flush(&fk);
+	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	rudp_conn_destroy(fk.c);
+}
+
 /* The sent history with eight frames per datagram: an ACK for a first copy
  * finishes all eight; once the shared ring of reliable indexes has wrapped
  * past a datagram's run, an ACK for that datagram finishes nothing through
@@ -1232,6 +1320,8 @@ int main(void)
 		cmocka_unit_test(test_remote_disconnect_acks_first),
 		cmocka_unit_test(test_ack_repeats_recent),
 		cmocka_unit_test(test_nack_guard_uses_min_rtt),
+		cmocka_unit_test(test_rtt_sample_from_resend),
+		cmocka_unit_test(test_rto_restarts_on_ack_progress),
 		cmocka_unit_test(test_sent_history_shared_ring),
 		cmocka_unit_test(test_dedup_grows_ahead),
 		cmocka_unit_test(test_congestion_window_holds_frames),

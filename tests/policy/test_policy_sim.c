@@ -208,13 +208,18 @@ static void test_slow_link_latency_and_memory(void **state)
 	/* The baseline shows what the policy is for. */
 	assert_true(without.max_latency_us > LATENCY_BOUND_US);
 	assert_true(without.peak_held > MEMORY_BOUND_BYTES);
-	/* The congestion window (RUDP_CC_AIMD) keeps the policy's bounds, and
-	 * without a policy it stops the spurious-timeout resends that halve
-	 * the bulk stream's share (measured: 57 % against 28 %). */
+	/* The congestion window (RUDP_CC_AIMD) keeps the policy's bounds. */
 	assert_true(with_cc.updates_received + 5 >= with_cc.updates_sent);
 	assert_true(with_cc.max_latency_us <= LATENCY_BOUND_US && with_cc.peak_held <= MEMORY_BOUND_BYTES);
 	assert_true(with_cc.bulk_share >= 0.70);
-	assert_true(without_cc.bulk_share > without.bulk_share + 0.15);
+	/* The queue this link builds (the window's 64 KiB ahead: a quarter
+	 * second) is no reason to resend: the retransmission timer restarts
+	 * on every ACK that acknowledges something, and RTT samples come
+	 * from resent frames' datagrams too. When the timer ran from each
+	 * frame's send and the estimate skipped resent frames, this baseline
+	 * resent 1,991 frames (none lost) and got 28 % of the link, 57 % with
+	 * the congestion window; now 98 % either way, measured. */
+	assert_true(without.bulk_share >= 0.90 && without_cc.bulk_share >= 0.90);
 }
 
 int main(void)
