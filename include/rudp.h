@@ -241,8 +241,9 @@ typedef struct rudp_config {
 	 * in flight. RUDP_CC_AIMD holds reliable frames to a
 	 * congestion window that starts at ten datagrams, grows while ACKs
 	 * come back, shrinks to 0.7 on loss that comes with a rising RTT (a
-	 * queue overflowing; random loss leaves it alone) and to two datagrams
-	 * on a retransmission timeout (docs/protocol.md). A path that drops what
+	 * queue overflowing; random loss leaves it alone) or on a resend lost
+	 * again, and to two datagrams on a retransmission timeout
+	 * (docs/protocol.md). A path that drops what
 	 * it cannot queue then gets about what it carries instead of a full
 	 * window and its resends: turn it on for bulk transfers over paths
 	 * others share. RUDP_CC_NONE (default) keeps only window_frames: over
