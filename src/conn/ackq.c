@@ -297,6 +297,7 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
 	c->rel_unacked--;
 	c->probes_without_ack = 0;
 	c->nack_resends_since_ack = 0;
+	c->ack_progress_us = c->now_us;
 	if (f->last_send_us > sample->newest_acked_send_us)
 		sample->newest_acked_send_us = f->last_send_us;
 	/* The newest datagram named, when the history no longer holds its
@@ -492,8 +493,6 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	/* Growth first: a loss inferred from this same ACK then reduces the
 	 * window it reached. */
 	cc_on_acked(&c->cc, sample.acked_bytes);
-	if (sample.acked_bytes > 0)
-		c->ack_progress_us = now_us;
 	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
