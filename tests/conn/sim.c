@@ -9,72 +9,36 @@
 #include <cmocka.h>
 
 #include "sim.h"
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* xorshift64*: small, seeded, the same on every machine */
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
-static uint32_t rng_below(uint64_t *s, uint32_t n)
-{
-	return n ? (uint32_t)(rng_next(s) % n) : 0;
-}
+#include "test_heap.h"
+#include "test_rng.h"
 
 /* ---- the link: a min-heap of datagrams by delivery time ---- */
 
-static bool pkt_before(const struct sim_packet *a, const struct sim_packet *b)
+static bool pkt_before(const void *a, const void *b)
 {
-	return a->deliver_at < b->deliver_at || (a->deliver_at == b->deliver_at && a->serial < b->serial);
+	const struct sim_packet *x = a, *y = b;
+
+	return x->deliver_at < y->deliver_at || (x->deliver_at == y->deliver_at && x->serial < y->serial);
 }
 
 static void heap_push(struct sim *s, struct sim_packet *p)
 {
-	size_t i;
-
 	if (s->heap_n == s->heap_cap) {
 		s->heap_cap = s->heap_cap ? s->heap_cap * 2 : 256;
 		s->heap = realloc(s->heap, s->heap_cap * sizeof(*s->heap));
 		assert_non_null(s->heap);
 	}
-	i = s->heap_n++;
-	s->heap[i] = p;
-	while (i > 0 && pkt_before(s->heap[i], s->heap[(i - 1) / 2])) {
-		struct sim_packet *t = s->heap[i];
-
-		s->heap[i] = s->heap[(i - 1) / 2];
-		s->heap[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
+	test_heap_push(s->heap, &s->heap_n, p, pkt_before);
 }
 
 static struct sim_packet *heap_pop(struct sim *s)
 {
-	struct sim_packet *top = s->heap[0];
-	size_t i = 0;
+	return test_heap_pop(s->heap, &s->heap_n, pkt_before);
+}
 
-	s->heap[0] = s->heap[--s->heap_n];
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < s->heap_n && pkt_before(s->heap[l], s->heap[m]))
-			m = l;
-		if (r < s->heap_n && pkt_before(s->heap[r], s->heap[m]))
-			m = r;
-		if (m == i)
-			break;
-		struct sim_packet *t = s->heap[i];
-		s->heap[i] = s->heap[m];
-		s->heap[m] = t;
-		i = m;
-	}
-	return top;
+static const struct sim_packet *heap_top(const struct sim *s)
+{
+	return s->heap[0];
 }
 
 static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
@@ -374,7 +338,7 @@ static void sim_step_cpu(struct sim *s)
 {
 	struct sim_packet *later[1024];
 	uint32_t nlater = 0, nread[2] = {0, 0};
-	uint64_t t = s->heap_n ? s->heap[0]->deliver_at : UINT64_MAX, wake[2];
+	uint64_t t = s->heap_n ? heap_top(s)->deliver_at : UINT64_MAX, wake[2];
 
 	for (int i = 0; i < 2; i++) {
 		wake[i] = timer_wake(s, i);
@@ -387,7 +351,7 @@ static void sim_step_cpu(struct sim *s)
 	}
 	if (t > s->now)
 		s->now = t;
-	while (s->heap_n && s->heap[0]->deliver_at <= s->now) {
+	while (s->heap_n && heap_top(s)->deliver_at <= s->now) {
 		struct sim_packet *p = heap_pop(s);
 		int to = p->to;
 
@@ -431,7 +395,7 @@ void sim_step(struct sim *s)
 		return;
 	}
 	if (s->heap_n)
-		t = s->heap[0]->deliver_at;
+		t = heap_top(s)->deliver_at;
 	for (int i = 0; i < 2; i++) {
 		uint64_t d = rudp_conn_next_deadline(s->ep[i].c);
 
@@ -442,18 +406,18 @@ void sim_step(struct sim *s)
 		s->stuck = true;
 		return;
 	}
-	if (s->timer_granularity_us && t > s->now && (!s->heap_n || t < s->heap[0]->deliver_at)) {
+	if (s->timer_granularity_us && t > s->now && (!s->heap_n || t < heap_top(s)->deliver_at)) {
 		/* A timer wake-up: rounded up to the granularity, unless a datagram
 		 * arrives first. */
 		uint64_t g = s->timer_granularity_us;
 
 		t = s->now + (t - s->now + g - 1) / g * g;
-		if (s->heap_n && s->heap[0]->deliver_at < t)
-			t = s->heap[0]->deliver_at;
+		if (s->heap_n && heap_top(s)->deliver_at < t)
+			t = heap_top(s)->deliver_at;
 	}
 	if (t > s->now)
 		s->now = t;
-	while (s->heap_n && s->heap[0]->deliver_at <= s->now) {
+	while (s->heap_n && heap_top(s)->deliver_at <= s->now) {
 		struct sim_packet *p = heap_pop(s);
 
 		rudp_conn_on_datagram(s->ep[p->to].c, p->data, p->len, s->now);

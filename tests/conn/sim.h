@@ -110,7 +110,7 @@ struct sim {
 	uint64_t cpu_us;
 	uint64_t busy_until[2];
 	uint64_t send_clock; /* cpu_us mode: when the datagram being sent leaves */
-	struct sim_packet **heap;
+	void **heap; /* struct sim_packet *, in test_heap.h order */
 	size_t heap_n, heap_cap;
 	uint64_t serial;
 	struct sim_endpoint ep[2]; /* 0 client, 1 server */

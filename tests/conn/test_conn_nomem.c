@@ -27,6 +27,8 @@
 #include <cmocka.h>
 
 #include "conn/conn_internal.h"
+#include "test_heap.h"
+#include "test_rng.h"
 
 #define MS 1000ull
 #define SEC 1000000ull
@@ -105,23 +107,6 @@ static void fp_arm(uint64_t fail_at, uint64_t spell_us)
 	fp.spell_us = spell_us;
 	fp.spell_end = 0;
 	fp.armed = true;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* xorshift64*: seeded, the same sequence on every machine */
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
-static uint32_t rng_below(uint64_t *s, uint32_t n)
-{
-	return n ? (uint32_t)(rng_next(s) % n) : 0;
 }
 
 /* ---- the script: what each side sends, and when ---- */
@@ -307,8 +292,9 @@ struct net {
 	uint64_t now;
 	uint64_t rng;
 	uint64_t serial;
-	struct pkt *heap[MAX_PKTS];
-	uint32_t heap_n;
+	/* struct pkt *: a fixed array, so the harness allocates nothing */
+	void *heap[MAX_PKTS];
+	size_t heap_n;
 	struct pkt *spare[MAX_PKTS];
 	uint32_t spare_n;
 	struct endpoint ep[2]; /* 0 client, 1 server */
@@ -340,46 +326,27 @@ static void net_error(const char *fmt, ...)
 	va_end(ap);
 }
 
-static bool pkt_before(const struct pkt *a, const struct pkt *b)
+static bool pkt_before(const void *a, const void *b)
 {
-	return a->at < b->at || (a->at == b->at && a->serial < b->serial);
+	const struct pkt *x = a, *y = b;
+
+	return x->at < y->at || (x->at == y->at && x->serial < y->serial);
 }
 
+/* Never full: there are only MAX_PKTS datagrams (pkt_pool). */
 static void heap_push(struct pkt *p)
 {
-	uint32_t i = net.heap_n++;
-
-	net.heap[i] = p;
-	while (i > 0 && pkt_before(net.heap[i], net.heap[(i - 1) / 2])) {
-		struct pkt *t = net.heap[i];
-
-		net.heap[i] = net.heap[(i - 1) / 2];
-		net.heap[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
+	test_heap_push(net.heap, &net.heap_n, p, pkt_before);
 }
 
 static struct pkt *heap_pop(void)
 {
-	struct pkt *top = net.heap[0];
-	uint32_t i = 0;
+	return test_heap_pop(net.heap, &net.heap_n, pkt_before);
+}
 
-	net.heap[0] = net.heap[--net.heap_n];
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < net.heap_n && pkt_before(net.heap[l], net.heap[m]))
-			m = l;
-		if (r < net.heap_n && pkt_before(net.heap[r], net.heap[m]))
-			m = r;
-		if (m == i)
-			break;
-		struct pkt *t = net.heap[i];
-		net.heap[i] = net.heap[m];
-		net.heap[m] = t;
-		i = m;
-	}
-	return top;
+static const struct pkt *heap_top(void)
+{
+	return net.heap[0];
 }
 
 static int cb_send(void *ud, const uint8_t *data, size_t len)
@@ -615,7 +582,7 @@ static void pump(struct endpoint *e)
 
 static void net_step(void)
 {
-	uint64_t t = net.heap_n ? net.heap[0]->at : UINT64_MAX;
+	uint64_t t = net.heap_n ? heap_top()->at : UINT64_MAX;
 
 	net.steps++;
 	for (int i = 0; i < 2; i++) {
@@ -638,7 +605,7 @@ static void net_step(void)
 	if (t > net.now)
 		net.now = t;
 	fp.now = net.now;
-	while (net.heap_n > 0 && net.heap[0]->at <= net.now) {
+	while (net.heap_n > 0 && heap_top()->at <= net.now) {
 		struct pkt *p = heap_pop();
 		int rc = rudp_conn_on_datagram(net.ep[p->to].c, p->data, p->len, net.now);
 

@@ -8,66 +8,36 @@
 #include <cmocka.h>
 
 #include "psim.h"
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
+#include "test_heap.h"
+#include "test_rng.h"
 
 /* ---- packets in flight: a min-heap by arrival time ---- */
 
-static bool before(const struct psim_packet *a, const struct psim_packet *b)
+static bool before(const void *a, const void *b)
 {
-	return a->at < b->at || (a->at == b->at && a->serial < b->serial);
+	const struct psim_packet *x = a, *y = b;
+
+	return x->at < y->at || (x->at == y->at && x->serial < y->serial);
 }
 
 static void heap_push(struct psim *s, struct psim_packet *p)
 {
-	size_t i;
-
 	if (s->heap_n == s->heap_cap) {
 		s->heap_cap = s->heap_cap ? s->heap_cap * 2 : 256;
 		s->heap = realloc(s->heap, s->heap_cap * sizeof(*s->heap));
 		assert_non_null(s->heap);
 	}
-	i = s->heap_n++;
-	s->heap[i] = p;
-	while (i > 0 && before(s->heap[i], s->heap[(i - 1) / 2])) {
-		struct psim_packet *t = s->heap[i];
-
-		s->heap[i] = s->heap[(i - 1) / 2];
-		s->heap[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
+	test_heap_push(s->heap, &s->heap_n, p, before);
 }
 
 static struct psim_packet *heap_pop(struct psim *s)
 {
-	struct psim_packet *top = s->heap[0];
-	size_t i = 0;
+	return test_heap_pop(s->heap, &s->heap_n, before);
+}
 
-	s->heap[0] = s->heap[--s->heap_n];
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < s->heap_n && before(s->heap[l], s->heap[m]))
-			m = l;
-		if (r < s->heap_n && before(s->heap[r], s->heap[m]))
-			m = r;
-		if (m == i)
-			break;
-		struct psim_packet *t = s->heap[i];
-		s->heap[i] = s->heap[m];
-		s->heap[m] = t;
-		i = m;
-	}
-	return top;
+static const struct psim_packet *heap_top(const struct psim *s)
+{
+	return s->heap[0];
 }
 
 /* ---- callbacks ---- */
@@ -220,8 +190,8 @@ void psim_step(struct psim *s)
 {
 	uint64_t t = s->app_wakeup;
 
-	if (s->heap_n && s->heap[0]->at < t)
-		t = s->heap[0]->at;
+	if (s->heap_n && heap_top(s)->at < t)
+		t = heap_top(s)->at;
 	for (int i = 0; i < 2; i++) {
 		uint64_t d = rudp_conn_next_deadline(s->ep[i].c);
 
@@ -237,7 +207,7 @@ void psim_step(struct psim *s)
 	} else if (++s->same_time_steps > 100000) {
 		fail_msg("no progress at t=%llu", (unsigned long long)s->now);
 	}
-	while (s->heap_n && s->heap[0]->at <= s->now) {
+	while (s->heap_n && heap_top(s)->at <= s->now) {
 		struct psim_packet *p = heap_pop(s);
 
 		rudp_conn_on_datagram(s->ep[p->to].c, p->data, p->len, s->now);

@@ -69,7 +69,7 @@ struct psim {
 	struct psim_link link[2]; /* link[i]: from endpoint i to 1 - i */
 	uint64_t busy_until[2]; /* bottleneck of each direction */
 	uint64_t max_backlog_bytes[2]; /* deepest bottleneck queue seen */
-	struct psim_packet **heap;
+	void **heap; /* struct psim_packet *, in test_heap.h order */
 	size_t heap_n, heap_cap;
 	uint64_t serial;
 	struct psim_endpoint ep[2]; /* 0 client, 1 server */
