@@ -17,7 +17,9 @@
  * two reallocations the ring doubles inside its block: pages of the block
  * the ring has not reached yet are address space only, never written, so
  * they cost no memory. A ring growing to 64 KiB leaves at most 20 KiB
- * behind. Measured on the one-connection rudp-bench server (800 B, the
+ * behind, and of that the 16 KiB block goes back to the system but for
+ * its first and last page (body_ring_release_pages: it is copied, not
+ * realloc'd, so its pages can be released before the free). Measured on the one-connection rudp-bench server (800 B, the
  * rudp-batch-policy column): heap 468 -> 348 KiB. A single 64 KiB block
  * from the first growth on did no better there and spread a process with
  * 1,024 client hosts over four times the address space (rudp-send 10 %
@@ -28,9 +30,12 @@
 #ifndef RUDP_CONN_BODY_RING_H
 #define RUDP_CONN_BODY_RING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define BODY_RING_FIRST 4096u
 #define BODY_RING_BLOCK_GROWTH 4u
@@ -39,6 +44,37 @@
  * and reserving four times a large ring would be memory in the accounts
  * of whoever counts allocations. */
 #define BODY_RING_STEP_MAX 65536u
+/* Bytes at each end of a freed block that the allocator may use for its
+ * own bookkeeping (glibc: links and sizes, 32 bytes at the start). */
+#define BODY_RING_ALLOC_META 64u
+
+/* A block left behind of at least this many bytes gives its whole pages
+ * back to the system before it is freed (body_ring_release_pages). */
+#define BODY_RING_RELEASE_MIN 16384u
+
+/*
+ * Gives back the whole pages inside a block about to be freed, keeping its
+ * first and last bytes, where the allocator keeps its free-list links and
+ * sizes. Why: the blocks a ring leaves behind were written, so they stay
+ * resident, and in a process of many connections the allocator rarely has
+ * a later request they fit (the rings grow past them). With 2,048
+ * connections, each ring that outgrew 16 KiB left one, hundreds a run,
+ * several MiB of the client's peak. The pages read as zeros if the
+ * allocator hands them out again. One madvise per growth from 16 KiB,
+ * never on a message's path.
+ */
+static inline void body_ring_release_pages(uint8_t *block, uint64_t size)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo, hi;
+
+	if (page == 0 || (page & (page - 1)) != 0 || size < 2 * BODY_RING_ALLOC_META)
+		return;
+	lo = ((uintptr_t)block + BODY_RING_ALLOC_META + page - 1) & ~(page - 1);
+	hi = ((uintptr_t)block + (uintptr_t)size - BODY_RING_ALLOC_META) & ~(page - 1);
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
 
 /* The block for a ring that must grow to cap (a power of two) and cannot
  * do it in its current block of `block` bytes (0: none yet). */
@@ -63,10 +99,22 @@ static inline int body_ring_grow(uint8_t **buf, uint64_t *cap, uint64_t *block, 
 {
 	if (new_cap > *block) {
 		uint64_t size = body_ring_block_size(*block, new_cap);
-		uint8_t *b = size <= SIZE_MAX ? realloc(*buf, (size_t)size) : NULL;
+		uint8_t *b;
 
-		if (!b)
+		if (size > SIZE_MAX)
 			return -1;
+		if (*block < BODY_RING_RELEASE_MIN || size > BODY_RING_STEP_MAX) {
+			b = realloc(*buf, (size_t)size);
+			if (!b)
+				return -1;
+		} else {
+			b = malloc((size_t)size);
+			if (!b)
+				return -1;
+			memcpy(b, *buf, (size_t)*cap);
+			body_ring_release_pages(*buf, *block);
+			free(*buf);
+		}
 		*buf = b;
 		*block = size;
 	}
@@ -78,6 +126,29 @@ static inline int body_ring_grow(uint8_t **buf, uint64_t *cap, uint64_t *block, 
 	}
 	*cap = new_cap;
 	return 0;
+}
+
+/* Where a body of len bytes goes when the ring's head is at pos: at pos,
+ * or at the start of the next lap when it would cross the ring's end
+ * (bodies never wrap). Returns the position after it; the bytes skipped
+ * count as used until the frame before them is released. */
+static inline uint64_t body_ring_place(uint64_t cap, uint64_t pos, uint64_t len)
+{
+	uint64_t phys = pos & (cap - 1);
+
+	if (phys + len > cap)
+		pos += cap - phys;
+	return pos + len;
+}
+
+/* Whether a body of len bytes fits in a ring of cap bytes (0: none yet)
+ * holding [tail, head), placed exactly as body_ring_place puts it. Growing
+ * only when this fails, rather than whenever the worst case (a whole body
+ * skipped) would not fit, keeps a ring from doubling for a message that
+ * fits: 16 KiB hold 20 bodies of 800 B, not 16 plus a body of slack. */
+static inline bool body_ring_fits(uint64_t cap, uint64_t tail, uint64_t head, uint64_t len)
+{
+	return cap > 0 && len <= cap && body_ring_place(cap, head, len) - tail <= cap;
 }
 
 #endif

@@ -80,10 +80,32 @@ static int sendq_grow_bytes(struct sendq *q, uint64_t need)
 	return 0;
 }
 
+/* Whether nbytes in bodies of max_body (the last one shorter) fit in the
+ * ring as it is, each placed where sendq_push will put it. The worst case
+ * (a whole body skipped at the ring's end) grew a ring holding 16 messages
+ * of 800 B in 16 KiB as soon as a 17th waited for its ACK. */
+static bool sendq_bodies_fit(const struct sendq *q, uint64_t nbytes, uint32_t max_body)
+{
+	uint64_t head = q->bytes_head;
+
+	if (q->bytes_cap == 0)
+		return false; /* no ring yet: even an empty body gets one, as before */
+	while (nbytes > 0) {
+		uint64_t part = nbytes < max_body || max_body == 0 ? nbytes : max_body;
+
+		if (!body_ring_fits(q->bytes_cap, q->bytes_tail, head, part))
+			return false;
+		head = body_ring_place(q->bytes_cap, head, part);
+		nbytes -= part;
+	}
+	return true;
+}
+
 int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body)
 {
 	uint64_t used = q->bytes_head - q->bytes_tail;
-	/* A run of bodies wraps the ring at most once, wasting less than one body. */
+	/* After growing, the run must fit wherever the head then is: it wraps
+	 * the ring at most once, wasting less than one body. */
 	uint64_t need = used + nbytes + max_body;
 	int rc;
 
@@ -92,7 +114,7 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 		if (rc < 0)
 			return rc;
 	}
-	if (need > q->bytes_cap) {
+	if (need > q->bytes_cap && !sendq_bodies_fit(q, nbytes, max_body)) {
 		rc = sendq_grow_bytes(q, need);
 		if (rc < 0)
 			return rc;
@@ -103,14 +125,12 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
 			       uint16_t len)
 {
-	uint64_t pos = q->bytes_head;
-	uint64_t phys = pos & (q->bytes_cap - 1);
+	uint64_t end = body_ring_place(q->bytes_cap, q->bytes_head, len);
+	uint64_t pos = end - len;
 	struct sendq_frame *f;
 
-	if (phys + len > q->bytes_cap)
-		pos += q->bytes_cap - phys;
 	memcpy(q->bytes + (pos & (q->bytes_cap - 1)), body, len);
-	q->bytes_head = pos + len;
+	q->bytes_head = end;
 
 	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
 	*f = *tmpl;

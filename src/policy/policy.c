@@ -159,7 +159,7 @@ static int class_reserve(struct stage_class *q, uint32_t len)
 		q->cap = cap;
 		q->head = 0;
 	}
-	if (need > q->bytes_cap) {
+	if (need > q->bytes_cap && !body_ring_fits(q->bytes_cap, q->bytes_tail, q->bytes_head, len)) {
 		uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
 		uint64_t base;
 
@@ -177,14 +177,12 @@ static int class_reserve(struct stage_class *q, uint32_t len)
 
 static void class_push(struct stage_class *q, const struct staged_msg *tmpl, const uint8_t *data)
 {
-	uint64_t pos = q->bytes_head;
-	uint64_t phys = pos & (q->bytes_cap - 1);
+	uint64_t end = body_ring_place(q->bytes_cap, q->bytes_head, tmpl->len);
+	uint64_t pos = end - tmpl->len;
 	struct staged_msg *m;
 
-	if (phys + tmpl->len > q->bytes_cap)
-		pos += q->bytes_cap - phys;
 	memcpy(q->bytes + (pos & (q->bytes_cap - 1)), data, tmpl->len);
-	q->bytes_head = pos + tmpl->len;
+	q->bytes_head = end;
 	m = &q->msgs[(q->head + q->count) & (q->cap - 1)];
 	*m = *tmpl;
 	m->pos = pos;

@@ -254,6 +254,43 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 	sendq_free(&q);
 }
 
+/* A ring grows only when the bodies would not fit where they will be put:
+ * at a steady 20 unacknowledged 800 B messages, 16 KiB holds them on every
+ * lap (at most one 800 B skip at the ring's end), so it stays 16 KiB; a
+ * 21st that does not fit grows it. Once it held 16 messages plus a whole
+ * body of slack and doubled at the 17th. Multi-fragment runs (1,200 B
+ * bodies) are placed one body at a time, as sendq_push places them. */
+static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
+{
+	struct sendq q;
+	uint8_t body[1200];
+	struct sendq_frame tmpl;
+	uint32_t held = 0;
+
+	(void)state;
+	memset(body, 0xab, sizeof(body));
+	memset(&tmpl, 0, sizeof(tmpl));
+	sendq_init(&q);
+	assert_int_equal(sendq_reserve(&q, 16, 16 * 800, 1200), 0);
+	assert_int_equal(q.bytes_cap, 16384);
+	for (int i = 0; i < 500; i++) {
+		while (held < 20) {
+			assert_int_equal(sendq_reserve(&q, 1, 800, 1200), 0);
+			assert_int_equal(q.bytes_cap, 16384);
+			sendq_push(&q, &tmpl, body, 800);
+			held++;
+		}
+		assert_true(q.bytes_head - q.bytes_tail <= q.bytes_cap);
+		sendq_pop_front(&q);
+		held--;
+	}
+	/* 19 held: 15,200 B plus up to 800 skipped; two 1,200 B bodies more
+	 * cannot fit in 16 KiB. */
+	assert_int_equal(sendq_reserve(&q, 2, 2400, 1200), 0);
+	assert_int_equal(q.bytes_cap, 32768);
+	sendq_free(&q);
+}
+
 /* The congestion window's rules (cc.c), in bytes with a 1,000 B datagram. */
 static void test_cc_slow_start_and_limits(void **state)
 {
@@ -370,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_ackq_remove),
 		cmocka_unit_test(test_ackq_grows_to_max),
 		cmocka_unit_test(test_sendq_ring_grows_while_wrapped),
+		cmocka_unit_test(test_sendq_grows_only_when_bodies_do_not_fit),
 		cmocka_unit_test(test_cc_slow_start_and_limits),
 		cmocka_unit_test(test_cc_loss_and_timeout),
 	};
