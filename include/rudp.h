@@ -248,10 +248,11 @@ typedef struct rudp_config {
 	 * window and its resends: turn it on for bulk transfers over paths
 	 * others share. RUDP_CC_NONE (default) keeps only window_frames: over
 	 * loopback with 1,024-2,048 busy connections (endpoints short of CPU,
-	 * so the RTT rises without a network queue) the window cut resends
-	 * to a third but not the throughput, which it lowered in more runs
-	 * than it raised (docs/benchmarks.md), so it is not on by default
-	 * yet. Unreliable messages are never held back by either. */
+	 * so the RTT rises without a network queue) the window halves the
+	 * socket-buffer drops but lowers throughput by 6-25 % and raises the
+	 * p99 RTT, and on random loss it is level (docs/benchmarks.md,
+	 * "Congestion control again"), so it is not on by default. Unreliable
+	 * messages are never held back by either. */
 	int congestion_control;
 } rudp_config;
 
