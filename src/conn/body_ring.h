@@ -19,8 +19,9 @@
  * they cost no memory. A ring growing to 64 KiB leaves at most 20 KiB
  * behind, and of that the 16 KiB block goes back to the system but for
  * its first and last page (body_ring_release_pages: it is copied, not
- * realloc'd, so its pages can be released before the free). Measured on the one-connection rudp-bench server (800 B, the
- * rudp-batch-policy column): heap 468 -> 348 KiB. A single 64 KiB block
+ * realloc'd, so its pages can be released before the free). Measured on
+ * the one-connection rudp-bench server (800 B, the rudp-batch-policy
+ * column): heap 468 -> 348 KiB. A single 64 KiB block
  * from the first growth on did no better there and spread a process with
  * 1,024 client hosts over four times the address space (rudp-send 10 %
  * slower in six of six alternations), so the block grows step by step.
