@@ -256,10 +256,11 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 
 /* A ring grows only when the bodies would not fit where they will be put:
  * at a steady 20 unacknowledged 800 B messages, 16 KiB holds them on every
- * lap (at most one 800 B skip at the ring's end), so it stays 16 KiB; a
- * 21st that does not fit grows it. Once it held 16 messages plus a whole
- * body of slack and doubled at the 17th. Multi-fragment runs (1,200 B
- * bodies) are placed one body at a time, as sendq_push places them. */
+ * lap (the 384 B left at the ring's end are skipped), so it stays 16 KiB.
+ * Once it held 16 messages plus a whole body of slack and doubled at the
+ * 17th. A message of two 1,200 B fragments is placed one body at a time,
+ * as sendq_push places them, and with 19 held it does not fit: the ring
+ * grows, every body intact. */
 static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 {
 	struct sendq q;
