@@ -528,6 +528,11 @@ void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats
 	out->reliable_queue_bytes = p->staged_bytes[KIND_REL] + (c ? c->rel_unsent_wire : 0);
 	out->unreliable_queue_bytes = p->staged_bytes[KIND_UNREL];
 	out->in_flight_bytes = c ? in_flight_bytes(c) : 0;
+	out->stage_ring_bytes = 0;
+	for (int kind = 0; kind < 2; kind++) {
+		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++)
+			out->stage_ring_bytes += p->cls[kind][i].bytes_cap;
+	}
 }
 
 void rudp_policy_conn_closing(struct rudp_conn *c)

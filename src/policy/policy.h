@@ -78,6 +78,9 @@ struct rudp_policy_stats {
 	uint64_t peak_reliable_queue_bytes;
 	uint64_t peak_unreliable_queue_bytes;
 	uint64_t peak_in_flight_bytes;
+	/* Capacity of the byte rings that hold staged bodies, all classes:
+	 * what staging costs in memory now (body_ring.h), not what is staged. */
+	uint64_t stage_ring_bytes;
 };
 
 struct send_policy;

@@ -389,6 +389,40 @@ static void test_stage_ring_grows_while_wrapped(void **state)
 	pair_free(s);
 }
 
+/* A class's stage ring grows only when a body does not fit where it would
+ * be placed: twenty 800 B bodies stay in 16 KiB lap after lap (each lap
+ * skips 384 B at the ring's end), where reserving a whole body of slack
+ * would double the ring to 32 KiB at the twentieth (conn/body_ring.h). */
+static void test_stage_ring_holds_bodies_that_fit_exactly(void **state)
+{
+	struct psim *s = pair(1, &fast);
+	struct rudp_policy_config p = defaults();
+	struct rudp_policy_stats st;
+	uint32_t seq = 0;
+
+	(void)state;
+	psim_attach_policy(s, 0, &p);
+	for (int step = 0; step < 500; step++) {
+		/* A window of one frame: each round trip takes one message off
+		 * the stage, and the stage is topped up to twenty again. */
+		while (stats(s, 0).reliable_staged_bytes[RUDP_CONN_PRIO_LOW] < 20 * 800) {
+			assert_int_equal(psim_send(s, 0, 800, 'x', seq, 3, 0, RUDP_CONN_PRIO_LOW), 0);
+			seq++;
+		}
+		st = stats(s, 0);
+		assert_int_equal(st.stage_ring_bytes, 16384);
+		psim_run(s, never, 10 * MS);
+	}
+	/* Past 20 laps of the ring, and every message arrives in order. */
+	assert_true(seq > 20 * 20);
+	psim_settle(s, 600 * SEC);
+	assert_int_equal(s->ep[1].nlog, seq);
+	for (uint32_t i = 0; i < seq; i++)
+		assert_int_equal(s->ep[1].log[i].seq, i);
+	assert_int_equal(stats(s, 0).stage_ring_bytes, 16384);
+	pair_free(s);
+}
+
 static bool both_closed(struct psim *s)
 {
 	return s->ep[0].closed && s->ep[1].closed;
@@ -572,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_anti_starvation),
 		cmocka_unit_test(test_ordered_channel_keeps_send_order),
 		cmocka_unit_test(test_stage_ring_grows_while_wrapped),
+		cmocka_unit_test(test_stage_ring_holds_bodies_that_fit_exactly),
 		cmocka_unit_test(test_straight_in_only_with_room_to_spare),
 		cmocka_unit_test(test_disconnect_delivers_staged),
 		cmocka_unit_test(test_close_counts_staged_as_dropped),
