@@ -53,6 +53,21 @@
  * back to the system before it is freed (body_ring_release_pages). */
 #define BODY_RING_RELEASE_MIN 16384u
 
+/* Gives the whole pages in [from, to) back to the system (madvise
+ * MADV_DONTNEED); they read as zeros when touched again. */
+static inline void body_ring_release_range(uint8_t *from, uint8_t *to)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo, hi;
+
+	if (page == 0 || (page & (page - 1)) != 0 || to <= from)
+		return;
+	lo = ((uintptr_t)from + page - 1) & ~(page - 1);
+	hi = (uintptr_t)to & ~(page - 1);
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /*
  * Gives back the whole pages inside a block about to be freed, keeping its
  * first and last bytes, where the allocator keeps its free-list links and
@@ -66,15 +81,32 @@
  */
 static inline void body_ring_release_pages(uint8_t *block, uint64_t size)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo, hi;
-
-	if (page == 0 || (page & (page - 1)) != 0 || size < 2 * BODY_RING_ALLOC_META)
+	if (size < 2 * BODY_RING_ALLOC_META)
 		return;
-	lo = ((uintptr_t)block + BODY_RING_ALLOC_META + page - 1) & ~(page - 1);
-	hi = ((uintptr_t)block + (uintptr_t)size - BODY_RING_ALLOC_META) & ~(page - 1);
-	if (hi > lo)
-		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	body_ring_release_range(block + BODY_RING_ALLOC_META, block + size - BODY_RING_ALLOC_META);
+}
+
+/* What an idle ring that had grown shrinks back to (body_ring_trim): the
+ * ring most connections live in (20 bodies of 800 B). */
+#define BODY_RING_KEEP 16384u
+
+/*
+ * Shrinks an empty ring of *cap bytes (more than BODY_RING_KEEP) in a block
+ * of `block` bytes to BODY_RING_KEEP, giving the pages past that back to the
+ * system; the block stays, so growing again is in place and touches the
+ * pages afresh. Why: a burst (or lost ACKs) grows a peer's ring to hold a
+ * window of datagrams (128 KiB at 64 frames of 1,400 B) or whatever the
+ * application queued, and without this it stays resident for the
+ * connection's life: in a server of thousands of peers, for every peer
+ * that ever had a burst. The caller resets its positions (the ring is
+ * empty) and decides when a ring has been idle long enough.
+ */
+static inline void body_ring_trim(uint8_t *buf, uint64_t *cap, uint64_t block)
+{
+	if (*cap <= BODY_RING_KEEP)
+		return;
+	body_ring_release_range(buf + BODY_RING_KEEP, buf + block - BODY_RING_ALLOC_META);
+	*cap = BODY_RING_KEEP;
 }
 
 /* The block for a ring that must grow to cap (a power of two) and cannot

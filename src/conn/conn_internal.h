@@ -156,6 +156,7 @@ struct sendq {
 	uint64_t bytes_tail;
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
+	uint64_t grown_us; /* conn time of the body ring's last growth (sendq_trim_idle) */
 };
 
 void sendq_init(struct sendq *q);
@@ -180,6 +181,9 @@ static inline const uint8_t *sendq_body(const struct sendq *q, const struct send
 	return q->bytes + (f->body_pos & (q->bytes_cap - 1));
 }
 void sendq_pop_front(struct sendq *q);
+/* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
+ * for SENDQ_TRIM_AFTER_US shrinks back to it (conn/body_ring.h). */
+void sendq_trim_idle(struct sendq *q, uint64_t now_us);
 
 /* ---- ackq.c: outgoing ACK/NACK ranges ---- */
 

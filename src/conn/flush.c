@@ -484,5 +484,9 @@ int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
 
 	conn_maybe_queue_keepalive(c, now_us);
 	emitted += flush_data(c, now_us, &blocked);
+	/* Idle connections flush at least for their keepalive, so a ring a
+	 * burst grew is given back within a keepalive interval or so. */
+	sendq_trim_idle(&c->rel, now_us);
+	sendq_trim_idle(&c->unrel, now_us);
 	return emitted;
 }

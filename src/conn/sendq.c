@@ -142,6 +142,21 @@ struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, 
 	return f;
 }
 
+/* A ring that grew keeps its size this long after its last growth: a peer
+ * sending in bursts keeps its ring between them, and trimming costs a
+ * system call and the page faults of growing again. */
+#define SENDQ_TRIM_AFTER_US 1000000u
+
+void sendq_trim_idle(struct sendq *q, uint64_t now_us)
+{
+	if (q->frames_count != 0 || q->bytes_cap <= BODY_RING_KEEP ||
+	    now_us - q->grown_us < SENDQ_TRIM_AFTER_US)
+		return;
+	body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
+	q->bytes_head = 0;
+	q->bytes_tail = 0;
+}
+
 void sendq_pop_front(struct sendq *q)
 {
 	struct sendq_frame *f = sendq_at(q, 0);
@@ -221,6 +236,7 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	struct rudp_wire_frame wf;
 	struct sendq_frame tmpl;
 	struct sendq *q;
+	uint64_t ring_before;
 	int rc;
 
 	/* Reliable indexes must stay well inside half the 24-bit space from the
@@ -229,9 +245,12 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	q = rudp_wire_is_reliable(rel) ? &c->rel : &c->unrel;
+	ring_before = q->bytes_cap;
 	rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max);
 	if (rc < 0)
 		return rc;
+	if (q->bytes_cap != ring_before)
+		q->grown_us = c->now_us;
 
 	if (ix_or_null)
 		ix = *ix_or_null;

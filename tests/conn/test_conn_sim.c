@@ -546,6 +546,62 @@ static void test_tail_loss_probe(void **state)
 	sim_delete(s);
 }
 
+static void send_burst(struct sim *s, uint32_t n, uint32_t len)
+{
+	uint8_t msg[1000];
+
+	assert_true(len <= sizeof(msg));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t seq = s->ep[0].tx_next[RUDP_WIRE_RELIABLE_ORDERED][0]++;
+
+		sim_make_message(msg, len, RUDP_WIRE_RELIABLE_ORDERED, 0, seq);
+		assert_int_equal(rudp_conn_send(s->ep[0].c, msg, len, RUDP_WIRE_RELIABLE_ORDERED, 0, s->now),
+				 0);
+		s->ep[0].sent++;
+	}
+	s->ep[0].work.count = s->ep[0].sent;
+}
+
+static bool never_done(struct sim *s)
+{
+	(void)s;
+	return false;
+}
+
+static bool client_all_acked(struct sim *s)
+{
+	return s->ep[0].c->rel.frames_count == 0;
+}
+
+/* The send ring a burst grew is given back once the connection has been
+ * idle (everything acknowledged) for a second, through the flushes an idle
+ * connection still makes (keepalive), and the next burst grows it again
+ * with every message delivered intact. */
+static void test_idle_send_ring_shrinks(void **state)
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s;
+
+	(void)state;
+	s = sim_new(5, &cfg, &clean_link);
+	connect_pair(s);
+	for (int burst = 0; burst < 2; burst++) {
+		uint64_t start = s->now;
+
+		send_burst(s, 60, 1000);
+		assert_int_equal(s->ep[0].c->rel.bytes_cap, 65536);
+		assert_true(sim_run(s, sim_all_delivered, 10 * SEC));
+		assert_true(sim_run(s, client_all_acked, 10 * SEC));
+		/* Acknowledged, but grown under a second ago: kept. */
+		assert_true(s->now - start < SEC);
+		assert_int_equal(s->ep[0].c->rel.bytes_cap, 65536);
+		sim_run(s, never_done, 3 * SEC);
+		assert_int_equal(s->ep[0].c->rel.bytes_cap, 16384);
+	}
+	sim_assert_complete(s, 1);
+	sim_delete(s);
+}
+
 static void test_retransmit_backoff(void **state)
 {
 	struct rudp_conn_config cfg = test_config(1492);
@@ -856,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_connect_timeout),
 		cmocka_unit_test(test_retransmit_backoff),
 		cmocka_unit_test(test_tail_loss_probe),
+		cmocka_unit_test(test_idle_send_ring_shrinks),
 		cmocka_unit_test(test_lost_acks_inferred),
 		cmocka_unit_test(test_echo_loss_recovery),
 		cmocka_unit_test(test_echo_loss_with_cc),

@@ -300,6 +300,56 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 	sendq_free(&q);
 }
 
+/* An empty ring a burst grew shrinks back to 16 KiB once it has gone
+ * SENDQ_TRIM_AFTER_US (1 s) without growing, never while it holds a body,
+ * and grows again in its block with every body intact. */
+static void test_sendq_idle_ring_shrinks(void **state)
+{
+	struct sendq q;
+	uint8_t body[1000];
+	struct sendq_frame tmpl;
+	uint64_t block;
+
+	(void)state;
+	memset(&tmpl, 0, sizeof(tmpl));
+	sendq_init(&q);
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < 60; i++) {
+			assert_int_equal(sendq_reserve(&q, 1, 1000, 1000), 0);
+			memset(body, (int)(i + 7 * round), sizeof(body));
+			tmpl.reliable_index = i;
+			sendq_push(&q, &tmpl, body, sizeof(body));
+		}
+		assert_int_equal(q.bytes_cap, 65536);
+		if (round == 0)
+			block = q.bytes_block;
+		/* Grown again in place: the block the first burst left. */
+		assert_int_equal(q.bytes_block, block);
+		for (uint32_t i = 0; i < 60; i++) {
+			memset(body, (int)(i + 7 * round), sizeof(body));
+			assert_memory_equal(sendq_body(&q, sendq_at(&q, i)), body, sizeof(body));
+		}
+		q.grown_us = 5000000;
+		/* Not while a body is held, however long ago the growth was. */
+		while (q.frames_count > 1)
+			sendq_pop_front(&q);
+		sendq_trim_idle(&q, 60000000);
+		assert_int_equal(q.bytes_cap, 65536);
+		sendq_pop_front(&q);
+		/* Empty, but grown less than a second ago. */
+		sendq_trim_idle(&q, 5999999);
+		assert_int_equal(q.bytes_cap, 65536);
+		sendq_trim_idle(&q, 6000000);
+		assert_int_equal(q.bytes_cap, 16384);
+		assert_int_equal(q.bytes_head, 0);
+		assert_int_equal(q.bytes_tail, 0);
+	}
+	/* A ring that never grew past 16 KiB stays as it is. */
+	sendq_trim_idle(&q, 60000000);
+	assert_int_equal(q.bytes_cap, 16384);
+	sendq_free(&q);
+}
+
 /* The congestion window's rules (cc.c), in bytes with a 1,000 B datagram. */
 static void test_cc_slow_start_and_limits(void **state)
 {
@@ -417,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_ackq_grows_to_max),
 		cmocka_unit_test(test_sendq_ring_grows_while_wrapped),
 		cmocka_unit_test(test_sendq_grows_only_when_bodies_do_not_fit),
+		cmocka_unit_test(test_sendq_idle_ring_shrinks),
 		cmocka_unit_test(test_cc_slow_start_and_limits),
 		cmocka_unit_test(test_cc_loss_and_timeout),
 	};
