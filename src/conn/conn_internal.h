@@ -182,7 +182,7 @@ static inline const uint8_t *sendq_body(const struct sendq *q, const struct send
 }
 void sendq_pop_front(struct sendq *q);
 /* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
- * for SENDQ_TRIM_AFTER_US shrinks back to it (conn/body_ring.h). */
+ * for BODY_RING_TRIM_AFTER_US shrinks back to it (conn/body_ring.h). */
 void sendq_trim_idle(struct sendq *q, uint64_t now_us);
 
 /* ---- ackq.c: outgoing ACK/NACK ranges ---- */

@@ -142,15 +142,10 @@ struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, 
 	return f;
 }
 
-/* A ring that grew keeps its size this long after its last growth: a peer
- * sending in bursts keeps its ring between them, and trimming costs a
- * system call and the page faults of growing again. */
-#define SENDQ_TRIM_AFTER_US 1000000u
-
 void sendq_trim_idle(struct sendq *q, uint64_t now_us)
 {
 	if (q->frames_count != 0 || q->bytes_cap <= BODY_RING_KEEP ||
-	    now_us - q->grown_us < SENDQ_TRIM_AFTER_US)
+	    now_us - q->grown_us < BODY_RING_TRIM_AFTER_US)
 		return;
 	body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
 	q->bytes_head = 0;

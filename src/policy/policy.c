@@ -39,10 +39,12 @@ struct stage_class {
 	uint64_t bytes_head;
 	uint64_t bytes_tail;
 	uint64_t body_bytes;
+	uint64_t grown_us; /* conn time of the ring's last growth (policy_trim_idle) */
 	uint32_t passed; /* picks that went elsewhere while this class waited */
 };
 
 enum { KIND_REL = 0, KIND_UNREL = 1 };
+_Static_assert(2 * RUDP_CONN_PRIORITIES <= 8, "grown_classes has a bit per class");
 
 struct send_policy {
 	struct rudp_policy_config cfg;
@@ -52,6 +54,7 @@ struct send_policy {
 	uint64_t staged_bytes[2];
 	uint64_t next_age;
 	bool refused; /* a send was refused and the writable signal is still owed */
+	uint8_t grown_classes; /* bit kind * 4 + priority: ring above BODY_RING_KEEP */
 	struct rudp_policy_stats st; /* counters and peaks; byte gauges are computed */
 	bool have_final;
 	struct rudp_policy_stats final_st;
@@ -140,8 +143,9 @@ static const uint8_t *class_body(const struct stage_class *q, const struct stage
 	return q->bytes + (m->pos & (q->bytes_cap - 1));
 }
 
-/* Room for one more message of len bytes; 0 or RUDP_CONN_E_NOMEM (nothing changed). */
-static int class_reserve(struct stage_class *q, uint32_t len)
+/* Room for one more message of len bytes; 0 or RUDP_CONN_E_NOMEM (nothing
+ * changed). A growth is stamped with now_us for policy_trim_idle. */
+static int class_reserve(struct stage_class *q, uint32_t len, uint64_t now_us)
 {
 	/* A body that would wrap skips to the ring's start, wasting less than len. */
 	uint64_t need = q->bytes_head - q->bytes_tail + 2ull * len;
@@ -171,6 +175,7 @@ static int class_reserve(struct stage_class *q, uint32_t len)
 			class_at(q, i)->pos -= base;
 		q->bytes_tail -= base;
 		q->bytes_head -= base;
+		q->grown_us = now_us;
 	}
 	return 0;
 }
@@ -382,9 +387,11 @@ int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t r
 			return 0;
 		}
 	}
-	rc = class_reserve(q, (uint32_t)len);
+	rc = class_reserve(q, (uint32_t)len, c->now_us);
 	if (rc < 0)
 		return rc;
+	if (q->bytes_cap > BODY_RING_KEEP)
+		p->grown_classes |= (uint8_t)(1u << (kind * RUDP_CONN_PRIORITIES + priority));
 	if (kind == KIND_UNREL) {
 		/* The newest unreliable message is the one worth sending: make room
 		 * by dropping the oldest (len <= one frame body < the reserve). */
@@ -467,9 +474,30 @@ void policy_drain_all(struct rudp_conn *c)
 	drain(c, c->policy);
 }
 
+/* Stage rings a burst grew shrink back once empty and a second past their
+ * last growth, as the conn's send rings do (sendq_trim_idle): the stage
+ * can hold up to the soft budget (256 KiB by default) per class. */
+static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
+{
+	for (int bit = 0; bit < 2 * RUDP_CONN_PRIORITIES; bit++) {
+		struct stage_class *q = &p->cls[bit / RUDP_CONN_PRIORITIES][bit % RUDP_CONN_PRIORITIES];
+
+		if (!(p->grown_classes & (1u << bit)) || q->count != 0 ||
+		    now_us - q->grown_us < BODY_RING_TRIM_AFTER_US)
+			continue;
+		body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
+		q->bytes_head = 0;
+		q->bytes_tail = 0;
+		p->grown_classes &= (uint8_t) ~(1u << bit);
+	}
+}
+
 void policy_after_flush(struct rudp_conn *c, bool budget_spent)
 {
 	struct send_policy *p = c->policy;
+
+	if (p->grown_classes)
+		policy_trim_idle(p, c->now_us);
 
 	if (budget_spent)
 		p->st.flushes_budget_limited++;

@@ -423,6 +423,37 @@ static void test_stage_ring_holds_bodies_that_fit_exactly(void **state)
 	pair_free(s);
 }
 
+/* A stage ring a burst grew shrinks back to 16 KiB once its class is empty
+ * and a second has passed since it last grew (the idle connection's
+ * keepalive flush does it), and grows again for the next burst. */
+static void test_idle_stage_ring_shrinks(void **state)
+{
+	struct psim *s = pair(8, &fast);
+	struct rudp_policy_config p = defaults();
+	uint32_t seq = 0;
+
+	(void)state;
+	psim_attach_policy(s, 0, &p);
+	for (int burst = 0; burst < 2; burst++) {
+		uint64_t start = s->now;
+
+		for (int i = 0; i < 100; i++, seq++)
+			assert_int_equal(psim_send(s, 0, 1000, 'b', seq, 3, 0, RUDP_CONN_PRIO_LOW), 0);
+		/* 96 of them staged: 96,000 B in a 128 KiB ring. */
+		assert_int_equal(stats(s, 0).stage_ring_bytes, 131072);
+		psim_settle(s, 10 * SEC);
+		assert_int_equal(s->ep[1].nlog, seq);
+		assert_true(s->now - start < SEC);
+		assert_int_equal(stats(s, 0).reliable_staged_bytes[RUDP_CONN_PRIO_LOW], 0);
+		assert_int_equal(stats(s, 0).stage_ring_bytes, 131072);
+		psim_run(s, never, 3 * SEC);
+		assert_int_equal(stats(s, 0).stage_ring_bytes, 16384);
+	}
+	for (uint32_t i = 0; i < seq; i++)
+		assert_int_equal(s->ep[1].log[i].seq, i);
+	pair_free(s);
+}
+
 static bool both_closed(struct psim *s)
 {
 	return s->ep[0].closed && s->ep[1].closed;
@@ -607,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_ordered_channel_keeps_send_order),
 		cmocka_unit_test(test_stage_ring_grows_while_wrapped),
 		cmocka_unit_test(test_stage_ring_holds_bodies_that_fit_exactly),
+		cmocka_unit_test(test_idle_stage_ring_shrinks),
 		cmocka_unit_test(test_straight_in_only_with_room_to_spare),
 		cmocka_unit_test(test_disconnect_delivers_staged),
 		cmocka_unit_test(test_close_counts_staged_as_dropped),
