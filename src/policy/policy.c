@@ -44,7 +44,6 @@ struct stage_class {
 };
 
 enum { KIND_REL = 0, KIND_UNREL = 1 };
-_Static_assert(2 * RUDP_CONN_PRIORITIES <= 8, "grown_classes has a bit per class");
 
 struct send_policy {
 	struct rudp_policy_config cfg;
@@ -54,7 +53,6 @@ struct send_policy {
 	uint64_t staged_bytes[2];
 	uint64_t next_age;
 	bool refused; /* a send was refused and the writable signal is still owed */
-	uint8_t grown_classes; /* bit kind * 4 + priority: ring above BODY_RING_KEEP */
 	struct rudp_policy_stats st; /* counters and peaks; byte gauges are computed */
 	bool have_final;
 	struct rudp_policy_stats final_st;
@@ -390,8 +388,6 @@ int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t r
 	rc = class_reserve(q, (uint32_t)len, c->now_us);
 	if (rc < 0)
 		return rc;
-	if (q->bytes_cap > BODY_RING_KEEP)
-		p->grown_classes |= (uint8_t)(1u << (kind * RUDP_CONN_PRIORITIES + priority));
 	if (kind == KIND_UNREL) {
 		/* The newest unreliable message is the one worth sending: make room
 		 * by dropping the oldest (len <= one frame body < the reserve). */
@@ -479,16 +475,17 @@ void policy_drain_all(struct rudp_conn *c)
  * can hold up to the soft budget (256 KiB by default) per class. */
 static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
 {
-	for (int bit = 0; bit < 2 * RUDP_CONN_PRIORITIES; bit++) {
-		struct stage_class *q = &p->cls[bit / RUDP_CONN_PRIORITIES][bit % RUDP_CONN_PRIORITIES];
+	for (int kind = 0; kind < 2; kind++) {
+		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
+			struct stage_class *q = &p->cls[kind][i];
 
-		if (!(p->grown_classes & (1u << bit)) || q->count != 0 ||
-		    now_us - q->grown_us < BODY_RING_TRIM_AFTER_US)
-			continue;
-		body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
-		q->bytes_head = 0;
-		q->bytes_tail = 0;
-		p->grown_classes &= (uint8_t) ~(1u << bit);
+			if (q->count != 0 || q->bytes_cap <= BODY_RING_KEEP ||
+			    now_us - q->grown_us < BODY_RING_TRIM_AFTER_US)
+				continue;
+			body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
+			q->bytes_head = 0;
+			q->bytes_tail = 0;
+		}
 	}
 }
 
@@ -496,9 +493,7 @@ void policy_after_flush(struct rudp_conn *c, bool budget_spent)
 {
 	struct send_policy *p = c->policy;
 
-	if (p->grown_classes)
-		policy_trim_idle(p, c->now_us);
-
+	policy_trim_idle(p, c->now_us);
 	if (budget_spent)
 		p->st.flushes_budget_limited++;
 	raise_peak(&p->st.peak_in_flight_bytes, in_flight_bytes(c));
