@@ -473,7 +473,7 @@ bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f)
 		   c->state == RUDP_CONN_STATE_CONNECTING;
 	if (!request && !accepted)
 		return true;
-	return sendq_reserve(&c->rel, nframes, CONN_ANSWER_MAX, c->frag_body_max) == 0;
+	return sendq_reserve(&c->rel, nframes, CONN_ANSWER_MAX, c->frag_body_max, c->now_us) == 0;
 }
 
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us)

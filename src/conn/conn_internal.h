@@ -162,8 +162,9 @@ struct sendq {
 void sendq_init(struct sendq *q);
 void sendq_free(struct sendq *q);
 /* Makes room for nframes more records and nbytes more body bytes split in
- * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). */
-int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body);
+ * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). A
+ * growth of the body ring is stamped with now_us (sendq_trim_idle). */
+int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us);
 /* Appends a record (copied from tmpl) with a copy of body; room must be reserved. */
 struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
 			       uint16_t len);

@@ -101,7 +101,7 @@ static bool sendq_bodies_fit(const struct sendq *q, uint64_t nbytes, uint32_t ma
 	return true;
 }
 
-int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body)
+int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us)
 {
 	uint64_t used = q->bytes_head - q->bytes_tail;
 	/* After growing, the run must fit wherever the head then is: it wraps
@@ -118,6 +118,7 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 		rc = sendq_grow_bytes(q, need);
 		if (rc < 0)
 			return rc;
+		q->grown_us = now_us;
 	}
 	return 0;
 }
@@ -231,7 +232,6 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	struct rudp_wire_frame wf;
 	struct sendq_frame tmpl;
 	struct sendq *q;
-	uint64_t ring_before;
 	int rc;
 
 	/* Reliable indexes must stay well inside half the 24-bit space from the
@@ -240,12 +240,9 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	q = rudp_wire_is_reliable(rel) ? &c->rel : &c->unrel;
-	ring_before = q->bytes_cap;
-	rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max);
+	rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max, c->now_us);
 	if (rc < 0)
 		return rc;
-	if (q->bytes_cap != ring_before)
-		q->grown_us = c->now_us;
 
 	if (ix_or_null)
 		ix = *ix_or_null;

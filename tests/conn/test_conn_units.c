@@ -232,7 +232,7 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 
 				memset(&tmpl, 0, sizeof(tmpl));
 				tmpl.reliable_index = next;
-				assert_int_equal(sendq_reserve(&q, 1, ring_len(next), ring_len(next)), 0);
+				assert_int_equal(sendq_reserve(&q, 1, ring_len(next), ring_len(next), 0), 0);
 				if (q.bytes_cap != cap && cap) {
 					grows++;
 					grows_lapped += tail >= cap;
@@ -271,11 +271,11 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
 	sendq_init(&q);
-	assert_int_equal(sendq_reserve(&q, 16, 16 * 800, 1200), 0);
+	assert_int_equal(sendq_reserve(&q, 16, 16 * 800, 1200, 0), 0);
 	assert_int_equal(q.bytes_cap, 16384);
 	for (int i = 0; i < 500; i++) {
 		while (next - oldest < 20) {
-			assert_int_equal(sendq_reserve(&q, 1, 800, 1200), 0);
+			assert_int_equal(sendq_reserve(&q, 1, 800, 1200, 0), 0);
 			assert_int_equal(q.bytes_cap, 16384);
 			memset(body, (int)(next & 0xff), 800);
 			tmpl.reliable_index = next++;
@@ -288,7 +288,7 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 	/* 19 held: 15,200 B plus up to 800 skipped; two 1,200 B bodies more
 	 * cannot fit in 16 KiB. The ring grows with its bodies intact, the
 	 * block it leaves given back (conn/body_ring.h). */
-	assert_int_equal(sendq_reserve(&q, 2, 2400, 1200), 0);
+	assert_int_equal(sendq_reserve(&q, 2, 2400, 1200, 0), 0);
 	assert_int_equal(q.bytes_cap, 32768);
 	for (uint32_t i = 0; i < q.frames_count; i++) {
 		const struct sendq_frame *f = sendq_at(&q, i);
@@ -315,7 +315,8 @@ static void test_sendq_idle_ring_shrinks(void **state)
 	sendq_init(&q);
 	for (int round = 0; round < 2; round++) {
 		for (uint32_t i = 0; i < 60; i++) {
-			assert_int_equal(sendq_reserve(&q, 1, 1000, 1000), 0);
+			/* Grown at 5 s (conn time), by the reserve's own stamp. */
+			assert_int_equal(sendq_reserve(&q, 1, 1000, 1000, 5000000), 0);
 			memset(body, (int)(i + 7 * round), sizeof(body));
 			tmpl.reliable_index = i;
 			sendq_push(&q, &tmpl, body, sizeof(body));
@@ -329,7 +330,6 @@ static void test_sendq_idle_ring_shrinks(void **state)
 			memset(body, (int)(i + 7 * round), sizeof(body));
 			assert_memory_equal(sendq_body(&q, sendq_at(&q, i)), body, sizeof(body));
 		}
-		q.grown_us = 5000000;
 		/* Not while a body is held, however long ago the growth was. */
 		while (q.frames_count > 1)
 			sendq_pop_front(&q);
