@@ -53,6 +53,7 @@ struct send_policy {
 	uint64_t staged_bytes[2];
 	uint64_t next_age;
 	bool refused; /* a send was refused and the writable signal is still owed */
+	uint64_t trim_checked_us; /* conn time policy_trim_idle last looked at the classes */
 	struct rudp_policy_stats st; /* counters and peaks; byte gauges are computed */
 	bool have_final;
 	struct rudp_policy_stats final_st;
@@ -493,7 +494,13 @@ void policy_after_flush(struct rudp_conn *c, bool budget_spent)
 {
 	struct send_policy *p = c->policy;
 
-	policy_trim_idle(p, c->now_us);
+	/* Not on every flush: looking at eight classes each time read 3-4 %
+	 * slower on the one-connection policy columns (8 noisy pairs), and a
+	 * few times a second is enough for a rule that waits a second. */
+	if (c->now_us - p->trim_checked_us >= BODY_RING_TRIM_AFTER_US / 4) {
+		p->trim_checked_us = c->now_us;
+		policy_trim_idle(p, c->now_us);
+	}
 	if (budget_spent)
 		p->st.flushes_budget_limited++;
 	raise_peak(&p->st.peak_in_flight_bytes, in_flight_bytes(c));
