@@ -24,10 +24,54 @@ void event_queue_free(struct event_queue *q)
 	memset(q, 0, sizeof(*q));
 }
 
-void event_queue_release(struct event_queue *q)
+/* How often an empty queue looks at whether its arena and event array can
+ * shrink, and the least each keeps. Why: a burst the application reads
+ * slowly grows the arena to what it held at once (up to max_pending_events
+ * messages: 64 MiB of 1,000 B ones at the default), and without this that
+ * stays resident for the host's life. Each shrinks to what the busiest
+ * moment since the last look needed, not to the floor, so a host that is
+ * steadily busy keeps its working size and pays no page faults or system
+ * calls for it; one that went quiet shrinks within two periods. */
+#define EVENT_QUEUE_TRIM_US 1000000u
+#define EVENT_ARENA_KEEP BODY_RING_KEEP
+#define EVENT_ITEMS_KEEP 64u
+
+/* The queue is empty: nothing in the arena or the array is live. */
+static void event_queue_trim(struct event_queue *q, uint64_t now_us)
+{
+	if (now_us - q->trim_checked_us < EVENT_QUEUE_TRIM_US)
+		return;
+	size_t bytes = EVENT_ARENA_KEEP;
+	while (bytes < q->arena_peak)
+		bytes *= 2;
+	if (bytes < q->arena_cap) {
+		/* The block stays (growing again is in place); its pages past
+		 * the kept size go back to the system. */
+		body_ring_release_range(q->arena + bytes, q->arena + q->arena_block - BODY_RING_ALLOC_META);
+		q->arena_cap = bytes;
+	}
+	uint32_t items = EVENT_ITEMS_KEEP;
+	while (items < q->count_peak)
+		items *= 2;
+	/* Only a fourfold excess: the array is copied when it grows again. */
+	if ((uint64_t)items * 4 <= q->cap) {
+		struct pending_event *smaller = realloc(q->items, items * sizeof(*smaller));
+		if (smaller) {
+			q->items = smaller;
+			q->cap = items;
+			q->head = 0;
+		}
+	}
+	q->arena_peak = 0;
+	q->count_peak = 0;
+	q->trim_checked_us = now_us;
+}
+
+void event_queue_release(struct event_queue *q, uint64_t now_us)
 {
 	if (q->count == 0) {
 		q->arena_start = q->arena_end = 0;
+		event_queue_trim(q, now_us);
 		return;
 	}
 	/* Data before the oldest queued event belonged to returned events. */
@@ -109,6 +153,10 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 	}
 	q->items[(q->head + q->count) % q->cap] = ev;
 	q->count++;
+	if (q->arena_end > q->arena_peak)
+		q->arena_peak = q->arena_end;
+	if (q->count > q->count_peak)
+		q->count_peak = q->count;
 	q->non_receive += ev.type != RUDP_EVENT_RECEIVE;
 	return 0;
 }

@@ -468,7 +468,7 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	if (sent_first)
 		rudp_io_flush(h->io);
 	free_seen_dead(h);
-	event_queue_release(&h->events);
+	event_queue_release(&h->events, h->now_us);
 
 	uint64_t start = h->now_us;
 	uint64_t limit = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000;

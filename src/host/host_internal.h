@@ -143,11 +143,18 @@ struct event_queue {
 	size_t arena_start, arena_end,
 		arena_cap; /* [start, end) holds data of queued or just-returned events */
 	size_t arena_block; /* size of the block at arena: arena_cap may grow to it in place */
+	/* Most arena bytes and events held at once since the last trim check,
+	 * and when that check was (event_queue_release). */
+	size_t arena_peak;
+	uint32_t count_peak;
+	uint64_t trim_checked_us;
 };
 void event_queue_init(struct event_queue *q, uint32_t max);
 void event_queue_free(struct event_queue *q);
-/* Releases data of events returned by the previous call. */
-void event_queue_release(struct event_queue *q);
+/* Releases data of events returned by the previous call; when the queue is
+ * empty, at most once per EVENT_QUEUE_TRIM_US, also shrinks the arena and
+ * the event array to what the busiest moment since the last check held. */
+void event_queue_release(struct event_queue *q, uint64_t now_us);
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
 /* Pops up to max into out (pointers into the arena). */
 int event_queue_pop(struct event_queue *q, rudp_event *out, int max);
