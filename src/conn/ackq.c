@@ -314,23 +314,30 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
  * however wide the records are. */
 static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sample *sample)
 {
-	const struct sent_history *h = &c->sent;
+	struct sent_history *h = &c->sent;
 	int32_t floor = -(int32_t)c->sent.size;
 	/* Visited even with nothing in flight: the slots of acknowledged
 	 * datagrams are cleared, or the history would take them for
 	 * datagrams still waiting and grow (builder_commit). */
 	uint32_t oldest = c->rel_sent > 0 ? sendq_at(&c->rel, 0)->reliable_index : 0;
 
-	for (uint32_t r = 0; r < nkeys; r++) {
+	/* Newest first, and no further once no slot is valid: an ACK names
+	 * again every datagram acknowledged among the last 128, and on a
+	 * path without loss all but the newest few were cleared by earlier
+	 * ACKs (walking them all was a seventh of a small echo's
+	 * instructions). A lost datagram whose frames went again in others
+	 * keeps its slot valid until it is reused: then the walk goes on. */
+	for (uint32_t r = nkeys; r-- > 0 && h->valid > 0;) {
 		int32_t lo = c->ack_keys[r].lo < floor ? floor : c->ack_keys[r].lo;
 
-		for (int32_t k = lo; k <= c->ack_keys[r].hi; k++) {
+		for (int32_t k = c->ack_keys[r].hi; k >= lo && h->valid > 0; k--) {
 			uint32_t seq = (c->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
 			uint32_t slot = seq & (h->size - 1);
 
 			if (h->tag[slot] != (seq | SENT_HISTORY_VALID))
 				continue;
 			h->tag[slot] = 0;
+			h->valid--;
 			/* Only the newest datagram named is timed, and only the
 			 * first time it is named: the others may be named again
 			 * because their first ACK was lost (the peer repeats

@@ -254,6 +254,10 @@ struct sent_history {
 	uint32_t *sent_us;
 	uint32_t *ring; /* reliable indexes, at position & (size - 1) */
 	uint32_t ring_head; /* next position written (wraps at 2^32, harmlessly) */
+	/* Slots whose tag is valid: an ACK (which names again up to
+	 * CONN_ACK_REPEAT_SPAN recent datagrams) stops looking once it has
+	 * cleared them all. */
+	uint32_t valid;
 	uint32_t size; /* slots, and ring entries: a power of two */
 	uint32_t max_size; /* four windows */
 };

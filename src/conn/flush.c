@@ -110,12 +110,14 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	/* Slots move to their seq's place in the larger table, unless part of
 	 * their run was overwritten already (not copied below: it would read
 	 * as valid in the larger ring). */
+	uint32_t valid = 0;
 	for (uint32_t i = 0; i < h->size; i++) {
 		uint32_t seq = h->tag[i] & ~SENT_HISTORY_VALID;
 		uint32_t j = seq & (size - 1);
 
 		if (!(h->tag[i] & SENT_HISTORY_VALID) || h->ring_head - h->first[i] > h->size)
 			continue;
+		valid++;
 		tag[j] = h->tag[i];
 		first[j] = h->first[i];
 		count[j] = h->count[i];
@@ -140,6 +142,7 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	h->sent_us = sent_us;
 	h->ring = ring;
 	h->size = size;
+	h->valid = valid;
 	return 0;
 }
 
@@ -192,6 +195,7 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	    sent_history_resize(h, h->size * 2) == 0)
 		slot = c->next_dgram_seq & (h->size - 1);
 
+	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
 	h->tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;
 	h->count[slot] = 0;

@@ -888,6 +888,78 @@ static void test_ack_repeats_recent(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* The repeated runs read the acknowledged bitmap a word at a time; they
+ * must be exactly what a walk bit by bit finds: runs crossing word
+ * boundaries and the bitmap's wrap, the span's end, the run limit. */
+static void reference_repeats(const uint64_t *bits, uint32_t highest, struct rudp_wire_range *out,
+			      uint32_t *n)
+{
+	*n = 0;
+	for (uint32_t k = 0; k < CONN_ACK_REPEAT_SPAN && *n < CONN_ACK_REPEAT_RANGES; k++) {
+		uint32_t i = (highest - k) % CONN_DGRAM_HISTORY;
+		uint32_t end = (highest - k) & RUDP_WIRE_U24_MASK;
+
+		if (!((bits[i / 64] >> (i % 64)) & 1))
+			continue;
+		while (k + 1 < CONN_ACK_REPEAT_SPAN) {
+			uint32_t j = (highest - k - 1) % CONN_DGRAM_HISTORY;
+			if (!((bits[j / 64] >> (j % 64)) & 1))
+				break;
+			k++;
+		}
+		out[*n].start = (highest - k) & RUDP_WIRE_U24_MASK;
+		out[*n].end = end;
+		(*n)++;
+	}
+}
+
+static void test_ack_repeats_match_bitwise_walk(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	struct rudp_wire_range want[CONN_ACK_REPEAT_RANGES];
+	uint64_t rng = 0x9e3779b97f4a7c15u;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	for (int round = 0; round < 4000; round++) {
+		struct rudp_conn *c = fk.c;
+		/* Bit patterns from all-set to sparse, runs of every length. */
+		for (uint32_t w = 0; w < CONN_DGRAM_HISTORY / 64; w++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			uint64_t r = rng;
+			switch (round % 5) {
+			case 0: c->dgram_acked[w] = ~(uint64_t)0; break;
+			case 1: c->dgram_acked[w] = r; break;
+			case 2: c->dgram_acked[w] = r & (r >> 1) & (r >> 2); break; /* sparse */
+			case 3: c->dgram_acked[w] = r | (r << 1) | (r << 2); break; /* dense */
+			default: c->dgram_acked[w] = (r & 1) ? ~(uint64_t)0 : 0; break;
+			}
+		}
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		c->have_highest_dgram = true;
+		/* Near the 24-bit wrap now and then, at any bit of a word. */
+		c->highest_dgram_seq = (uint32_t)(round % 7 == 0 ? (rng % 300) : rng) & RUDP_WIRE_U24_MASK;
+		c->acks.count = 0;
+		conn_repeat_recent_acks(c);
+		uint32_t n;
+		reference_repeats(c->dgram_acked, c->highest_dgram_seq, want, &n);
+		assert_int_equal(c->acks.count, n);
+		for (uint32_t i = 0; i < n; i++) {
+			assert_int_equal(c->acks.ranges[i].start, want[i].start);
+			assert_int_equal(c->acks.ranges[i].end, want[i].end);
+		}
+	}
+	fk.c->acks.count = 0;
+	memset(fk.c->dgram_acked, 0, sizeof(fk.c->dgram_acked));
+	rudp_conn_destroy(fk.c);
+}
+
 /* A NACK is taken once half the path's minimum RTT has passed since the
  * send, even when the smoothed RTT is much larger (queues built by our own
  * bursts inflate it, and drain while a loss stalls the window). */
@@ -1319,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_fuzz),
 		cmocka_unit_test(test_remote_disconnect_acks_first),
 		cmocka_unit_test(test_ack_repeats_recent),
+		cmocka_unit_test(test_ack_repeats_match_bitwise_walk),
 		cmocka_unit_test(test_nack_guard_uses_min_rtt),
 		cmocka_unit_test(test_rtt_sample_from_resend),
 		cmocka_unit_test(test_rto_restarts_on_ack_progress),
