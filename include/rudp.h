@@ -442,6 +442,12 @@ typedef struct rudp_host_stats {
 	 * datagrams_received says the host does not keep up with what arrives
 	 * (docs/io.md). */
 	uint64_t rx_rearms;
+	/** Datagrams dropped on their way out (reliable data among them is
+	 * resent): refused by the kernel (ENOBUFS, EPERM from a firewall
+	 * rule, EMSGSIZE past the path's MTU, ...) or built for a socket that
+	 * had been closed meanwhile. A count that grows says the host sends
+	 * into a wall: check the firewall and socket_sndbuf. */
+	uint64_t send_errors;
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */

@@ -138,6 +138,7 @@ int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
 	out->gso_sends = h->io->stats.gso_sends;
 	out->gro_receives = h->io->stats.gro_receives;
 	out->rx_rearms = h->io->stats.rx_rearms;
+	out->send_errors = h->io->stats.send_errors;
 	out->peers = h->peer_count;
 	out->io_backend = h->io->ops->name;
 	return 0;

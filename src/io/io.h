@@ -37,7 +37,11 @@ struct rudp_io_stats {
 	uint64_t recv_calls, send_calls;
 	uint64_t datagrams_received, datagrams_sent;
 	uint64_t bytes_received, bytes_sent;
-	uint64_t send_errors; /* datagrams the kernel refused (dropped; reliability resends) */
+	/* Datagrams dropped on the way out (reliability resends them): refused
+	 * by the kernel, or committed to a socket already removed (a
+	 * connection's socket closed with datagrams still being built) or
+	 * otherwise unsendable. */
+	uint64_t send_errors;
 	uint64_t gso_sends; /* send requests that carried two or more datagrams */
 	uint64_t direct_sends; /* io_uring: send requests made with a plain sendmsg (flush_direct) */
 	uint64_t rx_buffer_grows; /* io_uring: times the receive buffers were doubled */

@@ -201,8 +201,11 @@ static void mmsg_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const 
 {
 	struct io_mmsg *m = (struct io_mmsg *)io;
 	uint32_t i = m->tx_count;
-	if (len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(m->tx_addr[i]) || sock >= m->nfds || m->fds[sock] < 0)
+	if (len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(m->tx_addr[i]) || sock >= m->nfds ||
+	    m->fds[sock] < 0) {
+		io->stats.send_errors++;
 		return;
+	}
 	m->tx_sock[i] = sock;
 	memcpy(&m->tx_addr[i], addr, addrlen);
 	m->tx_iov[i].iov_base = m->tx_buf + (size_t)i * RUDP_IO_SLOT_SIZE;

@@ -938,8 +938,10 @@ static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const
 {
 	struct io_ring *r = (struct io_ring *)io;
 	uint32_t i = tx_take(r, sock, len, addr, addrlen);
-	if (i == UINT32_MAX)
+	if (i == UINT32_MAX) {
+		io->stats.send_errors++;
 		return;
+	}
 	/* A held movable datagram waits only for its own peer's run. */
 	if (r->movable != UINT32_MAX && !same_peer(&r->tx[r->movable], &r->tx[i]))
 		close_run(r);
@@ -970,8 +972,10 @@ static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t le
 		return;
 	}
 	uint32_t i = tx_take(r, sock, len, addr, addrlen);
-	if (i == UINT32_MAX)
+	if (i == UINT32_MAX) {
+		io->stats.send_errors++;
 		return;
+	}
 	bool to_run = r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[i]);
 	if (to_run && r->movable == UINT32_MAX && run_takes(r, len)) {
 		run_append(r, i);

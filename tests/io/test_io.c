@@ -1050,6 +1050,20 @@ static void sockets_added_and_removed(int backend)
 	usleep(20000);
 	rudp_io_remove_socket(io, 1);
 	close(fb);
+	/* A datagram built for the removed socket is dropped and counted,
+	 * and the slot is used again by the next one. */
+	uint64_t errors = io->stats.send_errors, sent = io->stats.datagrams_sent;
+	memset(rudp_io_tx_slot(io), 9, 100);
+	rudp_io_tx_commit_on(io, 1, 100, (struct sockaddr *)&from, fromlen);
+	assert_int_equal(rudp_io_flush(io), 0);
+	assert_int_equal(io->stats.send_errors, errors + 1);
+	assert_int_equal(io->stats.datagrams_sent, sent);
+	memset(rudp_io_tx_slot(io), 0, 100);
+	rudp_io_tx_commit_on(io, 0, 100, (struct sockaddr *)&from, fromlen);
+	assert_int_equal(rudp_io_flush(io), 1);
+	uint8_t got[200];
+	assert_int_equal(recv(tx, got, sizeof(got), 0), 100);
+	assert_int_equal(got[0], 0);
 	send_tagged(tx, &a, 4);
 	const uint32_t socks2[] = {0};
 	const uint8_t tags2[] = {4};
