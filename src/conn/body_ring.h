@@ -113,6 +113,34 @@ static inline void body_ring_trim(uint8_t *buf, uint64_t *cap, uint64_t block)
 	*cap = BODY_RING_KEEP;
 }
 
+/*
+ * The idle rule of an empty ring (the caller checks it holds no body): one
+ * nothing was put in for BODY_RING_TRIM_AFTER_US gives all its pages back
+ * (a connection that went quiet keeps its block, not its memory: 16 KiB a
+ * peer in a server of idle peers), once until its next use clears
+ * *released; one in use whose last growth is that old shrinks back to
+ * BODY_RING_KEEP. Returns whether it did either: the caller then resets its
+ * positions to 0.
+ */
+static inline bool body_ring_trim_idle(uint8_t *buf, uint64_t *cap, uint64_t block, uint64_t grown_us,
+				       uint64_t used_us, bool *released, uint64_t now_us)
+{
+	if (*released || *cap == 0)
+		return false;
+	if (now_us - used_us >= BODY_RING_TRIM_AFTER_US) {
+		if (*cap > BODY_RING_KEEP)
+			*cap = BODY_RING_KEEP;
+		body_ring_release_range(buf, buf + block);
+		*released = true;
+		return true;
+	}
+	if (*cap > BODY_RING_KEEP && now_us - grown_us >= BODY_RING_TRIM_AFTER_US) {
+		body_ring_trim(buf, cap, block);
+		return true;
+	}
+	return false;
+}
+
 /* The block for a ring that must grow to cap (a power of two) and cannot
  * do it in its current block of `block` bytes (0: none yet). */
 static inline uint64_t body_ring_block_size(uint64_t block, uint64_t cap)

@@ -157,6 +157,8 @@ struct sendq {
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
 	uint64_t grown_us; /* conn time of the body ring's last growth (sendq_trim_idle) */
+	uint64_t used_us; /* conn time of the last sendq_reserve (sendq_trim_idle) */
+	bool pages_released; /* idle: the ring's pages went back to the system */
 };
 
 void sendq_init(struct sendq *q);
@@ -183,7 +185,9 @@ static inline const uint8_t *sendq_body(const struct sendq *q, const struct send
 }
 void sendq_pop_front(struct sendq *q);
 /* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
- * for BODY_RING_TRIM_AFTER_US shrinks back to it (conn/body_ring.h). */
+ * for BODY_RING_TRIM_AFTER_US shrinks back to it (conn/body_ring.h); one
+ * that nothing was queued on for that long also gives all the ring's pages
+ * back, once until its next use. */
 void sendq_trim_idle(struct sendq *q, uint64_t now_us);
 
 /* ---- ackq.c: outgoing ACK/NACK ranges ---- */

@@ -109,6 +109,8 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 	uint64_t need = used + nbytes + max_body;
 	int rc;
 
+	q->used_us = now_us;
+	q->pages_released = false;
 	if ((uint64_t)q->frames_count + nframes > q->frames_cap) {
 		rc = sendq_grow_frames(q, q->frames_count + nframes);
 		if (rc < 0)
@@ -145,10 +147,9 @@ struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, 
 
 void sendq_trim_idle(struct sendq *q, uint64_t now_us)
 {
-	if (q->frames_count != 0 || q->bytes_cap <= BODY_RING_KEEP ||
-	    now_us - q->grown_us < BODY_RING_TRIM_AFTER_US)
+	if (q->frames_count != 0 || !body_ring_trim_idle(q->bytes, &q->bytes_cap, q->bytes_block, q->grown_us,
+							 q->used_us, &q->pages_released, now_us))
 		return;
-	body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
 	q->bytes_head = 0;
 	q->bytes_tail = 0;
 }

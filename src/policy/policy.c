@@ -40,6 +40,8 @@ struct stage_class {
 	uint64_t bytes_tail;
 	uint64_t body_bytes;
 	uint64_t grown_us; /* conn time of the ring's last growth (policy_trim_idle) */
+	uint64_t used_us; /* conn time of the last class_reserve (policy_trim_idle) */
+	bool pages_released; /* idle: the ring's pages went back to the system */
 	uint32_t passed; /* picks that went elsewhere while this class waited */
 };
 
@@ -149,6 +151,8 @@ static int class_reserve(struct stage_class *q, uint32_t len, uint64_t now_us)
 	/* A body that would wrap skips to the ring's start, wasting less than len. */
 	uint64_t need = q->bytes_head - q->bytes_tail + 2ull * len;
 
+	q->used_us = now_us;
+	q->pages_released = false;
 	if (q->count == q->cap) {
 		uint32_t cap = q->cap ? q->cap * 2 : STAGE_MIN_MSGS;
 		struct staged_msg *msgs = malloc((size_t)cap * sizeof(*msgs));
@@ -480,10 +484,10 @@ static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
 		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
 			struct stage_class *q = &p->cls[kind][i];
 
-			if (q->count != 0 || q->bytes_cap <= BODY_RING_KEEP ||
-			    now_us - q->grown_us < BODY_RING_TRIM_AFTER_US)
+			if (q->count != 0 ||
+			    !body_ring_trim_idle(q->bytes, &q->bytes_cap, q->bytes_block, q->grown_us,
+						 q->used_us, &q->pages_released, now_us))
 				continue;
-			body_ring_trim(q->bytes, &q->bytes_cap, q->bytes_block);
 			q->bytes_head = 0;
 			q->bytes_tail = 0;
 		}
