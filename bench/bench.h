@@ -88,6 +88,10 @@ struct wl {
 	uint8_t *fault_hold;
 	uint32_t fault_hold_len;
 	bool fault_holding;
+	/* librudp client columns: what the client's peers resent and the
+	 * duplicates they dropped (the server's resends that had arrived
+	 * already), summed at the end; -1 for other columns. */
+	int64_t frames_resent, duplicates_in;
 	char err[256];
 };
 

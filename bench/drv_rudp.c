@@ -431,6 +431,18 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 	}
 	rc = 0;
 out:
+	/* What the protocol resent to get the run through: spurious resends
+	 * show as the other side's duplicates. */
+	if (t.h && t.peer) {
+		w->frames_resent = w->duplicates_in = 0;
+		for (uint32_t c = 0; c < nc; c++) {
+			rudp_peer_stats st;
+			if (t.peer[c] && rudp_peer_stats_get(t.peer[c], &st) == 0) {
+				w->frames_resent += (int64_t)st.frames_retransmitted;
+				w->duplicates_in += (int64_t)st.duplicates_dropped;
+			}
+		}
+	}
 	rudp_host_destroy(t.h);
 	free(t.peer);
 	free(t.unsent);

@@ -553,6 +553,15 @@ static int parse_result(const char *out, struct run *r)
 		       &r->rtt_p99_us, &r->connect_p50_ms, &r->connect_p99_ms);
 	if (n != 9)
 		return -1;
+	/* Optional, librudp columns only; on the RESULT line itself. */
+	const char *eol = strchr(p, '\n');
+	const char *q = strstr(p, " resent=");
+	long long resent, dups;
+	if (q && (!eol || q < eol) && sscanf(q, " resent=%lld dups=%lld", &resent, &dups) == 2 &&
+	    resent >= 0 && dups >= 0) {
+		r->client_resent = resent;
+		r->client_dups = dups;
+	}
 	r->verified_msgs = verified;
 	r->messages = messages;
 	r->verified = verified == messages;
@@ -576,6 +585,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	pid_t emu = -1;
 	int rc = -1;
 	r->rcvbuf_errors = -1;
+	r->client_resent = r->client_dups = -1;
 	if (use_ns) {
 		snprintf(ns_s, sizeof ns_s, "rudpb-%d-%d", (int)getpid(), seq);
 		if (ns_create(ns_s) < 0) {

@@ -666,6 +666,9 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 			fprintf(f, "\"rcvbuf_errors\": null, ");
 		else
 			fprintf(f, "\"rcvbuf_errors\": %ld, ", r->rcvbuf_errors);
+		if (r->client_resent >= 0)
+			fprintf(f, "\"client_resent\": %lld, \"client_dups\": %lld, ",
+				(long long)r->client_resent, (long long)r->client_dups);
 		jnum(f, "connect_p50_ms", r->ok ? r->connect_p50_ms : -1);
 		fprintf(f, ", ");
 		jnum(f, "connect_p99_ms", r->ok ? r->connect_p99_ms : -1);

@@ -49,6 +49,9 @@ struct run {
 	double rtt_p50_us, rtt_p95_us, rtt_p99_us;
 	double connect_p50_ms, connect_p99_ms;
 	long rss_client_kib, rss_server_kib, rcvbuf_errors;
+	/* librudp columns: frames the client resent and duplicates it dropped
+	 * (the server's resends of what had arrived); -1: not reported. */
+	int64_t client_resent, client_dups;
 	double seconds;
 	char impairment[128];
 	char error[256];

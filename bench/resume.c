@@ -287,6 +287,15 @@ static int run_pair(void *ctx, const char *key, const struct jv *v)
 		return 0;
 	} else if (!strcmp(key, "error")) {
 		return 0; /* only failed runs carry one, and those are made again */
+	} else if (!strcmp(key, "client_resent") || !strcmp(key, "client_dups")) {
+		/* Optional (librudp columns, files from before them lack it). */
+		if (figure(v, &d) < 0 || (d < 0 && v->type != JV_NULL))
+			return -1;
+		if (key[7] == 'r')
+			r->client_resent = (int64_t)d;
+		else
+			r->client_dups = (int64_t)d;
+		return 0;
 	} else {
 		static const struct {
 			const char *key;
@@ -431,6 +440,7 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 		struct old_run *o = &old[nold];
 		memset(o, 0, sizeof *o);
 		o->r.rcvbuf_errors = -1;
+		o->r.client_resent = o->r.client_dups = -1;
 		const char *e = *s == '{' ? parse_pairs(s + 1, false, run_pair, o) : NULL;
 		if (e) {
 			e = skip_ws(e);

@@ -163,6 +163,7 @@ int wl_init(struct wl *w, const struct wl_params *p)
 {
 	memset(w, 0, sizeof *w);
 	w->p = *p;
+	w->frames_resent = w->duplicates_in = -1;
 	if (p->size < BENCH_HDR || p->size > BENCH_MAX_SIZE || p->conns == 0 || p->conns > BENCH_MAX_CONNS ||
 	    p->window == 0) {
 		snprintf(w->err, sizeof w->err, "bad workload: size %u (min %u), %u connections, window %u",
@@ -404,10 +405,13 @@ void wl_report(struct wl *w)
 	uint64_t burst_ns = w->burst_verified ? w->end_ns - w->burst_start_ns : 0;
 	printf("RESULT verified=%" PRIu64 " messages=%" PRIu64 " burst_messages=%" PRIu64 " burst_ns=%" PRIu64
 	       " rtt_p50_us=%.2f rtt_p95_us=%.2f rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f"
-	       " hwm_kib=%ld\n",
+	       " hwm_kib=%ld",
 	       w->verified, w->total, w->burst_verified, burst_ns, pct(w->rtt_us, w->rtt_n, 0.50),
 	       pct(w->rtt_us, w->rtt_n, 0.95), pct(w->rtt_us, w->rtt_n, 0.99), pct(conn_ms, cn, 0.50),
 	       pct(conn_ms, cn, 0.99), bench_self_hwm_kib());
+	if (w->frames_resent >= 0)
+		printf(" resent=%" PRId64 " dups=%" PRId64, w->frames_resent, w->duplicates_in);
+	printf("\n");
 	fflush(stdout);
 	free(conn_ms);
 }
