@@ -1,5 +1,6 @@
 #!/bin/sh
-# Proves rudp-bench --resume on the smoke plan:
+# Proves rudp-bench --resume on the smoke plan (and, on its first run, that
+# librudp runs carry their client's resend counts):
 #  1. resuming from a complete folder copies every run and makes none, and
 #     the new runs.json holds the same runs;
 #  2. from a copy with one run removed and one marked unverified, exactly
@@ -29,6 +30,14 @@ fi
 d1=$(ls -d "$tmp"/D1/*_*)
 total=$(grep -c '"verified": true' "$tmp/A.json")
 [ "$total" -gt 0 ] || fail "the first smoke run verified no run"
+
+# 0. librudp runs say what their client resent; other columns do not
+if grep -q '"column": "rudp-send", .*"client_resent": [0-9][0-9]*, "client_dups": [0-9][0-9]*, ' "$tmp/A.json" &&
+	! grep '"column": "tcp", ' "$tmp/A.json" | grep -q client_resent; then
+	ok "librudp runs carry client_resent and client_dups, TCP runs do not"
+else
+	fail "client_resent / client_dups missing from librudp runs (or present in TCP's)"
+fi
 
 # 1. everything copied
 if "$bench" --smoke --resume "$d1" --json "$tmp/B.json" --out "$tmp/D2" >"$tmp/2.log" 2>&1 &&
