@@ -89,9 +89,10 @@ static inline void body_ring_release_pages(uint8_t *block, uint64_t size)
 /* What an idle ring that had grown shrinks back to (body_ring_trim): the
  * ring most connections live in (20 bodies of 800 B). */
 #define BODY_RING_KEEP 16384u
-/* How long after its last growth an empty ring is trimmed: a peer sending
- * in bursts keeps its ring between them, and trimming costs a system call
- * and the page faults of growing again. */
+/* How long after its last growth an empty ring is trimmed, and after its
+ * last use an empty ring gives all its pages back (body_ring_trim_idle): a
+ * peer sending in bursts keeps its ring between them, and trimming costs a
+ * system call and the page faults of growing again. */
 #define BODY_RING_TRIM_AFTER_US 1000000u
 
 /*

@@ -145,7 +145,8 @@ static const uint8_t *class_body(const struct stage_class *q, const struct stage
 }
 
 /* Room for one more message of len bytes; 0 or RUDP_CONN_E_NOMEM (nothing
- * changed). A growth is stamped with now_us for policy_trim_idle. */
+ * changed). The use, and a growth, are stamped with now_us for
+ * policy_trim_idle. */
 static int class_reserve(struct stage_class *q, uint32_t len, uint64_t now_us)
 {
 	/* A body that would wrap skips to the ring's start, wasting less than len. */
@@ -475,9 +476,11 @@ void policy_drain_all(struct rudp_conn *c)
 	drain(c, c->policy);
 }
 
-/* Stage rings a burst grew shrink back once empty and a second past their
- * last growth, as the conn's send rings do (sendq_trim_idle): the stage
- * can hold up to the soft budget (256 KiB by default) per class. */
+/* Stage rings follow the conn's send rings' idle rule (body_ring_trim_idle,
+ * as sendq_trim_idle): empty and a second past their last growth they
+ * shrink back to 16 KiB, and a second past their last use they give all
+ * their pages back. The stage can hold up to the soft budget (256 KiB by
+ * default) per class. */
 static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
 {
 	for (int kind = 0; kind < 2; kind++) {

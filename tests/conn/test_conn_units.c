@@ -353,6 +353,39 @@ static void test_sendq_idle_ring_shrinks(void **state)
 }
 
 /* The congestion window's rules (cc.c), in bytes with a 1,000 B datagram. */
+/* A ring in steady use that grew long ago shrinks back to 16 KiB when it
+ * is empty, but keeps its pages (it is not idle): the second branch of the
+ * idle rule, which the tests above, idle for a second, never reach. */
+static void test_sendq_busy_ring_shrinks_but_keeps_pages(void **state)
+{
+	struct sendq q;
+	uint8_t body[1000];
+	struct sendq_frame tmpl;
+
+	(void)state;
+	memset(&tmpl, 0, sizeof(tmpl));
+	memset(body, 3, sizeof(body));
+	sendq_init(&q);
+	for (uint32_t i = 0; i < 60; i++) {
+		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 5000000), 0);
+		sendq_push(&q, &tmpl, body, sizeof(body));
+	}
+	assert_int_equal(q.bytes_cap, 65536);
+	while (q.frames_count > 0)
+		sendq_pop_front(&q);
+	/* One small message a while later: used, not grown. */
+	assert_int_equal(sendq_reserve(&q, 1, 100, 100, 6500000), 0);
+	sendq_push(&q, &tmpl, body, 100);
+	assert_int_equal(q.bytes_cap, 65536);
+	sendq_pop_front(&q);
+	sendq_trim_idle(&q, 6600000);
+	assert_int_equal(q.bytes_cap, 16384);
+	assert_false(q.pages_released);
+	assert_int_equal(q.bytes_head, 0);
+	assert_int_equal(q.bytes_tail, 0);
+	sendq_free(&q);
+}
+
 /* Whole pages of [from, to) that are resident now (mincore). */
 static size_t resident_pages(const uint8_t *from, const uint8_t *to)
 {
@@ -530,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_sendq_grows_only_when_bodies_do_not_fit),
 		cmocka_unit_test(test_sendq_idle_ring_shrinks),
 		cmocka_unit_test(test_sendq_idle_ring_pages_released),
+		cmocka_unit_test(test_sendq_busy_ring_shrinks_but_keeps_pages),
 		cmocka_unit_test(test_cc_slow_start_and_limits),
 		cmocka_unit_test(test_cc_loss_and_timeout),
 	};
