@@ -203,6 +203,23 @@ static double m_rcvbuf(const struct run *r)
 	return (double)r->rcvbuf_errors;
 }
 
+static double m_resent(const struct run *r)
+{
+	return r->client_resent < 0 ? -1 : (double)r->client_resent;
+}
+static double m_dups(const struct run *r)
+{
+	return r->client_dups < 0 ? -1 : (double)r->client_dups;
+}
+/* Resends per hundred messages the client sent, so rows of different
+ * lengths compare. */
+static double m_resent_pct(const struct run *r)
+{
+	return r->client_resent < 0 || r->messages == 0
+		       ? -1
+		       : 100.0 * (double)r->client_resent / (double)r->messages;
+}
+
 static bool row_has_runs(const struct plan *p, const struct row *row)
 {
 	for (size_t i = 0; i < p->nruns; i++)
@@ -399,6 +416,53 @@ static void rss_table(FILE *f, const struct plan *p, enum wl_kind kind)
 	fprintf(f, "\n");
 }
 
+/* What the librudp columns resent, from the counts the client prints at
+ * exit: the client's resends and the duplicates it dropped (the server's
+ * resends of what had already arrived), medians over verified rounds. Only
+ * columns whose runs reported them appear; the table is left out when none
+ * did (other libraries do not say). */
+static void resend_table(FILE *f, const struct plan *p, enum wl_kind kind)
+{
+	bool has[NCOLUMNS] = {false};
+	bool any = false;
+	for (size_t i = 0; i < p->nruns; i++) {
+		const struct run *r = &p->runs[i];
+		if (r->row->kind == kind && r->ok && r->client_resent >= 0 && p->col_on[r->column])
+			any = has[r->column] = true;
+	}
+	if (!any)
+		return;
+	fprintf(f, "librudp resends, per run (median): frames the client resent (%% of its messages) / "
+		   "duplicates it dropped:\n\n| case |");
+	for (int c = 0; c < NCOLUMNS; c++)
+		if (has[c])
+			fprintf(f, " %s |", columns[c].title);
+	fprintf(f, "\n|---|");
+	for (int c = 0; c < NCOLUMNS; c++)
+		if (has[c])
+			fprintf(f, "---|");
+	fprintf(f, "\n");
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		fprintf(f, "| %s |", row->label);
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (!has[c])
+				continue;
+			struct agg a = aggregate(p, row, c, m_resent), d = aggregate(p, row, c, m_dups);
+			struct agg pct = aggregate(p, row, c, m_resent_pct);
+			const char *nf_ = no_figure(p, row, c, &a);
+			if (nf_)
+				fprintf(f, " %s |", nf_);
+			else
+				fprintf(f, " %.0f (%.2f %%) / %.0f |", a.med, pct.med, d.med);
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+}
+
 static void failures(FILE *f, const struct plan *p, enum wl_kind kind)
 {
 	bool any = false;
@@ -528,6 +592,7 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		fprintf(f, "Sequential RTT samples p50 / p99 (µs, median):\n\n");
 		table(f, p, WL_SINGLE, "case", rt, 2, 1, false);
 		rss_table(f, p, WL_SINGLE);
+		resend_table(f, p, WL_SINGLE);
 		failures(f, p, WL_SINGLE);
 		if (charts)
 			chart(p, WL_SINGLE, dir, "single", "MiB/s", m_tput, m, f);
@@ -537,6 +602,7 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		metric_fn fs[] = {m_p50, m_p95, m_p99};
 		table(f, p, WL_SPARSE, "case", fs, 3, 1, false);
 		rss_table(f, p, WL_SPARSE);
+		resend_table(f, p, WL_SPARSE);
 		failures(f, p, WL_SPARSE);
 		if (charts)
 			chart(p, WL_SPARSE, dir, "sparse", "p50 RTT (us)", m_p50, m, f);
@@ -549,6 +615,7 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		metric_fn cs[] = {m_c50, m_c99};
 		table(f, p, WL_MANY, "case", cs, 2, 2, false);
 		rss_table(f, p, WL_MANY);
+		resend_table(f, p, WL_MANY);
 		spread(f, p, WL_MANY);
 		failures(f, p, WL_MANY);
 		if (charts)
@@ -559,6 +626,7 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		metric_fn fs[] = {m_p50ms, m_p99ms};
 		table(f, p, WL_LOADED, "case", fs, 2, 2, false);
 		rss_table(f, p, WL_LOADED);
+		resend_table(f, p, WL_LOADED);
 		spread(f, p, WL_LOADED);
 		failures(f, p, WL_LOADED);
 		if (charts)

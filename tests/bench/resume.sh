@@ -5,7 +5,9 @@
 #     the new runs.json holds the same runs;
 #  2. from a copy with one run removed and one marked unverified, exactly
 #     those two are made again and the set is complete;
-#  3. a runs.json from another commit is refused with exit 2.
+#  3. a runs.json from another commit is refused with exit 2;
+#  4. a librudp run whose resend counts are negative or not numbers is not
+#     copied but made again.
 #   resume.sh PATH/TO/rudp-bench
 set -u
 bench=$1
@@ -37,6 +39,15 @@ if grep -q '"column": "rudp-send", .*"client_resent": [0-9][0-9]*, "client_dups"
 	ok "librudp runs carry client_resent and client_dups, TCP runs do not"
 else
 	fail "client_resent / client_dups missing from librudp runs (or present in TCP's)"
+fi
+
+# 0b. and the report shows them, for librudp columns only
+if grep -A3 '^librudp resends, per run' "$d1/report.md" | grep -q '^| case | rudp (send) |' &&
+	! grep -A3 '^librudp resends, per run' "$d1/report.md" | grep -q 'TCP'; then
+	ok "report.md has the librudp resend table"
+else
+	fail "report.md lacks the librudp resend table (or it names TCP):"
+	cat "$d1/report.md"
 fi
 
 # 1. everything copied
@@ -81,6 +92,23 @@ if [ "$rc" -eq 2 ] && grep -q "made by another commit" "$tmp/4.log" && ! grep -q
 else
 	fail "--resume of another commit's folder: exit $rc:"
 	cat "$tmp/4.log"
+fi
+
+# 4. bad resend counts: the run is made again, not copied
+mkdir "$tmp/F"
+sed -e '/"column": "rudp-send", "workload": "single"/s/"client_resent": [0-9]*/"client_resent": -5/' \
+	-e '/"column": "rudp-batch", "workload": "single"/s/"client_dups": [0-9]*/"client_dups": "many"/' \
+	"$d1/runs.json" >"$tmp/F/runs.json"
+if [ "$(grep -c '"client_resent": -5\|"client_dups": "many"' "$tmp/F/runs.json")" -eq 2 ] &&
+	"$bench" --smoke --resume "$tmp/F" --json "$tmp/F.json" >"$tmp/5.log" 2>&1 &&
+	grep -q "^resumed from $tmp/F: $((total - 2)) of $total runs copied, 2 to run$" "$tmp/5.log" &&
+	grep -q '^\[[0-9]/2\] single .* · rudp-send · ' "$tmp/5.log" &&
+	grep -q '^\[[0-9]/2\] single .* · rudp-batch · ' "$tmp/5.log" &&
+	! grep -q '"client_resent": -5\|"client_dups": "many"' "$tmp/F.json"; then
+	ok "--resume with a negative and a non-numeric resend count: those 2 runs made again"
+else
+	fail "--resume with bad resend counts:"
+	cat "$tmp/5.log"
 fi
 
 echo "$passes passed, $fails failed"
