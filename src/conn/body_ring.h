@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Growth of the byte rings that hold message bodies: the send queue's
- * (sendq.c) and the send policy's stage classes (policy.c); the host's
- * event arena (host/events.c) grows its block by the same steps. The
+ * The byte rings that hold message bodies (struct body_ring): the send
+ * queue's (sendq.c) and the send policy's stage classes' (policy.c), which
+ * keep their records beside it; the host's event arena (host/events.c)
+ * grows its block by the same steps. The
  * rings keep bodies at absolute positions, never wrapped (a body that
  * would wrap starts at the ring's beginning), in a power-of-two ring:
  * physical offset = position & (cap - 1).
@@ -53,6 +54,49 @@
  * back to the system before it is freed (body_ring_release_pages). */
 #define BODY_RING_RELEASE_MIN 16384u
 
+/*
+ * One ring of message bodies (the send queue's, each stage class's) and
+ * what its idle rule needs. Positions are absolute and only grow; a body's
+ * bytes are at buf + (pos & (cap - 1)).
+ */
+struct body_ring {
+	uint8_t *buf; /* the block, `block` bytes */
+	uint64_t cap; /* power of two; 0: no block yet */
+	uint64_t block; /* the ring may double inside it */
+	uint64_t head; /* position after the newest body */
+	uint64_t tail; /* position of the oldest body (head when empty) */
+	uint64_t grown_us; /* owner's time of the last growth (body_ring_trim_idle) */
+	uint64_t used_us; /* owner's time of the last reservation (body_ring_trim_idle) */
+	bool pages_released; /* idle: the ring's pages went back to the system */
+};
+
+static inline void body_ring_free(struct body_ring *r)
+{
+	free(r->buf);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Bytes of the body at pos. */
+static inline uint8_t *body_ring_at(const struct body_ring *r, uint64_t pos)
+{
+	return r->buf + (pos & (r->cap - 1));
+}
+
+/* Empty now: the next body starts at offset 0 (no padding at the next
+ * wrap). */
+static inline void body_ring_reset(struct body_ring *r)
+{
+	r->head = 0;
+	r->tail = 0;
+}
+
+/* Something is about to be put in at now_us: the ring is not idle. */
+static inline void body_ring_mark_used(struct body_ring *r, uint64_t now_us)
+{
+	r->used_us = now_us;
+	r->pages_released = false;
+}
+
 /* Gives the whole pages in [from, to) back to the system (madvise
  * MADV_DONTNEED); they read as zeros when touched again. */
 static inline void body_ring_release_range(uint8_t *from, uint8_t *to)
@@ -86,7 +130,7 @@ static inline void body_ring_release_pages(uint8_t *block, uint64_t size)
 	body_ring_release_range(block + BODY_RING_ALLOC_META, block + size - BODY_RING_ALLOC_META);
 }
 
-/* What an idle ring that had grown shrinks back to (body_ring_trim): the
+/* What an idle ring that had grown shrinks back to (body_ring_shrink): the
  * ring most connections live in (20 bodies of 800 B). */
 #define BODY_RING_KEEP 16384u
 /* How long after its last growth an empty ring is trimmed, and after its
@@ -96,22 +140,20 @@ static inline void body_ring_release_pages(uint8_t *block, uint64_t size)
 #define BODY_RING_TRIM_AFTER_US 1000000u
 
 /*
- * Shrinks an empty ring of *cap bytes (more than BODY_RING_KEEP) in a block
- * of `block` bytes to BODY_RING_KEEP, giving the pages past that back to the
- * system; the block stays, so growing again is in place and touches the
- * pages afresh. Why: a burst (or lost ACKs) grows a peer's ring to hold a
- * window of datagrams (128 KiB at 64 frames of 1,400 B) or whatever the
- * application queued, and without this it stays resident for the
- * connection's life: in a server of thousands of peers, for every peer
- * that ever had a burst. The caller resets its positions (the ring is
- * empty) and decides when a ring has been idle long enough.
+ * Shrinks an empty ring (cap more than BODY_RING_KEEP) to BODY_RING_KEEP,
+ * giving the pages past that back to the system; the block stays, so
+ * growing again is in place and touches the pages afresh. Why: a burst (or
+ * lost ACKs) grows a peer's ring to hold a window of datagrams (128 KiB at
+ * 64 frames of 1,400 B) or whatever the application queued, and without
+ * this it stays resident for the connection's life: in a server of
+ * thousands of peers, for every peer that ever had a burst.
  */
-static inline void body_ring_trim(uint8_t *buf, uint64_t *cap, uint64_t block)
+static inline void body_ring_shrink(struct body_ring *r)
 {
-	if (*cap <= BODY_RING_KEEP)
+	if (r->cap <= BODY_RING_KEEP)
 		return;
-	body_ring_release_range(buf + BODY_RING_KEEP, buf + block - BODY_RING_ALLOC_META);
-	*cap = BODY_RING_KEEP;
+	body_ring_release_range(r->buf + BODY_RING_KEEP, r->buf + r->block - BODY_RING_ALLOC_META);
+	r->cap = BODY_RING_KEEP;
 }
 
 /*
@@ -119,27 +161,35 @@ static inline void body_ring_trim(uint8_t *buf, uint64_t *cap, uint64_t block)
  * nothing was put in for BODY_RING_TRIM_AFTER_US gives all its pages back
  * (a connection that went quiet keeps its block, not its memory: 16 KiB a
  * peer in a server of idle peers), once until its next use clears
- * *released; one in use whose last growth is that old shrinks back to
- * BODY_RING_KEEP. Returns whether it did either: the caller then resets its
- * positions to 0.
+ * pages_released; one in use whose last growth is that old shrinks back to
+ * BODY_RING_KEEP. Either way its positions start again at 0.
  */
-static inline bool body_ring_trim_idle(uint8_t *buf, uint64_t *cap, uint64_t block, uint64_t grown_us,
-				       uint64_t used_us, bool *released, uint64_t now_us)
+static inline void body_ring_trim_idle(struct body_ring *r, uint64_t now_us)
 {
-	if (*released || *cap == 0)
-		return false;
-	if (now_us - used_us >= BODY_RING_TRIM_AFTER_US) {
-		if (*cap > BODY_RING_KEEP)
-			*cap = BODY_RING_KEEP;
-		body_ring_release_range(buf, buf + block);
-		*released = true;
-		return true;
+	if (r->pages_released || r->cap == 0)
+		return;
+	if (now_us - r->used_us >= BODY_RING_TRIM_AFTER_US) {
+		if (r->cap > BODY_RING_KEEP)
+			r->cap = BODY_RING_KEEP;
+		body_ring_release_range(r->buf, r->buf + r->block);
+		r->pages_released = true;
+	} else if (r->cap > BODY_RING_KEEP && now_us - r->grown_us >= BODY_RING_TRIM_AFTER_US) {
+		body_ring_shrink(r);
+	} else {
+		return;
 	}
-	if (*cap > BODY_RING_KEEP && now_us - grown_us >= BODY_RING_TRIM_AFTER_US) {
-		body_ring_trim(buf, cap, block);
-		return true;
-	}
-	return false;
+	body_ring_reset(r);
+}
+
+/* The ring size that holds `need` bytes: a power of two, at least
+ * BODY_RING_FIRST. */
+static inline uint64_t body_ring_cap_for(uint64_t need)
+{
+	uint64_t cap = BODY_RING_FIRST;
+
+	while (cap < need)
+		cap <<= 1;
+	return cap;
 }
 
 /* The block for a ring that must grow to cap (a power of two) and cannot
@@ -151,46 +201,48 @@ static inline uint64_t body_ring_block_size(uint64_t block, uint64_t cap)
 	return cap > next || next > BODY_RING_STEP_MAX ? cap : next;
 }
 
-/* Grows a ring of *cap bytes (0: none yet) in a block of *block bytes at
- * *buf, holding the live bytes [tail, head) (absolute positions, head -
- * tail <= *cap), to new_cap (a power of two above *cap): reallocates the
- * block when it is too small, then moves the bytes that wrapped to the
- * ring's start to just past its old end, so the live bytes become one run
- * from the tail's offset. Stores in *base the absolute position of the
- * tail's lap: the caller subtracts it from tail, head and every body
- * position, after which each position is its physical offset. Returns 0,
- * or -1 when out of memory (nothing changed). */
-static inline int body_ring_grow(uint8_t **buf, uint64_t *cap, uint64_t *block, uint64_t new_cap,
-				 uint64_t tail, uint64_t head, uint64_t *base)
+/* Grows the ring (cap 0: none yet) holding the live bytes [tail, head)
+ * to new_cap (a power of two above cap): reallocates the block when it is
+ * too small, then moves the bytes that wrapped to the ring's start to just
+ * past its old end, so the live bytes become one run from the tail's
+ * offset, and stamps the growth with now_us. Stores in *base the absolute
+ * position of the tail's lap, already taken off head and tail: the caller
+ * subtracts it from every body position it keeps, after which each
+ * position is its physical offset. Returns 0, or -1 when out of memory
+ * (nothing changed). */
+static inline int body_ring_grow(struct body_ring *r, uint64_t new_cap, uint64_t now_us, uint64_t *base)
 {
-	if (new_cap > *block) {
-		uint64_t size = body_ring_block_size(*block, new_cap);
+	if (new_cap > r->block) {
+		uint64_t size = body_ring_block_size(r->block, new_cap);
 		uint8_t *b;
 
 		if (size > SIZE_MAX)
 			return -1;
-		if (*block < BODY_RING_RELEASE_MIN || size > BODY_RING_STEP_MAX) {
-			b = realloc(*buf, (size_t)size);
+		if (r->block < BODY_RING_RELEASE_MIN || size > BODY_RING_STEP_MAX) {
+			b = realloc(r->buf, (size_t)size);
 			if (!b)
 				return -1;
 		} else {
 			b = malloc((size_t)size);
 			if (!b)
 				return -1;
-			memcpy(b, *buf, (size_t)*cap);
-			body_ring_release_pages(*buf, *block);
-			free(*buf);
+			memcpy(b, r->buf, (size_t)r->cap);
+			body_ring_release_pages(r->buf, r->block);
+			free(r->buf);
 		}
-		*buf = b;
-		*block = size;
+		r->buf = b;
+		r->block = size;
 	}
 	*base = 0;
-	if (*cap) {
-		*base = tail & ~(*cap - 1);
-		if (head - *base > *cap)
-			memcpy(*buf + *cap, *buf, (size_t)(head - *base - *cap));
+	if (r->cap) {
+		*base = r->tail & ~(r->cap - 1);
+		if (r->head - *base > r->cap)
+			memcpy(r->buf + r->cap, r->buf, (size_t)(r->head - *base - r->cap));
 	}
-	*cap = new_cap;
+	r->cap = new_cap;
+	r->tail -= *base;
+	r->head -= *base;
+	r->grown_us = now_us;
 	return 0;
 }
 
@@ -215,6 +267,18 @@ static inline uint64_t body_ring_place(uint64_t cap, uint64_t pos, uint64_t len)
 static inline bool body_ring_fits(uint64_t cap, uint64_t tail, uint64_t head, uint64_t len)
 {
 	return cap > 0 && len <= cap && body_ring_place(cap, head, len) - tail <= cap;
+}
+
+/* Copies a body of len bytes in (the caller made room: body_ring_fits)
+ * where body_ring_place puts it; returns its position. */
+static inline uint64_t body_ring_push(struct body_ring *r, const uint8_t *data, uint64_t len)
+{
+	uint64_t end = body_ring_place(r->cap, r->head, len);
+	uint64_t pos = end - len;
+
+	memcpy(body_ring_at(r, pos), data, (size_t)len);
+	r->head = end;
+	return pos;
 }
 
 #endif

@@ -15,6 +15,7 @@
 #ifndef RUDP_CONN_INTERNAL_H
 #define RUDP_CONN_INTERNAL_H
 
+#include "conn/body_ring.h"
 #include "conn/conn.h"
 #include "rudp_version.h"
 
@@ -149,16 +150,9 @@ struct sendq {
 	uint32_t frames_cap; /* power of two */
 	uint32_t frames_head;
 	uint32_t frames_count;
-	uint8_t *bytes;
-	uint64_t bytes_cap; /* power of two */
-	uint64_t bytes_block; /* size of the block at bytes (body_ring.h): the ring may double in it */
-	uint64_t bytes_head;
-	uint64_t bytes_tail;
+	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
-	uint64_t grown_us; /* conn time of the body ring's last growth (sendq_trim_idle) */
-	uint64_t used_us; /* conn time of the last sendq_reserve (sendq_trim_idle) */
-	bool pages_released; /* idle: the ring's pages went back to the system */
 };
 
 void sendq_init(struct sendq *q);
@@ -181,7 +175,7 @@ static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
 }
 static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
 {
-	return q->bytes + (f->body_pos & (q->bytes_cap - 1));
+	return body_ring_at(&q->ring, f->body_pos);
 }
 void sendq_pop_front(struct sendq *q);
 /* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown

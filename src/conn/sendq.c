@@ -44,7 +44,7 @@ void sendq_init(struct sendq *q)
 void sendq_free(struct sendq *q)
 {
 	free(q->frames);
-	free(q->bytes);
+	body_ring_free(&q->ring);
 	memset(q, 0, sizeof(*q));
 }
 
@@ -65,18 +65,14 @@ static int sendq_grow_frames(struct sendq *q, uint32_t need)
 }
 
 /* Doubles the ring (conn/body_ring.h) and moves every position with it. */
-static int sendq_grow_bytes(struct sendq *q, uint64_t need)
+static int sendq_grow_bytes(struct sendq *q, uint64_t need, uint64_t now_us)
 {
-	uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
 	uint64_t base;
 
-	if (body_ring_grow(&q->bytes, &q->bytes_cap, &q->bytes_block, cap, q->bytes_tail, q->bytes_head,
-			   &base) != 0)
+	if (body_ring_grow(&q->ring, body_ring_cap_for(need), now_us, &base) != 0)
 		return RUDP_CONN_E_NOMEM;
 	for (uint32_t i = 0; i < q->frames_count; i++)
 		sendq_at(q, i)->body_pos -= base;
-	q->bytes_tail -= base;
-	q->bytes_head -= base;
 	return 0;
 }
 
@@ -86,16 +82,16 @@ static int sendq_grow_bytes(struct sendq *q, uint64_t need)
  * of 800 B in 16 KiB as soon as a 17th waited for its ACK. */
 static bool sendq_bodies_fit(const struct sendq *q, uint64_t nbytes, uint32_t max_body)
 {
-	uint64_t head = q->bytes_head;
+	uint64_t head = q->ring.head;
 
-	if (q->bytes_cap == 0)
+	if (q->ring.cap == 0)
 		return false; /* no ring yet: even an empty body gets one, as before */
 	while (nbytes > 0) {
 		uint64_t part = nbytes < max_body || max_body == 0 ? nbytes : max_body;
 
-		if (!body_ring_fits(q->bytes_cap, q->bytes_tail, head, part))
+		if (!body_ring_fits(q->ring.cap, q->ring.tail, head, part))
 			return false;
-		head = body_ring_place(q->bytes_cap, head, part);
+		head = body_ring_place(q->ring.cap, head, part);
 		nbytes -= part;
 	}
 	return true;
@@ -103,24 +99,22 @@ static bool sendq_bodies_fit(const struct sendq *q, uint64_t nbytes, uint32_t ma
 
 int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us)
 {
-	uint64_t used = q->bytes_head - q->bytes_tail;
+	uint64_t used = q->ring.head - q->ring.tail;
 	/* After growing, the run must fit wherever the head then is: it wraps
 	 * the ring at most once, wasting less than one body. */
 	uint64_t need = used + nbytes + max_body;
 	int rc;
 
-	q->used_us = now_us;
-	q->pages_released = false;
+	body_ring_mark_used(&q->ring, now_us);
 	if ((uint64_t)q->frames_count + nframes > q->frames_cap) {
 		rc = sendq_grow_frames(q, q->frames_count + nframes);
 		if (rc < 0)
 			return rc;
 	}
-	if (need > q->bytes_cap && !sendq_bodies_fit(q, nbytes, max_body)) {
-		rc = sendq_grow_bytes(q, need);
+	if (need > q->ring.cap && !sendq_bodies_fit(q, nbytes, max_body)) {
+		rc = sendq_grow_bytes(q, need, now_us);
 		if (rc < 0)
 			return rc;
-		q->grown_us = now_us;
 	}
 	return 0;
 }
@@ -128,12 +122,8 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
 			       uint16_t len)
 {
-	uint64_t end = body_ring_place(q->bytes_cap, q->bytes_head, len);
-	uint64_t pos = end - len;
+	uint64_t pos = body_ring_push(&q->ring, body, len);
 	struct sendq_frame *f;
-
-	memcpy(q->bytes + (pos & (q->bytes_cap - 1)), body, len);
-	q->bytes_head = end;
 
 	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
 	*f = *tmpl;
@@ -147,11 +137,8 @@ struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, 
 
 void sendq_trim_idle(struct sendq *q, uint64_t now_us)
 {
-	if (q->frames_count != 0 || !body_ring_trim_idle(q->bytes, &q->bytes_cap, q->bytes_block, q->grown_us,
-							 q->used_us, &q->pages_released, now_us))
-		return;
-	q->bytes_head = 0;
-	q->bytes_tail = 0;
+	if (q->frames_count == 0)
+		body_ring_trim_idle(&q->ring, now_us);
 }
 
 void sendq_pop_front(struct sendq *q)
@@ -163,11 +150,9 @@ void sendq_pop_front(struct sendq *q)
 	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
 	q->frames_count--;
 	if (q->frames_count == 0) {
-		/* Empty: start again at offset 0, which avoids padding at the next wrap. */
-		q->bytes_head = 0;
-		q->bytes_tail = 0;
+		body_ring_reset(&q->ring);
 	} else {
-		q->bytes_tail = sendq_at(q, 0)->body_pos;
+		q->ring.tail = sendq_at(q, 0)->body_pos;
 	}
 }
 

@@ -33,15 +33,8 @@ struct stage_class {
 	uint32_t cap; /* power of two */
 	uint32_t head;
 	uint32_t count;
-	uint8_t *bytes;
-	uint64_t bytes_cap; /* power of two */
-	uint64_t bytes_block; /* size of the block at bytes (conn/body_ring.h) */
-	uint64_t bytes_head;
-	uint64_t bytes_tail;
+	struct body_ring ring; /* the bodies; its times are conn time (policy_trim_idle) */
 	uint64_t body_bytes;
-	uint64_t grown_us; /* conn time of the ring's last growth (policy_trim_idle) */
-	uint64_t used_us; /* conn time of the last class_reserve (policy_trim_idle) */
-	bool pages_released; /* idle: the ring's pages went back to the system */
 	uint32_t passed; /* picks that went elsewhere while this class waited */
 };
 
@@ -102,7 +95,7 @@ void rudp_policy_destroy(struct send_policy *p)
 	for (int k = 0; k < 2; k++) {
 		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
 			free(p->cls[k][i].msgs);
-			free(p->cls[k][i].bytes);
+			body_ring_free(&p->cls[k][i].ring);
 		}
 	}
 	free(p);
@@ -125,15 +118,6 @@ int rudp_policy_reconfigure(struct send_policy *p, const struct rudp_policy_conf
 
 /* ---- staging FIFOs ---- */
 
-static uint64_t round_up_pow2(uint64_t v)
-{
-	uint64_t r = 1;
-
-	while (r < v)
-		r <<= 1;
-	return r;
-}
-
 static struct staged_msg *class_at(const struct stage_class *q, uint32_t i)
 {
 	return &q->msgs[(q->head + i) & (q->cap - 1)];
@@ -141,7 +125,7 @@ static struct staged_msg *class_at(const struct stage_class *q, uint32_t i)
 
 static const uint8_t *class_body(const struct stage_class *q, const struct staged_msg *m)
 {
-	return q->bytes + (m->pos & (q->bytes_cap - 1));
+	return body_ring_at(&q->ring, m->pos);
 }
 
 /* Room for one more message of len bytes; 0 or RUDP_CONN_E_NOMEM (nothing
@@ -150,10 +134,9 @@ static const uint8_t *class_body(const struct stage_class *q, const struct stage
 static int class_reserve(struct stage_class *q, uint32_t len, uint64_t now_us)
 {
 	/* A body that would wrap skips to the ring's start, wasting less than len. */
-	uint64_t need = q->bytes_head - q->bytes_tail + 2ull * len;
+	uint64_t need = q->ring.head - q->ring.tail + 2ull * len;
 
-	q->used_us = now_us;
-	q->pages_released = false;
+	body_ring_mark_used(&q->ring, now_us);
 	if (q->count == q->cap) {
 		uint32_t cap = q->cap ? q->cap * 2 : STAGE_MIN_MSGS;
 		struct staged_msg *msgs = malloc((size_t)cap * sizeof(*msgs));
@@ -167,31 +150,24 @@ static int class_reserve(struct stage_class *q, uint32_t len, uint64_t now_us)
 		q->cap = cap;
 		q->head = 0;
 	}
-	if (need > q->bytes_cap && !body_ring_fits(q->bytes_cap, q->bytes_tail, q->bytes_head, len)) {
-		uint64_t cap = round_up_pow2(need < BODY_RING_FIRST ? BODY_RING_FIRST : need);
+	if (need > q->ring.cap && !body_ring_fits(q->ring.cap, q->ring.tail, q->ring.head, len)) {
+		uint64_t cap = body_ring_cap_for(need);
 		uint64_t base;
 
 		/* In place where the block allows (conn/body_ring.h). */
-		if (body_ring_grow(&q->bytes, &q->bytes_cap, &q->bytes_block, cap, q->bytes_tail,
-				   q->bytes_head, &base) != 0)
+		if (body_ring_grow(&q->ring, cap, now_us, &base) != 0)
 			return RUDP_CONN_E_NOMEM;
 		for (uint32_t i = 0; i < q->count; i++)
 			class_at(q, i)->pos -= base;
-		q->bytes_tail -= base;
-		q->bytes_head -= base;
-		q->grown_us = now_us;
 	}
 	return 0;
 }
 
 static void class_push(struct stage_class *q, const struct staged_msg *tmpl, const uint8_t *data)
 {
-	uint64_t end = body_ring_place(q->bytes_cap, q->bytes_head, tmpl->len);
-	uint64_t pos = end - tmpl->len;
+	uint64_t pos = body_ring_push(&q->ring, data, tmpl->len);
 	struct staged_msg *m;
 
-	memcpy(q->bytes + (pos & (q->bytes_cap - 1)), data, tmpl->len);
-	q->bytes_head = end;
 	m = &q->msgs[(q->head + q->count) & (q->cap - 1)];
 	*m = *tmpl;
 	m->pos = pos;
@@ -205,11 +181,11 @@ static void class_pop(struct stage_class *q)
 	q->head = (q->head + 1) & (q->cap - 1);
 	q->count--;
 	if (q->count == 0) {
-		q->bytes_head = q->bytes_tail = 0;
+		body_ring_reset(&q->ring);
 		/* Waiting starts again from zero when the class has more to send. */
 		q->passed = 0;
 	} else {
-		q->bytes_tail = class_at(q, 0)->pos;
+		q->ring.tail = class_at(q, 0)->pos;
 	}
 }
 
@@ -487,12 +463,8 @@ static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
 		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
 			struct stage_class *q = &p->cls[kind][i];
 
-			if (q->count != 0 ||
-			    !body_ring_trim_idle(q->bytes, &q->bytes_cap, q->bytes_block, q->grown_us,
-						 q->used_us, &q->pages_released, now_us))
-				continue;
-			q->bytes_head = 0;
-			q->bytes_tail = 0;
+			if (q->count == 0)
+				body_ring_trim_idle(&q->ring, now_us);
 		}
 	}
 }
@@ -568,7 +540,7 @@ void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats
 	out->stage_ring_bytes = 0;
 	for (int kind = 0; kind < 2; kind++) {
 		for (int i = 0; i < RUDP_CONN_PRIORITIES; i++)
-			out->stage_ring_bytes += p->cls[kind][i].bytes_cap;
+			out->stage_ring_bytes += p->cls[kind][i].ring.cap;
 	}
 }
 

@@ -589,14 +589,14 @@ static void test_idle_send_ring_shrinks(void **state)
 		uint64_t start = s->now;
 
 		send_burst(s, 60, 1000);
-		assert_int_equal(s->ep[0].c->rel.bytes_cap, 65536);
+		assert_int_equal(s->ep[0].c->rel.ring.cap, 65536);
 		assert_true(sim_run(s, sim_all_delivered, 10 * SEC));
 		assert_true(sim_run(s, client_all_acked, 10 * SEC));
 		/* Acknowledged, but grown under a second ago: kept. */
 		assert_true(s->now - start < SEC);
-		assert_int_equal(s->ep[0].c->rel.bytes_cap, 65536);
+		assert_int_equal(s->ep[0].c->rel.ring.cap, 65536);
 		sim_run(s, never_done, 3 * SEC);
-		assert_int_equal(s->ep[0].c->rel.bytes_cap, 16384);
+		assert_int_equal(s->ep[0].c->rel.ring.cap, 16384);
 	}
 	sim_assert_complete(s, 1);
 	sim_delete(s);

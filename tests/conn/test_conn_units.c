@@ -230,12 +230,12 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 		for (int lap = 0; lap < 150; lap++) {
 			while (next - oldest < backlog) {
 				struct sendq_frame tmpl;
-				uint64_t cap = q.bytes_cap, tail = q.bytes_tail;
+				uint64_t cap = q.ring.cap, tail = q.ring.tail;
 
 				memset(&tmpl, 0, sizeof(tmpl));
 				tmpl.reliable_index = next;
 				assert_int_equal(sendq_reserve(&q, 1, ring_len(next), ring_len(next), 0), 0);
-				if (q.bytes_cap != cap && cap) {
+				if (q.ring.cap != cap && cap) {
 					grows++;
 					grows_lapped += tail >= cap;
 					ring_check(&q, oldest);
@@ -252,7 +252,7 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 	/* 4 KiB to 256 KiB, twice after the tail had run at least a lap. */
 	assert_true(grows >= 6);
 	assert_true(grows_lapped >= 2);
-	assert_true(q.bytes_cap >= 256u << 10);
+	assert_true(q.ring.cap >= 256u << 10);
 	sendq_free(&q);
 }
 
@@ -274,16 +274,16 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 	memset(&tmpl, 0, sizeof(tmpl));
 	sendq_init(&q);
 	assert_int_equal(sendq_reserve(&q, 16, 16 * 800, 1200, 0), 0);
-	assert_int_equal(q.bytes_cap, 16384);
+	assert_int_equal(q.ring.cap, 16384);
 	for (int i = 0; i < 500; i++) {
 		while (next - oldest < 20) {
 			assert_int_equal(sendq_reserve(&q, 1, 800, 1200, 0), 0);
-			assert_int_equal(q.bytes_cap, 16384);
+			assert_int_equal(q.ring.cap, 16384);
 			memset(body, (int)(next & 0xff), 800);
 			tmpl.reliable_index = next++;
 			sendq_push(&q, &tmpl, body, 800);
 		}
-		assert_true(q.bytes_head - q.bytes_tail <= q.bytes_cap);
+		assert_true(q.ring.head - q.ring.tail <= q.ring.cap);
 		sendq_pop_front(&q);
 		oldest++;
 	}
@@ -291,7 +291,7 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 	 * cannot fit in 16 KiB. The ring grows with its bodies intact, the
 	 * block it leaves given back (conn/body_ring.h). */
 	assert_int_equal(sendq_reserve(&q, 2, 2400, 1200, 0), 0);
-	assert_int_equal(q.bytes_cap, 32768);
+	assert_int_equal(q.ring.cap, 32768);
 	for (uint32_t i = 0; i < q.frames_count; i++) {
 		const struct sendq_frame *f = sendq_at(&q, i);
 
@@ -323,11 +323,11 @@ static void test_sendq_idle_ring_shrinks(void **state)
 			tmpl.reliable_index = i;
 			sendq_push(&q, &tmpl, body, sizeof(body));
 		}
-		assert_int_equal(q.bytes_cap, 65536);
+		assert_int_equal(q.ring.cap, 65536);
 		if (round == 0)
-			block = q.bytes_block;
+			block = q.ring.block;
 		/* Grown again in place: the block the first burst left. */
-		assert_int_equal(q.bytes_block, block);
+		assert_int_equal(q.ring.block, block);
 		for (uint32_t i = 0; i < 60; i++) {
 			memset(body, (int)(i + 7 * round), sizeof(body));
 			assert_memory_equal(sendq_body(&q, sendq_at(&q, i)), body, sizeof(body));
@@ -336,19 +336,19 @@ static void test_sendq_idle_ring_shrinks(void **state)
 		while (q.frames_count > 1)
 			sendq_pop_front(&q);
 		sendq_trim_idle(&q, 60000000);
-		assert_int_equal(q.bytes_cap, 65536);
+		assert_int_equal(q.ring.cap, 65536);
 		sendq_pop_front(&q);
 		/* Empty, but grown less than a second ago. */
 		sendq_trim_idle(&q, 5999999);
-		assert_int_equal(q.bytes_cap, 65536);
+		assert_int_equal(q.ring.cap, 65536);
 		sendq_trim_idle(&q, 6000000);
-		assert_int_equal(q.bytes_cap, 16384);
-		assert_int_equal(q.bytes_head, 0);
-		assert_int_equal(q.bytes_tail, 0);
+		assert_int_equal(q.ring.cap, 16384);
+		assert_int_equal(q.ring.head, 0);
+		assert_int_equal(q.ring.tail, 0);
 	}
 	/* A ring that never grew past 16 KiB stays as it is. */
 	sendq_trim_idle(&q, 60000000);
-	assert_int_equal(q.bytes_cap, 16384);
+	assert_int_equal(q.ring.cap, 16384);
 	sendq_free(&q);
 }
 
@@ -370,19 +370,19 @@ static void test_sendq_busy_ring_shrinks_but_keeps_pages(void **state)
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 5000000), 0);
 		sendq_push(&q, &tmpl, body, sizeof(body));
 	}
-	assert_int_equal(q.bytes_cap, 65536);
+	assert_int_equal(q.ring.cap, 65536);
 	while (q.frames_count > 0)
 		sendq_pop_front(&q);
 	/* One small message a while later: used, not grown. */
 	assert_int_equal(sendq_reserve(&q, 1, 100, 100, 6500000), 0);
 	sendq_push(&q, &tmpl, body, 100);
-	assert_int_equal(q.bytes_cap, 65536);
+	assert_int_equal(q.ring.cap, 65536);
 	sendq_pop_front(&q);
 	sendq_trim_idle(&q, 6600000);
-	assert_int_equal(q.bytes_cap, 16384);
-	assert_false(q.pages_released);
-	assert_int_equal(q.bytes_head, 0);
-	assert_int_equal(q.bytes_tail, 0);
+	assert_int_equal(q.ring.cap, 16384);
+	assert_false(q.ring.pages_released);
+	assert_int_equal(q.ring.head, 0);
+	assert_int_equal(q.ring.tail, 0);
 	sendq_free(&q);
 }
 
@@ -418,26 +418,26 @@ static void test_sendq_idle_ring_pages_released(void **state)
 		memset(body, (int)i + 1, sizeof(body));
 		sendq_push(&q, &tmpl, body, sizeof(body));
 	}
-	assert_int_equal(q.bytes_cap, 16384);
-	assert_true(resident_pages(q.bytes, q.bytes + q.bytes_block) >= 2);
+	assert_int_equal(q.ring.cap, 16384);
+	assert_true(resident_pages(q.ring.buf, q.ring.buf + q.ring.block) >= 2);
 	while (q.frames_count > 0)
 		sendq_pop_front(&q);
 	sendq_trim_idle(&q, 5999999);
-	assert_false(q.pages_released);
-	assert_true(resident_pages(q.bytes, q.bytes + q.bytes_block) >= 2);
+	assert_false(q.ring.pages_released);
+	assert_true(resident_pages(q.ring.buf, q.ring.buf + q.ring.block) >= 2);
 	sendq_trim_idle(&q, 6000000);
-	assert_true(q.pages_released);
-	assert_int_equal(resident_pages(q.bytes, q.bytes + q.bytes_block), 0);
-	assert_int_equal(q.bytes_cap, 16384);
+	assert_true(q.ring.pages_released);
+	assert_int_equal(resident_pages(q.ring.buf, q.ring.buf + q.ring.block), 0);
+	assert_int_equal(q.ring.cap, 16384);
 	/* Used again: in the same block, the bodies read back intact. */
-	uint8_t *block = q.bytes;
+	uint8_t *block = q.ring.buf;
 	for (uint32_t i = 0; i < 20; i++) {
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 7000000), 0);
 		memset(body, (int)i + 50, sizeof(body));
 		sendq_push(&q, &tmpl, body, sizeof(body));
 	}
-	assert_false(q.pages_released);
-	assert_ptr_equal(q.bytes, block);
+	assert_false(q.ring.pages_released);
+	assert_ptr_equal(q.ring.buf, block);
 	for (uint32_t i = 0; i < 20; i++) {
 		memset(body, (int)i + 50, sizeof(body));
 		assert_memory_equal(sendq_body(&q, sendq_at(&q, i)), body, sizeof(body));
