@@ -92,6 +92,9 @@ struct wl {
 	 * duplicates they dropped (the server's resends that had arrived
 	 * already), summed at the end; -1 for other columns. */
 	int64_t frames_resent, duplicates_in;
+	/* frames_resent by cause (rudp_peer_stats): NACK, inferred, tail
+	 * probe, timeout; printed on the RESULT line for runs by hand. */
+	int64_t resent_by_cause[4];
 	char err[256];
 };
 

@@ -435,11 +435,16 @@ out:
 	 * show as the other side's duplicates. */
 	if (t.h && t.peer) {
 		w->frames_resent = w->duplicates_in = 0;
+		memset(w->resent_by_cause, 0, sizeof w->resent_by_cause);
 		for (uint32_t c = 0; c < nc; c++) {
 			rudp_peer_stats st;
 			if (t.peer[c] && rudp_peer_stats_get(t.peer[c], &st) == 0) {
 				w->frames_resent += (int64_t)st.frames_retransmitted;
 				w->duplicates_in += (int64_t)st.duplicates_dropped;
+				w->resent_by_cause[0] += (int64_t)st.resent_nack;
+				w->resent_by_cause[1] += (int64_t)st.resent_inferred;
+				w->resent_by_cause[2] += (int64_t)st.resent_probe;
+				w->resent_by_cause[3] += (int64_t)st.resent_timeout;
 			}
 		}
 	}

@@ -410,7 +410,10 @@ void wl_report(struct wl *w)
 	       pct(w->rtt_us, w->rtt_n, 0.95), pct(w->rtt_us, w->rtt_n, 0.99), pct(conn_ms, cn, 0.50),
 	       pct(conn_ms, cn, 0.99), bench_self_hwm_kib());
 	if (w->frames_resent >= 0)
-		printf(" resent=%" PRId64 " dups=%" PRId64, w->frames_resent, w->duplicates_in);
+		printf(" resent=%" PRId64 " dups=%" PRId64 " resent_nack=%" PRId64 " resent_inferred=%" PRId64
+		       " resent_probe=%" PRId64 " resent_timeout=%" PRId64,
+		       w->frames_resent, w->duplicates_in, w->resent_by_cause[0], w->resent_by_cause[1],
+		       w->resent_by_cause[2], w->resent_by_cause[3]);
 	printf("\n");
 	fflush(stdout);
 	free(conn_ms);

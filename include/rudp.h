@@ -415,6 +415,16 @@ typedef struct rudp_peer_stats {
 	uint32_t bytes_in_flight;
 	/** Times loss or a retransmission timeout shrank the congestion window. */
 	uint64_t congestion_reductions;
+	/** frames_retransmitted by cause. resent_nack: the peer reported the
+	 * datagram missing. resent_inferred: a later datagram was acknowledged
+	 * and this one was not, long enough after to call it lost. resent_probe:
+	 * a tail-loss probe (nothing sent for about two round trips while frames
+	 * were unacknowledged). resent_timeout: the frame's retransmission
+	 * timeout. Probes and timeouts whose first copy had arrived show up as
+	 * duplicates_dropped at the peer: many of them mean acknowledgements
+	 * are queued behind an overload (or rudp_config.rto_min_ms is shorter
+	 * than the path's worst round trips); NACKs and inferences mean loss. */
+	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
 } rudp_peer_stats;
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */

@@ -122,6 +122,9 @@ struct rudp_conn_stats {
 	uint32_t cwnd_bytes; /* congestion window, 0 when off */
 	uint32_t in_flight_bytes; /* reliable frames sent, not acked or declared lost */
 	uint64_t cc_reductions; /* loss and timeout reductions of the window */
+	/* frames_retransmitted by cause: reported missing (NACK), a later
+	 * datagram acknowledged first (inferred), tail-loss probe, RTO */
+	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
 };
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */

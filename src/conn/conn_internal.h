@@ -480,10 +480,6 @@ struct rudp_conn {
 	 * as received, so that keeping it cannot fail afterwards. */
 	uint8_t *early_spare;
 	size_t early_spare_cap;
-	/* frames_retransmitted by cause (not exported: tests and sim_bench) */
-	struct {
-		uint64_t nack, inferred, probe, rto;
-	} retx_why;
 };
 
 /*

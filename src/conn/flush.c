@@ -229,13 +229,13 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 				f->transmissions++;
 			c->stats.frames_retransmitted++;
 			if (ref->kind == FLUSH_RETX_RTO)
-				c->retx_why.rto++;
+				c->stats.resent_timeout++;
 			else if (f->resend_why == RESEND_NACK)
-				c->retx_why.nack++;
+				c->stats.resent_nack++;
 			else if (f->resend_why == RESEND_INFERRED)
-				c->retx_why.inferred++;
+				c->stats.resent_inferred++;
 			else
-				c->retx_why.probe++;
+				c->stats.resent_probe++;
 			commit_reliable(c, f, now_us);
 			break;
 		default: break;

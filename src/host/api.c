@@ -121,6 +121,10 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->congestion_window = s.cwnd_bytes;
 	out->bytes_in_flight = s.in_flight_bytes;
 	out->congestion_reductions = s.cc_reductions;
+	out->resent_nack = s.resent_nack;
+	out->resent_inferred = s.resent_inferred;
+	out->resent_probe = s.resent_probe;
+	out->resent_timeout = s.resent_timeout;
 	return 0;
 }
 

@@ -113,8 +113,8 @@ static void run(void **state)
 		printf("  %s: retx %llu (nack %llu, inferred %llu, probe %llu, rto %llu)  dgrams %llu  "
 		       "srtt %u us  rto %u us  cwnd %u B (%llu reductions)\n",
 		       i ? "server" : "client", (unsigned long long)st[i].frames_retransmitted,
-		       (unsigned long long)c->retx_why.nack, (unsigned long long)c->retx_why.inferred,
-		       (unsigned long long)c->retx_why.probe, (unsigned long long)c->retx_why.rto,
+		       (unsigned long long)c->stats.resent_nack, (unsigned long long)c->stats.resent_inferred,
+		       (unsigned long long)c->stats.resent_probe, (unsigned long long)c->stats.resent_timeout,
 		       (unsigned long long)st[i].datagrams_sent, st[i].rtt_us, st[i].rto_us, st[i].cwnd_bytes,
 		       (unsigned long long)st[i].cc_reductions);
 	}

@@ -466,6 +466,8 @@ static void test_hostile_acks(void **state)
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
 		fake_flush(&fk);
 		assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+		assert_int_equal(stats_of(&fk).resent_nack, 1);
+		assert_int_equal(stats_of(&fk).resent_timeout + stats_of(&fk).resent_probe, 0);
 		assert_int_equal(fk.data_dgrams, data_before + 1);
 		assert_int_equal(fake_push_raw(&fk, d, sizeof(d)), 0);
 		fake_flush(&fk);

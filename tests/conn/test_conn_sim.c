@@ -505,6 +505,17 @@ static void test_lost_acks_inferred(void **state)
 	 * it and its loss waits for a tail probe either way; over seeds 31-42
 	 * the median went from 1.23 to 1.10 s. */
 	assert_true(s->now - start < 2 * SEC);
+	{
+		struct rudp_conn_stats st;
+
+		rudp_conn_get_stats(s->ep[0].c, &st);
+		/* Only ACKs are lost: no NACK, and what is resent goes as tail
+		 * probes (measured: 9, no other cause). */
+		assert_int_equal(st.resent_nack, 0);
+		assert_true(st.resent_probe > 0);
+		assert_int_equal(st.frames_retransmitted,
+				 st.resent_nack + st.resent_inferred + st.resent_probe + st.resent_timeout);
+	}
 	sim_delete(s);
 }
 
@@ -543,6 +554,7 @@ static void test_tail_loss_probe(void **state)
 	assert_true(s->now - start < 200 * 1000);
 	rudp_conn_get_stats(s->ep[0].c, &st);
 	assert_int_equal(st.frames_retransmitted, 1);
+	assert_int_equal(st.resent_probe, 1);
 	sim_delete(s);
 }
 

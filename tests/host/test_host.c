@@ -283,6 +283,51 @@ static void test_answer_and_ack_share_one_send(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* A server that stops reading: the client's reliable message goes again,
+ * first as tail-loss probes, then on its retransmission timeout (30 ms at
+ * least, doubling); the peer stats count each cause, the causes add up to
+ * frames_retransmitted, and the server, reading again, gets the message
+ * once and drops the copies. */
+static void test_resends_counted_by_cause(void **state)
+{
+	(void)state;
+	struct pair p;
+	rudp_peer *peer = pair_connect_settled(&p);
+	rudp_event ev[8];
+	const uint8_t msg[] = {0xfe, 'r', 1};
+
+	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
+	for (uint64_t until = now_ms() + 300; now_ms() < until;)
+		assert_true(rudp_service(p.client, ev, 8, 1) >= 0);
+	rudp_peer_stats st;
+	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
+	assert_true(st.resent_probe >= 1);
+	assert_true(st.resent_timeout >= 1);
+	assert_int_equal(st.resent_nack, 0);
+	assert_int_equal(st.resent_inferred, 0);
+	assert_int_equal(st.frames_retransmitted,
+			 st.resent_nack + st.resent_inferred + st.resent_probe + st.resent_timeout);
+
+	int received = 0;
+	rudp_peer *server_peer = NULL;
+	for (uint64_t until = now_ms() + 500; now_ms() < until;) {
+		int n = rudp_service(p.server, ev, 8, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++)
+			if (ev[i].type == RUDP_EVENT_RECEIVE) {
+				assert_memory_equal(ev[i].data, msg, sizeof(msg));
+				server_peer = ev[i].peer;
+				received++;
+			}
+	}
+	assert_int_equal(received, 1);
+	rudp_peer_stats ss;
+	assert_int_equal(rudp_peer_stats_get(server_peer, &ss), 0);
+	assert_int_equal(ss.duplicates_dropped, st.frames_retransmitted);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 /* A call that finds nothing arrived and is going to wait hands what was
  * queued to the kernel before it sleeps. io_uring: a lone datagram leaves
  * by a plain sendmsg and then the wait's enter (measured faster than one
@@ -869,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_server_full),
 		cmocka_unit_test(test_unconnected_ping),
 		cmocka_unit_test(test_bad_datagrams_dropped),
+		cmocka_unit_test(test_resends_counted_by_cause),
 		cmocka_unit_test(test_ipv6_loopback),
 		cmocka_unit_test(test_socket_per_connect),
 		cmocka_unit_test(test_queued_messages_survive_buffer_reuse),
