@@ -1106,6 +1106,10 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	uint32_t d0, d1, d1_end;
 
 	rudp_conn_config_init(&cfg);
+	/* A timeout resends one frame (RFC 6298): wrapping the ring takes
+	 * hundreds of them, backed off to the 2 s cap, far past the 10 s after
+	 * which the fake's silence would close the conn. */
+	cfg.timeout_us = 3600000000u;
 	fake_setup(&fk, &cfg);
 	fk.c->sent.ring_head += ring_start;
 	assert_int_equal(cfg.window_frames, 64);
@@ -1132,7 +1136,8 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	assert_int_equal(fake_ack_seq(&fk, d0, false), 0);
 	assert_int_equal(stats_of(&fk).window_in_use, 56);
 
-	/* Timeouts resend the other 56 until the ring has wrapped past d1's run. */
+	/* Timeouts resend the other 56, oldest first, until the ring has
+	 * wrapped past d1's run. */
 	assert_int_equal(fk.c->sent.size, 256); /* grown from 64: four windows */
 	while (fk.c->sent.ring_head - d1_end <= fk.c->sent.size) {
 		uint64_t due = rudp_conn_next_deadline(fk.c);
@@ -1170,13 +1175,17 @@ static void history_fake_setup(struct fake *fk)
 
 	rudp_conn_config_init(&cfg);
 	cfg.max_frames_per_datagram = 1;
+	/* A timeout resends one frame (RFC 6298), so 57 of them, backed off to
+	 * the 2 s cap, bring eight unanswered frames to 65 datagrams: longer
+	 * than the 10 s after which the fake's silence would close the conn. */
+	cfg.timeout_us = 600000000;
 	fake_setup(fk, &cfg);
 	assert_int_equal(fake_ack_seq(fk, fk->last_data_seq, false), 0); /* the 0x10 */
 	fake_flush(fk);
 }
 
-/* Eight in flight and nothing acknowledged, resent on every timeout: the
- * history stays at 64 until more than 64 datagrams are out unanswered,
+/* Eight in flight and nothing acknowledged, one resent on every timeout:
+ * the history stays at 64 until more than 64 datagrams are out unanswered,
  * then doubles. */
 static void history_doubles_while_unacked(struct fake *fk, const uint8_t *body, size_t len)
 {
