@@ -433,7 +433,7 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 		 * that ran out with it wait a backed-off RTO more. Why: the RTO
 		 * runs out on every frame of a flight at once when ACKs are late
 		 * rather than lost (a peer's queue behind an overload: at 1,024
-		 * and 2,048 busy connections two thirds of all resends were such
+		 * and 2,048 busy connections 60-79 % of all resends were such
 		 * timeouts, most of them duplicates at the peer), and resending
 		 * the whole flight adds to the queue that delayed it. A real loss
 		 * among the others costs a round trip more at most: the resent
