@@ -1233,6 +1233,32 @@ static void test_sent_history_grows_under_loss(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* Eight frames in eight datagrams, nothing acknowledged: after the tail
+ * probes, the RTO runs out on the rest at once, and only the oldest goes
+ * again (RFC 6298 5.4); the others wait a backed-off RTO more. */
+static void test_timeout_resends_oldest_frame_only(void **state)
+{
+	static const uint8_t body[] = {0xfe, 11};
+	struct fake fk;
+
+	(void)state;
+	history_fake_setup(&fk);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	int before = fk.data_dgrams;
+	fake_flush(&fk);
+	assert_int_equal(fk.data_dgrams - before, 8);
+	for (int tries = 0; stats_of(&fk).resent_timeout == 0; tries++) {
+		assert_true(tries < 10);
+		fk.now = rudp_conn_next_deadline(fk.c);
+		before = fk.data_dgrams;
+		fake_flush(&fk);
+	}
+	assert_int_equal(fk.data_dgrams - before, 1);
+	assert_int_equal(stats_of(&fk).resent_timeout, 1);
+	rudp_conn_destroy(fk.c);
+}
+
 /* A lost datagram whose frames then arrive in their resent copies is never
  * acknowledged itself: its slot stays valid but names only finished
  * frames, so reusing it is no reason to grow. Eight messages at a time,
@@ -1410,6 +1436,7 @@ int main(void)
 		cmocka_unit_test(test_dedup_grows_ahead),
 		cmocka_unit_test(test_congestion_window_holds_frames),
 		cmocka_unit_test(test_sent_history_grows_under_loss),
+		cmocka_unit_test(test_timeout_resends_oldest_frame_only),
 		cmocka_unit_test(test_sent_history_ignores_finished_losses),
 	};
 
