@@ -269,7 +269,7 @@ static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t 
 struct ack_sample {
 	bool have;
 	uint64_t rtt_us; /* when have: the newest named datagram's round trip */
-	uint64_t newest_acked_send_us; /* any copy, for loss inference */
+	uint64_t newest_acked_send_us; /* of the copies named, for loss inference */
 	int32_t newest_key; /* the newest datagram the ACK names (see normalize_records) */
 	uint32_t acked_bytes; /* wire bytes of the frames it acknowledged */
 };
@@ -287,7 +287,10 @@ static void declare_lost(struct rudp_conn *c, struct sendq_frame *f, enum conn_r
 		   f->transmissions > 1 || cc_queue_is_building(c->rtt.srtt_us, c->rtt.min_us));
 }
 
-static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample)
+/* copy_send_us: when the acknowledged copy of f was sent, which is not
+ * f->last_send_us when an older copy's datagram is the one named. */
+static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sample *sample,
+		      uint64_t copy_send_us)
 {
 	/* A frame declared lost left the flight already. */
 	if (f->state == FRAME_IN_FLIGHT)
@@ -298,8 +301,8 @@ static void ack_frame(struct rudp_conn *c, struct sendq_frame *f, struct ack_sam
 	c->probes_without_ack = 0;
 	c->nack_resends_since_ack = 0;
 	c->ack_progress_us = c->now_us;
-	if (f->last_send_us > sample->newest_acked_send_us)
-		sample->newest_acked_send_us = f->last_send_us;
+	if (copy_send_us > sample->newest_acked_send_us)
+		sample->newest_acked_send_us = copy_send_us;
 	/* The newest datagram named, when the history no longer holds its
 	 * send time: this frame's latest copy went in it, so its time is the
 	 * datagram's (see ack_from_history). */
@@ -338,6 +341,13 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 				continue;
 			h->tag[slot] = 0;
 			h->valid--;
+			/* The send time of this datagram, not of the frames' latest
+			 * copies: after a timeout resend, the first copy's ACK
+			 * coming late (the RTO was spurious: queues, not loss)
+			 * would otherwise date it at the resend, and loss inference
+			 * would take every frame sent before the resend for lost. */
+			uint64_t dgram_send_us =
+				c->now_us - (uint32_t)((uint32_t)c->now_us - h->sent_us[slot]);
 			/* Only the newest datagram named is timed, and only the
 			 * first time it is named: the others may be named again
 			 * because their first ACK was lost (the peer repeats
@@ -368,7 +378,7 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 					continue;
 				f = sendq_at(&c->rel, (uint32_t)i);
 				if (f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED)
-					ack_frame(c, f, sample);
+					ack_frame(c, f, sample, dgram_send_us);
 			}
 		}
 	}
@@ -493,7 +503,8 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 				declare_lost(c, f, RESEND_NACK);
 			continue;
 		}
-		ack_frame(c, f, &sample);
+		/* Matched by last_dgram_seq: the latest copy is the one named. */
+		ack_frame(c, f, &sample, f->last_send_us);
 	}
 	if (nack)
 		return 0;

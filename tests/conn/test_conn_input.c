@@ -1259,6 +1259,43 @@ static void test_timeout_resends_oldest_frame_only(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* The RTO ran out on a frame that was only late: its first copy's ACK comes
+ * after the resend. That ACK dates the frame at its first copy, not at the
+ * resend, so the seven frames sent in the datagrams after it (not named,
+ * and none sent a reordering window before it) are not taken for lost.
+ * Dated at the resend, all seven were inferred lost and went again. */
+static void test_late_first_copy_ack_infers_nothing(void **state)
+{
+	static const uint8_t body[] = {0xfe, 12};
+	struct fake fk;
+
+	(void)state;
+	history_fake_setup(&fk);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
+	uint32_t first = rudp_u24_add(fk.last_data_seq, 1);
+	fake_flush(&fk);
+	for (int tries = 0; stats_of(&fk).resent_timeout == 0; tries++) {
+		assert_true(tries < 10);
+		fk.now = rudp_conn_next_deadline(fk.c);
+		fake_flush(&fk);
+	}
+	struct rudp_conn_stats st = stats_of(&fk);
+	assert_int_equal(st.resent_inferred, 0);
+	uint64_t resent = st.frames_retransmitted;
+	fk.now += 1000;
+	assert_int_equal(fake_ack_seq(&fk, first, false), 0);
+	fake_flush(&fk);
+	st = stats_of(&fk);
+	assert_int_equal(st.resent_inferred, 0);
+	assert_int_equal(st.resent_nack, 0);
+	/* The ACK's progress re-arms the tail probe, and the newest frame
+	 * went long ago: one probe may go, nothing more. */
+	assert_true(st.frames_retransmitted - resent <= 1);
+	assert_int_equal(st.window_in_use, 7);
+	rudp_conn_destroy(fk.c);
+}
+
 /* A lost datagram whose frames then arrive in their resent copies is never
  * acknowledged itself: its slot stays valid but names only finished
  * frames, so reusing it is no reason to grow. Eight messages at a time,
@@ -1437,6 +1474,7 @@ int main(void)
 		cmocka_unit_test(test_congestion_window_holds_frames),
 		cmocka_unit_test(test_sent_history_grows_under_loss),
 		cmocka_unit_test(test_timeout_resends_oldest_frame_only),
+		cmocka_unit_test(test_late_first_copy_ack_infers_nothing),
 		cmocka_unit_test(test_sent_history_ignores_finished_losses),
 	};
 
