@@ -1233,28 +1233,40 @@ static void test_sent_history_grows_under_loss(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* On a history_fake_setup conn: eight frames sent in eight datagrams
+ * (the first seq in *first), then deadlines followed until the first
+ * timeout resend. Returns the datagrams that last flush sent. */
+static int eight_frames_until_timeout(struct fake *fk, uint32_t *first)
+{
+	static const uint8_t body[] = {0xfe, 11};
+
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rudp_conn_send(fk->c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk->now),
+				 0);
+	*first = rudp_u24_add(fk->last_data_seq, 1);
+	int before = fk->data_dgrams;
+	fake_flush(fk);
+	assert_int_equal(fk->data_dgrams - before, 8);
+	for (int tries = 0; stats_of(fk).resent_timeout == 0; tries++) {
+		assert_true(tries < 10);
+		fk->now = rudp_conn_next_deadline(fk->c);
+		before = fk->data_dgrams;
+		fake_flush(fk);
+	}
+	return fk->data_dgrams - before;
+}
+
 /* Eight frames in eight datagrams, nothing acknowledged: after the tail
  * probes, the RTO runs out on the rest at once, and only the oldest goes
  * again (RFC 6298 5.4); the others wait a backed-off RTO more. */
 static void test_timeout_resends_oldest_frame_only(void **state)
 {
-	static const uint8_t body[] = {0xfe, 11};
 	struct fake fk;
+	uint32_t first;
 
 	(void)state;
 	history_fake_setup(&fk);
-	for (int i = 0; i < 8; i++)
-		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
-	int before = fk.data_dgrams;
-	fake_flush(&fk);
-	assert_int_equal(fk.data_dgrams - before, 8);
-	for (int tries = 0; stats_of(&fk).resent_timeout == 0; tries++) {
-		assert_true(tries < 10);
-		fk.now = rudp_conn_next_deadline(fk.c);
-		before = fk.data_dgrams;
-		fake_flush(&fk);
-	}
-	assert_int_equal(fk.data_dgrams - before, 1);
+	assert_int_equal(eight_frames_until_timeout(&fk, &first), 1);
 	assert_int_equal(stats_of(&fk).resent_timeout, 1);
 	rudp_conn_destroy(fk.c);
 }
@@ -1266,20 +1278,12 @@ static void test_timeout_resends_oldest_frame_only(void **state)
  * Dated at the resend, all seven were inferred lost and went again. */
 static void test_late_first_copy_ack_infers_nothing(void **state)
 {
-	static const uint8_t body[] = {0xfe, 12};
 	struct fake fk;
+	uint32_t first;
 
 	(void)state;
 	history_fake_setup(&fk);
-	for (int i = 0; i < 8; i++)
-		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
-	uint32_t first = rudp_u24_add(fk.last_data_seq, 1);
-	fake_flush(&fk);
-	for (int tries = 0; stats_of(&fk).resent_timeout == 0; tries++) {
-		assert_true(tries < 10);
-		fk.now = rudp_conn_next_deadline(fk.c);
-		fake_flush(&fk);
-	}
+	eight_frames_until_timeout(&fk, &first);
 	struct rudp_conn_stats st = stats_of(&fk);
 	assert_int_equal(st.resent_inferred, 0);
 	uint64_t resent = st.frames_retransmitted;
