@@ -95,6 +95,8 @@ struct wl {
 	/* frames_resent by cause (rudp_peer_stats): NACK, inferred, tail
 	 * probe, timeout; printed on the RESULT line for runs by hand. */
 	int64_t resent_by_cause[4];
+	/* of frames_resent, those an older copy's ACK showed unneeded */
+	int64_t resent_spurious;
 	char err[256];
 };
 

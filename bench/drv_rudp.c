@@ -434,7 +434,7 @@ out:
 	/* What the protocol resent to get the run through: spurious resends
 	 * show as the other side's duplicates. */
 	if (t.h && t.peer) {
-		w->frames_resent = w->duplicates_in = 0;
+		w->frames_resent = w->duplicates_in = w->resent_spurious = 0;
 		memset(w->resent_by_cause, 0, sizeof w->resent_by_cause);
 		for (uint32_t c = 0; c < nc; c++) {
 			rudp_peer_stats st;
@@ -445,6 +445,7 @@ out:
 				w->resent_by_cause[1] += (int64_t)st.resent_inferred;
 				w->resent_by_cause[2] += (int64_t)st.resent_probe;
 				w->resent_by_cause[3] += (int64_t)st.resent_timeout;
+				w->resent_spurious += (int64_t)st.resent_spurious;
 			}
 		}
 	}

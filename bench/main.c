@@ -556,11 +556,22 @@ static int parse_result(const char *out, struct run *r)
 	/* Optional, librudp columns only; on the RESULT line itself. */
 	const char *eol = strchr(p, '\n');
 	const char *q = strstr(p, " resent=");
-	long long resent, dups;
+	long long resent, dups, why[4], spurious;
 	if (q && (!eol || q < eol) && sscanf(q, " resent=%lld dups=%lld", &resent, &dups) == 2 &&
 	    resent >= 0 && dups >= 0) {
 		r->client_resent = resent;
 		r->client_dups = dups;
+		/* The causes and the spurious count came later: a client that
+		 * does not print them leaves them unreported. */
+		if (sscanf(q,
+			   " resent=%lld dups=%lld resent_nack=%lld resent_inferred=%lld resent_probe=%lld "
+			   "resent_timeout=%lld resent_spurious=%lld",
+			   &resent, &dups, &why[0], &why[1], &why[2], &why[3], &spurious) == 7 &&
+		    why[0] >= 0 && why[1] >= 0 && why[2] >= 0 && why[3] >= 0 && spurious >= 0) {
+			for (int i = 0; i < 4; i++)
+				r->client_resent_why[i] = why[i];
+			r->client_spurious = spurious;
+		}
 	}
 	r->verified_msgs = verified;
 	r->messages = messages;
@@ -585,7 +596,9 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	pid_t emu = -1;
 	int rc = -1;
 	r->rcvbuf_errors = -1;
-	r->client_resent = r->client_dups = -1;
+	r->client_resent = r->client_dups = r->client_spurious = -1;
+	for (int i = 0; i < 4; i++)
+		r->client_resent_why[i] = -1;
 	if (use_ns) {
 		snprintf(ns_s, sizeof ns_s, "rudpb-%d-%d", (int)getpid(), seq);
 		if (ns_create(ns_s) < 0) {

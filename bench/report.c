@@ -211,6 +211,26 @@ static double m_dups(const struct run *r)
 {
 	return r->client_dups < 0 ? -1 : (double)r->client_dups;
 }
+static double m_spurious(const struct run *r)
+{
+	return r->client_spurious < 0 ? -1 : (double)r->client_spurious;
+}
+static double m_why_nack(const struct run *r)
+{
+	return r->client_resent_why[0] < 0 ? -1 : (double)r->client_resent_why[0];
+}
+static double m_why_inferred(const struct run *r)
+{
+	return r->client_resent_why[1] < 0 ? -1 : (double)r->client_resent_why[1];
+}
+static double m_why_probe(const struct run *r)
+{
+	return r->client_resent_why[2] < 0 ? -1 : (double)r->client_resent_why[2];
+}
+static double m_why_timeout(const struct run *r)
+{
+	return r->client_resent_why[3] < 0 ? -1 : (double)r->client_resent_why[3];
+}
 /* Resends per hundred messages the client sent, so rows of different
  * lengths compare. */
 static double m_resent_pct(const struct run *r)
@@ -416,24 +436,9 @@ static void rss_table(FILE *f, const struct plan *p, enum wl_kind kind)
 	fprintf(f, "\n");
 }
 
-/* What the librudp columns resent, from the counts the client prints at
- * exit: the client's resends and the duplicates it dropped (the server's
- * resends of what had already arrived), medians over verified rounds. Only
- * columns whose runs reported them appear; the table is left out when none
- * did (other libraries do not say). */
-static void resend_table(FILE *f, const struct plan *p, enum wl_kind kind)
+static void resend_table_head(FILE *f, const bool *has)
 {
-	bool has[NCOLUMNS] = {false};
-	bool any = false;
-	for (size_t i = 0; i < p->nruns; i++) {
-		const struct run *r = &p->runs[i];
-		if (r->row->kind == kind && r->ok && r->client_resent >= 0 && p->col_on[r->column])
-			any = has[r->column] = true;
-	}
-	if (!any)
-		return;
-	fprintf(f, "librudp resends, per run (median): frames the client resent (%% of its messages) / "
-		   "duplicates it dropped:\n\n| case |");
+	fprintf(f, "| case |");
 	for (int c = 0; c < NCOLUMNS; c++)
 		if (has[c])
 			fprintf(f, " %s |", columns[c].title);
@@ -442,6 +447,34 @@ static void resend_table(FILE *f, const struct plan *p, enum wl_kind kind)
 		if (has[c])
 			fprintf(f, "---|");
 	fprintf(f, "\n");
+}
+
+/* What the librudp columns resent, from the counts the client prints at
+ * exit: the client's resends, those shown unneeded (an older copy was
+ * acknowledged after the resend) and the duplicates it dropped (the
+ * server's resends of what had already arrived), then the resends by
+ * cause; medians over verified rounds. Only columns whose runs reported
+ * them appear; a table is left out when none did (other libraries do not
+ * say, and runs from before the counts existed lack the second). */
+static void resend_table(FILE *f, const struct plan *p, enum wl_kind kind)
+{
+	bool has[NCOLUMNS] = {false}, has_why[NCOLUMNS] = {false};
+	bool any = false, any_why = false;
+	for (size_t i = 0; i < p->nruns; i++) {
+		const struct run *r = &p->runs[i];
+		if (r->row->kind != kind || !r->ok || r->client_resent < 0 || !p->col_on[r->column])
+			continue;
+		any = has[r->column] = true;
+		if (r->client_spurious >= 0)
+			any_why = has_why[r->column] = true;
+	}
+	if (!any)
+		return;
+	fprintf(f,
+		"librudp resends, per run (median): frames the client resent (%% of its messages), those of "
+		"them shown unneeded (an older copy was acknowledged after the resend) / duplicates the "
+		"client dropped (the server's unneeded resends):\n\n");
+	resend_table_head(f, has);
 	for (size_t i = 0; i < p->nrows; i++) {
 		const struct row *row = &p->rows[i];
 		if (row->kind != kind)
@@ -452,11 +485,43 @@ static void resend_table(FILE *f, const struct plan *p, enum wl_kind kind)
 				continue;
 			struct agg a = aggregate(p, row, c, m_resent), d = aggregate(p, row, c, m_dups);
 			struct agg pct = aggregate(p, row, c, m_resent_pct);
+			struct agg s = aggregate(p, row, c, m_spurious);
 			const char *nf_ = no_figure(p, row, c, &a);
 			if (nf_)
 				fprintf(f, " %s |", nf_);
+			else if (s.n)
+				fprintf(f, " %.0f (%.2f %%), %.0f unneeded / %.0f |", a.med, pct.med, s.med,
+					d.med);
 			else
 				fprintf(f, " %.0f (%.2f %%) / %.0f |", a.med, pct.med, d.med);
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+	if (!any_why)
+		return;
+	fprintf(f, "librudp resends by cause, per run (median): NACK / inferred (a later datagram "
+		   "acknowledged) / "
+		   "tail probe / timeout:\n\n");
+	resend_table_head(f, has_why);
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		fprintf(f, "| %s |", row->label);
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (!has_why[c])
+				continue;
+			struct agg a = aggregate(p, row, c, m_why_nack);
+			const char *nf_ = no_figure(p, row, c, &a);
+			if (nf_ || a.n == 0) {
+				fprintf(f, " %s |", nf_ ? nf_ : "n/a");
+				continue;
+			}
+			fprintf(f, " %.0f / %.0f / %.0f / %.0f |", a.med,
+				aggregate(p, row, c, m_why_inferred).med,
+				aggregate(p, row, c, m_why_probe).med,
+				aggregate(p, row, c, m_why_timeout).med);
 		}
 		fprintf(f, "\n");
 	}
@@ -737,6 +802,14 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		if (r->client_resent >= 0)
 			fprintf(f, "\"client_resent\": %lld, \"client_dups\": %lld, ",
 				(long long)r->client_resent, (long long)r->client_dups);
+		if (r->client_resent >= 0 && r->client_spurious >= 0)
+			fprintf(f,
+				"\"client_resent_nack\": %lld, \"client_resent_inferred\": %lld, "
+				"\"client_resent_probe\": %lld, \"client_resent_timeout\": %lld, "
+				"\"client_resent_spurious\": %lld, ",
+				(long long)r->client_resent_why[0], (long long)r->client_resent_why[1],
+				(long long)r->client_resent_why[2], (long long)r->client_resent_why[3],
+				(long long)r->client_spurious);
 		jnum(f, "connect_p50_ms", r->ok ? r->connect_p50_ms : -1);
 		fprintf(f, ", ");
 		jnum(f, "connect_p99_ms", r->ok ? r->connect_p99_ms : -1);

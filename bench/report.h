@@ -52,6 +52,10 @@ struct run {
 	/* librudp columns: frames the client resent and duplicates it dropped
 	 * (the server's resends of what had arrived); -1: not reported. */
 	int64_t client_resent, client_dups;
+	/* Of client_resent: by cause (NACK, inferred, tail probe, timeout) and
+	 * those shown unneeded (rudp_peer_stats.resent_spurious); -1: not
+	 * reported. */
+	int64_t client_resent_why[4], client_spurious;
 	double seconds;
 	char impairment[128];
 	char error[256];

@@ -296,6 +296,17 @@ static int run_pair(void *ctx, const char *key, const struct jv *v)
 		else
 			r->client_dups = (int64_t)d;
 		return 0;
+	} else if (!strncmp(key, "client_resent_", 14)) {
+		/* Optional too: by cause, and those shown unneeded. */
+		static const char *const why[] = {"nack", "inferred", "probe", "timeout"};
+		int64_t *slot = !strcmp(key + 14, "spurious") ? &r->client_spurious : NULL;
+		for (int w = 0; !slot && w < 4; w++)
+			if (!strcmp(key + 14, why[w]))
+				slot = &r->client_resent_why[w];
+		if (!slot || figure(v, &d) < 0 || (d < 0 && v->type != JV_NULL))
+			return -1;
+		*slot = (int64_t)d;
+		return 0;
 	} else {
 		static const struct {
 			const char *key;
@@ -440,7 +451,9 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 		struct old_run *o = &old[nold];
 		memset(o, 0, sizeof *o);
 		o->r.rcvbuf_errors = -1;
-		o->r.client_resent = o->r.client_dups = -1;
+		o->r.client_resent = o->r.client_dups = o->r.client_spurious = -1;
+		for (int w = 0; w < 4; w++)
+			o->r.client_resent_why[w] = -1;
 		const char *e = *s == '{' ? parse_pairs(s + 1, false, run_pair, o) : NULL;
 		if (e) {
 			e = skip_ws(e);

@@ -411,9 +411,9 @@ void wl_report(struct wl *w)
 	       pct(conn_ms, cn, 0.99), bench_self_hwm_kib());
 	if (w->frames_resent >= 0)
 		printf(" resent=%" PRId64 " dups=%" PRId64 " resent_nack=%" PRId64 " resent_inferred=%" PRId64
-		       " resent_probe=%" PRId64 " resent_timeout=%" PRId64,
+		       " resent_probe=%" PRId64 " resent_timeout=%" PRId64 " resent_spurious=%" PRId64,
 		       w->frames_resent, w->duplicates_in, w->resent_by_cause[0], w->resent_by_cause[1],
-		       w->resent_by_cause[2], w->resent_by_cause[3]);
+		       w->resent_by_cause[2], w->resent_by_cause[3], w->resent_spurious);
 	printf("\n");
 	fflush(stdout);
 	free(conn_ms);

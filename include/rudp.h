@@ -425,6 +425,13 @@ typedef struct rudp_peer_stats {
 	 * are queued behind an overload (or rudp_config.rto_min_ms is shorter
 	 * than the path's worst round trips); NACKs and inferences mean loss. */
 	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
+	/** Resends shown to be unneeded: the peer acknowledged the datagram of
+	 * an earlier copy of the frame after the frame had been sent again (the
+	 * copy was late, not lost; like TCP's D-SACK). Counted at most once per
+	 * frame, and only when that ACK arrives before the resent copy's, so it
+	 * is a lower bound. A large share of frames_retransmitted means the
+	 * loss detection fires on delay: see docs/tuning.md. */
+	uint64_t resent_spurious;
 } rudp_peer_stats;
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */

@@ -377,8 +377,13 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 				if (i < 0 || (uint32_t)i >= c->rel_sent)
 					continue;
 				f = sendq_at(&c->rel, (uint32_t)i);
-				if (f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED)
-					ack_frame(c, f, sample, dgram_send_us);
+				if (f->state != FRAME_IN_FLIGHT && f->state != FRAME_NACKED)
+					continue;
+				/* An older copy arrived after the frame went again:
+				 * that resend was not needed. */
+				if (f->transmissions > 1 && f->last_dgram_seq != seq)
+					c->stats.resent_spurious++;
+				ack_frame(c, f, sample, dgram_send_us);
 			}
 		}
 	}

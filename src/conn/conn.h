@@ -125,6 +125,8 @@ struct rudp_conn_stats {
 	/* frames_retransmitted by cause: reported missing (NACK), a later
 	 * datagram acknowledged first (inferred), tail-loss probe, RTO */
 	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
+	/* resends an older copy's ACK showed unneeded (ackq.c, ack_from_history) */
+	uint64_t resent_spurious;
 };
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */

@@ -125,6 +125,7 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->resent_inferred = s.resent_inferred;
 	out->resent_probe = s.resent_probe;
 	out->resent_timeout = s.resent_timeout;
+	out->resent_spurious = s.resent_spurious;
 	return 0;
 }
 

@@ -1300,6 +1300,54 @@ static void test_late_first_copy_ack_infers_nothing(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* A resend is counted unneeded when an older copy's datagram is
+ * acknowledged after it: once per frame however many copies went (the
+ * newest frame was probed twice before the oldest timed out), and not
+ * again when the resent copy's own ACK follows. */
+static void test_older_copy_ack_counts_spurious_resend(void **state)
+{
+	struct fake fk;
+	uint32_t first;
+
+	(void)state;
+	history_fake_setup(&fk);
+	eight_frames_until_timeout(&fk, &first);
+	uint32_t timeout_copy = fk.last_data_seq;
+	assert_int_equal(stats_of(&fk).resent_probe, 2);
+	assert_int_equal(stats_of(&fk).resent_spurious, 0);
+	assert_int_equal(fake_ack_seq(&fk, first, false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 1);
+	assert_int_equal(fake_ack_seq(&fk, timeout_copy, false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 1);
+	/* The probed frame's first copy: two resends, one count. */
+	assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, 7), false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 2);
+	/* Frames sent once are never counted. */
+	for (uint32_t k = 1; k < 7; k++)
+		assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, k), false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 2);
+	assert_int_equal(stats_of(&fk).window_in_use, 0);
+	rudp_conn_destroy(fk.c);
+}
+
+/* The first copy was lost: the resend's ACK comes, and the first copy's
+ * datagram is never named. Nothing was unneeded. */
+static void test_resent_copy_ack_is_not_spurious(void **state)
+{
+	struct fake fk;
+	uint32_t first;
+
+	(void)state;
+	history_fake_setup(&fk);
+	eight_frames_until_timeout(&fk, &first);
+	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 0);
+	/* Named late, the first copy finds the frame done: still nothing. */
+	assert_int_equal(fake_ack_seq(&fk, first, false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 0);
+	rudp_conn_destroy(fk.c);
+}
+
 /* A lost datagram whose frames then arrive in their resent copies is never
  * acknowledged itself: its slot stays valid but names only finished
  * frames, so reusing it is no reason to grow. Eight messages at a time,
@@ -1479,6 +1527,8 @@ int main(void)
 		cmocka_unit_test(test_sent_history_grows_under_loss),
 		cmocka_unit_test(test_timeout_resends_oldest_frame_only),
 		cmocka_unit_test(test_late_first_copy_ack_infers_nothing),
+		cmocka_unit_test(test_older_copy_ack_counts_spurious_resend),
+		cmocka_unit_test(test_resent_copy_ack_is_not_spurious),
 		cmocka_unit_test(test_sent_history_ignores_finished_losses),
 	};
 
