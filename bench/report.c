@@ -436,7 +436,12 @@ static void rss_table(FILE *f, const struct plan *p, enum wl_kind kind)
 	fprintf(f, "\n");
 }
 
-static void resend_table_head(FILE *f, const bool *has)
+/* One cell of a resend table: row's figures for column c. */
+typedef void (*resend_cell_fn)(FILE *f, const struct plan *p, const struct row *row, int c);
+
+/* A resend table of the columns in has[], one row per case of kind. */
+static void resend_rows(FILE *f, const struct plan *p, enum wl_kind kind, const bool *has,
+			resend_cell_fn cell)
 {
 	fprintf(f, "| case |");
 	for (int c = 0; c < NCOLUMNS; c++)
@@ -447,6 +452,41 @@ static void resend_table_head(FILE *f, const bool *has)
 		if (has[c])
 			fprintf(f, "---|");
 	fprintf(f, "\n");
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != kind)
+			continue;
+		fprintf(f, "| %s |", row->label);
+		for (int c = 0; c < NCOLUMNS; c++)
+			if (has[c])
+				cell(f, p, row, c);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+}
+
+static void resent_cell(FILE *f, const struct plan *p, const struct row *row, int c)
+{
+	struct agg a = aggregate(p, row, c, m_resent), d = aggregate(p, row, c, m_dups);
+	struct agg pct = aggregate(p, row, c, m_resent_pct), s = aggregate(p, row, c, m_spurious);
+	const char *nf_ = no_figure(p, row, c, &a);
+	if (nf_)
+		fprintf(f, " %s |", nf_);
+	else if (s.n)
+		fprintf(f, " %.0f (%.2f %%), %.0f unneeded / %.0f |", a.med, pct.med, s.med, d.med);
+	else
+		fprintf(f, " %.0f (%.2f %%) / %.0f |", a.med, pct.med, d.med);
+}
+
+static void cause_cell(FILE *f, const struct plan *p, const struct row *row, int c)
+{
+	struct agg a = aggregate(p, row, c, m_why_nack);
+	const char *nf_ = no_figure(p, row, c, &a);
+	if (nf_ || a.n == 0)
+		fprintf(f, " %s |", nf_ ? nf_ : "n/a");
+	else
+		fprintf(f, " %.0f / %.0f / %.0f / %.0f |", a.med, aggregate(p, row, c, m_why_inferred).med,
+			aggregate(p, row, c, m_why_probe).med, aggregate(p, row, c, m_why_timeout).med);
 }
 
 /* What the librudp columns resent, from the counts the client prints at
@@ -470,62 +510,15 @@ static void resend_table(FILE *f, const struct plan *p, enum wl_kind kind)
 	}
 	if (!any)
 		return;
-	fprintf(f,
-		"librudp resends, per run (median): frames the client resent (%% of its messages), those of "
-		"them shown unneeded (an older copy was acknowledged after the resend) / duplicates the "
-		"client dropped (the server's unneeded resends):\n\n");
-	resend_table_head(f, has);
-	for (size_t i = 0; i < p->nrows; i++) {
-		const struct row *row = &p->rows[i];
-		if (row->kind != kind)
-			continue;
-		fprintf(f, "| %s |", row->label);
-		for (int c = 0; c < NCOLUMNS; c++) {
-			if (!has[c])
-				continue;
-			struct agg a = aggregate(p, row, c, m_resent), d = aggregate(p, row, c, m_dups);
-			struct agg pct = aggregate(p, row, c, m_resent_pct);
-			struct agg s = aggregate(p, row, c, m_spurious);
-			const char *nf_ = no_figure(p, row, c, &a);
-			if (nf_)
-				fprintf(f, " %s |", nf_);
-			else if (s.n)
-				fprintf(f, " %.0f (%.2f %%), %.0f unneeded / %.0f |", a.med, pct.med, s.med,
-					d.med);
-			else
-				fprintf(f, " %.0f (%.2f %%) / %.0f |", a.med, pct.med, d.med);
-		}
-		fprintf(f, "\n");
+	fprintf(f, "librudp resends, per run (median): frames the client resent (%% of its messages), those "
+		   "of them shown unneeded (an older copy was acknowledged after the resend) / duplicates "
+		   "the client dropped (the server's unneeded resends):\n\n");
+	resend_rows(f, p, kind, has, resent_cell);
+	if (any_why) {
+		fprintf(f, "librudp resends by cause, per run (median): NACK / inferred (a later datagram "
+			   "acknowledged) / tail probe / timeout:\n\n");
+		resend_rows(f, p, kind, has_why, cause_cell);
 	}
-	fprintf(f, "\n");
-	if (!any_why)
-		return;
-	fprintf(f, "librudp resends by cause, per run (median): NACK / inferred (a later datagram "
-		   "acknowledged) / "
-		   "tail probe / timeout:\n\n");
-	resend_table_head(f, has_why);
-	for (size_t i = 0; i < p->nrows; i++) {
-		const struct row *row = &p->rows[i];
-		if (row->kind != kind)
-			continue;
-		fprintf(f, "| %s |", row->label);
-		for (int c = 0; c < NCOLUMNS; c++) {
-			if (!has_why[c])
-				continue;
-			struct agg a = aggregate(p, row, c, m_why_nack);
-			const char *nf_ = no_figure(p, row, c, &a);
-			if (nf_ || a.n == 0) {
-				fprintf(f, " %s |", nf_ ? nf_ : "n/a");
-				continue;
-			}
-			fprintf(f, " %.0f / %.0f / %.0f / %.0f |", a.med,
-				aggregate(p, row, c, m_why_inferred).med,
-				aggregate(p, row, c, m_why_probe).med,
-				aggregate(p, row, c, m_why_timeout).med);
-		}
-		fprintf(f, "\n");
-	}
-	fprintf(f, "\n");
 }
 
 static void failures(FILE *f, const struct plan *p, enum wl_kind kind)
