@@ -428,8 +428,9 @@ typedef struct rudp_peer_stats {
 	/** Resends shown to be unneeded: the peer acknowledged the datagram of
 	 * an earlier copy of the frame after the frame had been sent again (the
 	 * copy was late, not lost; like TCP's D-SACK). Counted at most once per
-	 * frame, and only when that ACK arrives before the resent copy's, so it
-	 * is a lower bound. A large share of frames_retransmitted means the
+	 * frame, and only when that ACK comes before any ACK naming the resent
+	 * copy (an ACK naming both counts as the resend's), so it is a lower
+	 * bound. A large share of frames_retransmitted means the
 	 * loss detection fires on delay: see docs/tuning.md. */
 	uint64_t resent_spurious;
 } rudp_peer_stats;

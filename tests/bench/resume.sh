@@ -40,6 +40,11 @@ if grep -q '"column": "rudp-send", .*"client_resent": [0-9][0-9]*, "client_dups"
 else
 	fail "client_resent / client_dups missing from librudp runs (or present in TCP's)"
 fi
+if grep -q '"column": "rudp-send", .*"client_resent_nack": [0-9]*, "client_resent_inferred": [0-9]*, "client_resent_probe": [0-9]*, "client_resent_timeout": [0-9]*, "client_resent_spurious": [0-9]*, ' "$tmp/A.json"; then
+	ok "librudp runs carry their resends by cause and the unneeded ones"
+else
+	fail "client_resent_{nack,inferred,probe,timeout,spurious} missing from librudp runs"
+fi
 
 # 0b. and the report shows them, for librudp columns only
 if grep -A3 '^librudp resends, per run' "$d1/report.md" | grep -q '^| case | rudp (send) |' &&
@@ -94,18 +99,25 @@ else
 	cat "$tmp/4.log"
 fi
 
-# 4. bad resend counts: the run is made again, not copied
+# 4. bad resend counts: the run is made again, not copied; good ones are
+# copied with their causes
 mkdir "$tmp/F"
 sed -e '/"column": "rudp-send", "workload": "single"/s/"client_resent": [0-9]*/"client_resent": -5/' \
 	-e '/"column": "rudp-batch", "workload": "single"/s/"client_dups": [0-9]*/"client_dups": "many"/' \
+	-e '/"column": "rudp-send", "workload": "many"/s/"client_resent_spurious": [0-9]*/"client_resent_spurious": -5/' \
+	-e '/"column": "rudp-batch", "workload": "many"/s/"client_resent_probe": [0-9]*/"client_resent_probe": "many"/' \
 	"$d1/runs.json" >"$tmp/F/runs.json"
-if [ "$(grep -c '"client_resent": -5\|"client_dups": "many"' "$tmp/F/runs.json")" -eq 2 ] &&
+bad='"client_resent": -5\|"client_dups": "many"\|"client_resent_spurious": -5\|"client_resent_probe": "many"'
+if [ "$(grep -c "$bad" "$tmp/F/runs.json")" -eq 4 ] &&
 	"$bench" --smoke --resume "$tmp/F" --json "$tmp/F.json" >"$tmp/5.log" 2>&1 &&
-	grep -q "^resumed from $tmp/F: $((total - 2)) of $total runs copied, 2 to run$" "$tmp/5.log" &&
-	grep -q '^\[[0-9]/2\] single .* · rudp-send · ' "$tmp/5.log" &&
-	grep -q '^\[[0-9]/2\] single .* · rudp-batch · ' "$tmp/5.log" &&
-	! grep -q '"client_resent": -5\|"client_dups": "many"' "$tmp/F.json"; then
-	ok "--resume with a negative and a non-numeric resend count: those 2 runs made again"
+	grep -q "^resumed from $tmp/F: $((total - 4)) of $total runs copied, 4 to run$" "$tmp/5.log" &&
+	grep -q '^\[[0-9]/4\] single .* · rudp-send · ' "$tmp/5.log" &&
+	grep -q '^\[[0-9]/4\] single .* · rudp-batch · ' "$tmp/5.log" &&
+	grep -q '^\[[0-9]/4\] many .* · rudp-send · ' "$tmp/5.log" &&
+	grep -q '^\[[0-9]/4\] many .* · rudp-batch · ' "$tmp/5.log" &&
+	! grep -q "$bad" "$tmp/F.json" &&
+	grep -q '"column": "rudp-send-policy", "workload": "many", .*"client_resent_spurious": [0-9]' "$tmp/F.json"; then
+	ok "--resume with negative and non-numeric resend counts: those 4 runs made again, the others copied with their causes"
 else
 	fail "--resume with bad resend counts:"
 	cat "$tmp/5.log"
