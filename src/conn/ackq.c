@@ -281,6 +281,7 @@ static void declare_lost(struct rudp_conn *c, struct sendq_frame *f, enum conn_r
 {
 	f->state = FRAME_NACKED;
 	f->resend_why = (uint8_t)why;
+	c->resend_pending = true;
 	c->nack_resends_since_ack++;
 	cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 	cc_on_loss(&c->cc, f->last_dgram_seq, c->next_dgram_seq,
@@ -511,12 +512,16 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 		/* Matched by last_dgram_seq: the latest copy is the one named. */
 		ack_frame(c, f, &sample, f->last_send_us);
 	}
-	if (nack)
+	if (nack) {
+		flush_note_rto_due(c);
 		return 0;
+	}
 	/* Growth first: a loss inferred from this same ACK then reduces the
 	 * window it reached. */
 	cc_on_acked(&c->cc, sample.acked_bytes);
 	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
+	/* Frames left the flight and the ACK progress restarted the timers. */
+	flush_note_rto_due(c);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
 		c->rel_sent--;

@@ -749,6 +749,19 @@ int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint6
 
 /* ---- timers ---- */
 
+/* The first sent frame not acknowledged yet (acknowledged ones at the
+ * front are normally released at once), or NULL. */
+static const struct sendq_frame *oldest_unacked(const struct rudp_conn *c)
+{
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state != FRAME_ACKED)
+			return f;
+	}
+	return NULL;
+}
+
 bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 {
 	if (c->state == RUDP_CONN_STATE_CONNECTING && now_us - c->created_us >= c->cfg.connect_timeout_us) {
@@ -765,15 +778,14 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 								     : RUDP_CONN_CLOSE_TIMEOUT);
 		return true;
 	}
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
-		const struct sendq_frame *f = sendq_at(&c->rel, i);
+	/* Frames go out first in queue order, so the first one not yet
+	 * acknowledged was sent before all the others. */
+	const struct sendq_frame *f = oldest_unacked(c);
 
-		if ((f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED) &&
-		    now_us - f->first_send_us >= c->cfg.timeout_us) {
-			conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
-									     : RUDP_CONN_CLOSE_TIMEOUT);
-			return true;
-		}
+	if (f && now_us - f->first_send_us >= c->cfg.timeout_us) {
+		conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
+								     : RUDP_CONN_CLOSE_TIMEOUT);
+		return true;
 	}
 	return false;
 }
@@ -806,7 +818,7 @@ bool rudp_conn_wants_flush(const struct rudp_conn *c)
 		return true;
 	/* A resend the congestion window holds back waits for an ACK, which
 	 * wakes the owner anyway: wanting a flush for it would spin. */
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
+	for (uint32_t i = 0; c->resend_pending && i < c->rel_sent; i++) {
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 
 		if (f->state == FRAME_NACKED &&
@@ -840,13 +852,13 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 		min_into(&d, c->now_us + c->rtt.rto_us); /* another try at queueing our 0x15 */
 	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
 	min_into(&d, flush_probe_deadline(c));
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
-		const struct sendq_frame *f = sendq_at(&c->rel, i);
+	/* Kept by the walks and sends (rto_due_us), and the oldest frame
+	 * not acknowledged was sent first, so no walk here. */
+	const struct sendq_frame *oldest = oldest_unacked(c);
 
-		if (f->state == FRAME_IN_FLIGHT) {
-			min_into(&d, frame_rto_deadline(c, f));
-			min_into(&d, f->first_send_us + c->cfg.timeout_us);
-		}
+	if (oldest) {
+		min_into(&d, c->rto_due_us);
+		min_into(&d, oldest->first_send_us + c->cfg.timeout_us);
 	}
 	return d;
 }

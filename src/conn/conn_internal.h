@@ -418,6 +418,23 @@ struct rudp_conn {
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
 	uint64_t ack_progress_us; /* when an ACK last acknowledged a reliable frame (frame_rto_deadline) */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
+	/* What lets a flush and the deadline skip their walks over the frames
+	 * in flight (five per flush with its deadline; with a window of 64 and
+	 * a dozen messages per flush they were a twentieth of a busy client's
+	 * CPU). resend_pending: some sent frame may be FRAME_NACKED; set
+	 * wherever a frame is marked, cleared by a flush walk that left none.
+	 * rto_due_us: the earliest frame_rto_deadline of the frames in flight,
+	 * set by every walk (flush_data's, and flush_note_rto_due after an
+	 * ACK, whose progress restarts the timers) and lowered by every send
+	 * (commit_reliable); 0 before the first flush. newest_sent_index: the
+	 * frame sent last (of those sent in the same microsecond, the highest
+	 * index), which while still in flight is the newest in flight that
+	 * the tail probe resends. */
+	bool resend_pending;
+	bool newest_sent_valid;
+	uint32_t newest_sent_index;
+	uint64_t newest_sent_us;
+	uint64_t rto_due_us;
 
 	/* Optional send policy (src/policy, borrowed: its owner frees it after
 	 * the conn). NULL: the plain FIFO with the window. The per-flush budget
@@ -499,6 +516,11 @@ static inline uint64_t frame_rto_deadline(const struct rudp_conn *c, const struc
 
 	return restarted > f->deadline_us ? restarted : f->deadline_us;
 }
+
+/* Sets rto_due_us to the earliest frame_rto_deadline of the frames in
+ * flight (UINT64_MAX: none), by a walk: after an ACK, whose progress
+ * restarts the timers and whose frames leave the flight. */
+void flush_note_rto_due(struct rudp_conn *c);
 
 struct flush_ref {
 	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL */

@@ -89,6 +89,14 @@ static void commit_reliable(struct rudp_conn *c, struct sendq_frame *f, uint64_t
 	f->last_dgram_seq = c->next_dgram_seq;
 	f->last_send_us = now_us;
 	f->deadline_us = now_us + rtt_backed_off_rto(&c->rtt, f->backoff);
+	if (f->deadline_us < c->rto_due_us)
+		c->rto_due_us = f->deadline_us;
+	if (!c->newest_sent_valid || now_us > c->newest_sent_us ||
+	    rudp_u24_diff(f->reliable_index, c->newest_sent_index) > 0) {
+		c->newest_sent_valid = true;
+		c->newest_sent_index = f->reliable_index;
+		c->newest_sent_us = now_us;
+	}
 }
 
 int sent_history_resize(struct sent_history *h, uint32_t size)
@@ -353,10 +361,34 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 #define FLUSH_MAX_PROBES 2
 #define FLUSH_PROBE_SLACK_US 250
 
+void flush_note_rto_due(struct rudp_conn *c)
+{
+	c->rto_due_us = UINT64_MAX;
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT && frame_rto_deadline(c, f) < c->rto_due_us)
+			c->rto_due_us = frame_rto_deadline(c, f);
+	}
+}
+
+/* The frame in flight sent last (of those sent in the same microsecond,
+ * the highest index): the one committed last while it is still in flight,
+ * else found by a walk. */
 static struct sendq_frame *newest_in_flight(const struct rudp_conn *c)
 {
 	struct sendq_frame *newest = NULL;
 
+	if (c->newest_sent_valid && c->rel_sent > 0) {
+		int32_t i = rudp_u24_diff(c->newest_sent_index, sendq_at(&c->rel, 0)->reliable_index);
+
+		if (i >= 0 && (uint32_t)i < c->rel_sent) {
+			newest = sendq_at(&c->rel, (uint32_t)i);
+			if (newest->state == FRAME_IN_FLIGHT)
+				return newest;
+			newest = NULL;
+		}
+	}
 	for (uint32_t i = 0; i < c->rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
 
@@ -423,9 +455,15 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 		f->resend_why = RESEND_PROBE;
 		cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 		c->probes_without_ack++;
+		c->resend_pending = true;
 	}
-	bool timeout_taken = false;
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
+	/* Nothing to resend and no timer due: no walk (see resend_pending). */
+	bool walk = c->resend_pending || now_us >= c->rto_due_us;
+	bool timeout_taken = false, nacked_left = false;
+
+	if (walk)
+		c->rto_due_us = UINT64_MAX; /* the walk and the commits below set it again */
+	for (uint32_t i = 0; walk && i < c->rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
 		bool timed_out = f->state == FRAME_IN_FLIGHT && frame_rto_deadline(c, f) <= now_us;
 
@@ -453,17 +491,32 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 			cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 			cc_on_timeout(&c->cc, f->last_dgram_seq, c->next_dgram_seq);
 		}
+		if (f->state == FRAME_IN_FLIGHT) {
+			uint64_t due = frame_rto_deadline(c, f);
+
+			if (due < c->rto_due_us)
+				c->rto_due_us = due;
+		}
 		if (f->state != FRAME_NACKED)
 			continue;
 		/* Held back frames are skipped, not the end of the scan: a tail
 		 * probe further on still goes. */
 		if (f->resend_why != RESEND_PROBE &&
-		    !cc_can_send(&c->cc, b.cc_bytes, sendq_frame_wire_bytes(f)))
+		    !cc_can_send(&c->cc, b.cc_bytes, sendq_frame_wire_bytes(f))) {
+			nacked_left = true;
 			continue;
+		}
 		if (!builder_add(c, &b, f->resend_why == RESEND_TIMEOUT ? FLUSH_RETX_RTO : FLUSH_RETX_NACK, i,
-				 now_us))
+				 now_us)) {
+			/* The walk stops here: rto_due_us from a walk of its
+			 * own, and resends may be left. */
+			flush_note_rto_due(c);
+			c->resend_pending = true;
 			goto out;
+		}
 	}
+	if (walk)
+		c->resend_pending = nacked_left;
 	if (c->policy) {
 		if (!add_unreliable(c, &b, now_us) || !add_new_reliable(c, &b, now_us))
 			goto out;
@@ -475,6 +528,9 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 out:
 	if (b.blocked)
 		*blocked = true;
+	/* Resends put in a datagram that did not go out are still marked. */
+	if (b.blocked || b.nframes > 0)
+		c->resend_pending = true;
 #if RUDP_HAVE_SEND_POLICY
 	if (c->policy)
 		policy_after_flush(c, b.budget_spent);
