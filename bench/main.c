@@ -94,7 +94,8 @@ const char *column_unavailable(int i)
 		if (!BENCH_QUIC_BUILT)
 			return "n/a: not built (" BENCH_QUIC_WHY ")";
 		if (!quic_path[0])
-			return "n/a: rudp-bench-quic not found";
+			return "n/a: rudp-bench-quic not found (neither beside this rudp-bench nor "
+			       "at " BENCH_QUIC_INSTALLED ")";
 	}
 	return NULL;
 }
@@ -981,6 +982,11 @@ int main(int argc, char **argv)
 	       meta.cpus_shared ? " (one CPU: shared)" : "", workers_desc(&meta));
 	for (size_t i = 0; i < plan.nskipped; i++)
 		printf("skipped: %s\n", plan.skipped[i]);
+	/* Said before the first run, not only in the report an hour later. */
+	for (int i = 0; i < NCOLUMNS; i++)
+		if (plan.col_on[i] && column_unavailable(i))
+			printf("column %s: %s; its cells will read so\n", columns[i].name,
+			       column_unavailable(i));
 	size_t todo = plan.nruns - meta.resumed_runs, done = 0;
 	if (resume_dir)
 		printf("resumed from %s: %zu of %zu runs copied, %zu to run\n", resume_dir, meta.resumed_runs,
