@@ -353,8 +353,27 @@ static void order_on_message(struct rudp_conn *c, const uint8_t *data, size_t le
 		order_drain(c, channel, now_us);
 		return;
 	}
-	if ((uint32_t)ahead > c->cfg.max_order_hold ||
-	    !hold_put(c, ch, order_index, (uint32_t)ahead, data, len, reliability))
+	if ((uint32_t)ahead > c->cfg.max_order_hold) {
+		conn_count_bad_frame(c);
+		return;
+	}
+	if (c->state == RUDP_CONN_STATE_CONNECTING && len > 0 && rudp_wire_is_control_id(data[0])) {
+		/* A connecting client defers what it cannot keep yet (split
+		 * fragments, conn_reserve_early), and a busy raknet-node can
+		 * queue its application's first message ahead of its 0x10 on
+		 * one channel: the 0x10 waiting its turn would wait for ever.
+		 * Control messages are the library's own, so one is handled
+		 * now and its order index passed over (recv_on_frame reserved
+		 * the marker's room); the application's messages keep their
+		 * order. */
+		if (!hold_put(c, ch, order_index, (uint32_t)ahead, NULL, 0, reliability)) {
+			conn_count_bad_frame(c);
+			return;
+		}
+		deliver_body(c, data, len, reliability, channel, now_us);
+		return;
+	}
+	if (!hold_put(c, ch, order_index, (uint32_t)ahead, data, len, reliability))
 		conn_count_bad_frame(c);
 }
 
