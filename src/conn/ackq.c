@@ -254,6 +254,9 @@ static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t 
 {
 	uint32_t lo = 0, hi = n;
 
+	/* Most frames in flight were sent after the newest datagram named. */
+	if (key > keys[n - 1].hi || key < keys[0].lo)
+		return false;
 	/* last range with lo <= key */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -320,6 +323,7 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 {
 	struct sent_history *h = &c->sent;
 	int32_t floor = -(int32_t)c->sent.size;
+	int32_t oldest_valid_key = rudp_u24_diff(h->oldest_valid, c->next_dgram_seq);
 	/* Visited even with nothing in flight: the slots of acknowledged
 	 * datagrams are cleared, or the history would take them for
 	 * datagrams still waiting and grow (builder_commit). */
@@ -330,8 +334,11 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 	 * path without loss all but the newest few were cleared by earlier
 	 * ACKs (walking them all was a seventh of a small echo's
 	 * instructions). A lost datagram whose frames went again in others
-	 * keeps its slot valid until it is reused: then the walk goes on. */
-	for (uint32_t r = nkeys; r-- > 0 && h->valid > 0;) {
+	 * keeps its slot valid until it is reused: then the walk goes on.
+	 * Nor below the oldest seq that may still be valid. */
+	if (oldest_valid_key > floor)
+		floor = oldest_valid_key;
+	for (uint32_t r = nkeys; r-- > 0 && h->valid > 0 && c->ack_keys[r].hi >= floor;) {
 		int32_t lo = c->ack_keys[r].lo < floor ? floor : c->ack_keys[r].lo;
 
 		for (int32_t k = c->ack_keys[r].hi; k >= lo && h->valid > 0; k--) {
@@ -388,6 +395,14 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
 			}
 		}
 	}
+	/* Past the slots cleared now; each seq is passed once. */
+	if (h->valid == 0) {
+		h->oldest_valid = c->next_dgram_seq;
+	} else {
+		while (h->oldest_valid != c->next_dgram_seq &&
+		       h->tag[h->oldest_valid & (h->size - 1)] != (h->oldest_valid | SENT_HISTORY_VALID))
+			h->oldest_valid = rudp_u24_add(h->oldest_valid, 1);
+	}
 }
 
 /*
@@ -411,25 +426,38 @@ static void ack_from_history(struct rudp_conn *c, uint32_t nkeys, struct ack_sam
  * windows: an ACK that only names datagrams already acknowledged must not
  * pull resends again and again.
  */
-static void infer_losses(struct rudp_conn *c, uint64_t newest_acked_send_us, int32_t newest_acked_key)
+/*
+ * The same walk also sets rto_due_us (as flush_note_rto_due would after it:
+ * the ACK progress restarted the timers), over the frames it leaves in
+ * flight; it goes on past the budget for that.
+ */
+static void infer_losses_note_rto_due(struct rudp_conn *c, uint64_t newest_acked_send_us,
+				      int32_t newest_acked_key)
 {
 	uint64_t reorder_window = c->rtt.srtt_us / 4;
 	uint64_t sent_before = 0;
+	uint64_t due = UINT64_MAX;
 
 	if (reorder_window < 1000)
 		reorder_window = 1000;
 	if (newest_acked_send_us > reorder_window)
 		sent_before = newest_acked_send_us - reorder_window;
-	for (uint32_t i = 0; i < c->rel_sent && c->nack_resends_since_ack < 2 * c->cfg.window_frames; i++) {
+	for (uint32_t i = 0; i < c->rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
 		int32_t key;
 
 		if (f->state != FRAME_IN_FLIGHT)
 			continue;
 		key = rudp_u24_diff(f->last_dgram_seq, c->next_dgram_seq);
-		if (f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD)
+		if ((f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD) &&
+		    c->nack_resends_since_ack < 2 * c->cfg.window_frames) {
 			declare_lost(c, f, RESEND_INFERRED);
+			continue;
+		}
+		if (frame_rto_deadline(c, f) < due)
+			due = frame_rto_deadline(c, f);
 	}
+	c->rto_due_us = due;
 }
 
 int ack_scratch_grow(struct rudp_conn *c, size_t want)
@@ -519,9 +547,8 @@ int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64
 	/* Growth first: a loss inferred from this same ACK then reduces the
 	 * window it reached. */
 	cc_on_acked(&c->cc, sample.acked_bytes);
-	infer_losses(c, sample.newest_acked_send_us, sample.newest_key);
 	/* Frames left the flight and the ACK progress restarted the timers. */
-	flush_note_rto_due(c);
+	infer_losses_note_rto_due(c, sample.newest_acked_send_us, sample.newest_key);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
 		c->rel_sent--;

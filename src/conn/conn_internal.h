@@ -256,6 +256,12 @@ struct sent_history {
 	 * CONN_ACK_REPEAT_SPAN recent datagrams) stops looking once it has
 	 * cleared them all. */
 	uint32_t valid;
+	/* No slot for a seq older than this is valid (a lower bound, kept
+	 * within size of next_dgram_seq): with a window in flight some slot
+	 * is always valid, so without it every ACK walked all the recent seqs
+	 * it names again, cleared long ago (an eighth of a bulk sender's ACK
+	 * work). */
+	uint32_t oldest_valid;
 	uint32_t size; /* slots, and ring entries: a power of two */
 	uint32_t max_size; /* four windows */
 };

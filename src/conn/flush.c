@@ -203,6 +203,10 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	    sent_history_resize(h, h->size * 2) == 0)
 		slot = c->next_dgram_seq & (h->size - 1);
 
+	if (h->valid == 0)
+		h->oldest_valid = c->next_dgram_seq;
+	else if (rudp_u24_diff(c->next_dgram_seq, h->oldest_valid) >= (int32_t)h->size)
+		h->oldest_valid = rudp_u24_add(c->next_dgram_seq, 1u - h->size); /* older slots were reused */
 	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
 	h->tag[slot] = c->next_dgram_seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;
