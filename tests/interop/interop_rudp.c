@@ -675,8 +675,30 @@ static int run(struct state *s)
 				break;
 			case RUDP_EVENT_RECEIVE: on_receive(s, &ev[i]); break;
 			case RUDP_EVENT_DISCONNECT:
-				if (!s->connected)
+				if (!s->connected) {
+					/* What the connection saw, for a failure that
+					 * only shows under load (CI logs). */
+					rudp_peer_stats st;
+
+					if (rudp_peer_stats_get(ev[i].peer, &st) == 0)
+						note("the failed connection: datagrams sent %llu, received "
+						     "%llu; "
+						     "messages received %llu; acks %llu, nacks %llu "
+						     "received; "
+						     "dropped %llu, duplicates %llu; resent %llu; reassembly "
+						     "%u B; "
+						     "state %d",
+						     (unsigned long long)st.datagrams_sent,
+						     (unsigned long long)st.datagrams_received,
+						     (unsigned long long)st.messages_received,
+						     (unsigned long long)st.acks_received,
+						     (unsigned long long)st.nacks_received,
+						     (unsigned long long)st.datagrams_dropped,
+						     (unsigned long long)st.duplicates_dropped,
+						     (unsigned long long)st.frames_retransmitted,
+						     st.reassembly_bytes, st.state);
 					fail("could not connect: %s", rudp_reason_string(ev[i].reason));
+				}
 				on_disconnect(s, ev[i].reason);
 				finished = true;
 				break;
