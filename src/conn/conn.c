@@ -248,26 +248,46 @@ static void free_early(struct rudp_conn *c)
 
 /*
  * Some servers (raknet-node) send data as soon as they have our connection
- * request, and their 0x10 can come after it (a resend, after ours was
- * retried). What a connecting client acknowledges it must keep, or the
- * message is lost for good: so a reliable application frame is taken only
- * when it can be kept for delivery after the handshake: within the early
- * bounds, with its copy made now, and deliverable as it stands. The rest is
- * deferred, not acknowledged, and the server sends it again, by when we
- * are connected: a split message (its first byte, control or not, is in
- * one fragment only; the handshake's messages are never split) and an
- * ordered one ahead of its turn (it would wait in the order hold and come
- * out later, beyond what was reserved here).
+ * request, and their 0x10 can come after it: a resend, after ours was
+ * retried, or queued behind the application's first messages on the same
+ * ordered channel. What a connecting client acknowledges it must keep, or
+ * the message is lost for good: so a reliable application frame is taken
+ * only when it can be kept for delivery after the handshake: within the
+ * early bounds, with its room made now, and deliverable as it stands. A
+ * split message's room is the whole message's (its fragment count times
+ * the largest fragment), set aside when its first fragment opens a
+ * reassembly slot (reasm_open marks it early); the reassembly buffer then
+ * becomes the early message, without a copy. Only reliable and reliable
+ * ordered sets are taken so. The rest is deferred, not acknowledged, and
+ * the server sends it again, by when we are connected: an ordered message
+ * ahead of its turn (it would wait in the order hold and come out later,
+ * beyond what was reserved here) and whatever does not fit. A server that
+ * sends more than fits before its 0x10 gets the 0x10 handled anyway: a
+ * control message ahead of its turn does not wait (order_on_message).
  */
 bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bool held)
 {
 	size_t len = f->body_len;
+	uint32_t split_msgs;
+	uint64_t split_bytes;
 
 	if (c->role != RUDP_CONN_CLIENT || c->state != RUDP_CONN_STATE_CONNECTING)
 		return true;
 	if (!f->split && len > 0 && rudp_wire_is_control_id(f->body[0]))
 		return true;
-	if (f->split || held || c->early_count >= CONN_EARLY_MAX || c->early_bytes + len > CONN_EARLY_BYTES)
+	if (held)
+		return false;
+	if (f->split && reasm_is_open(c, f->split_id))
+		return true; /* its room was set aside with the first fragment */
+	if (f->split && f->reliability != RUDP_WIRE_RELIABLE && f->reliability != RUDP_WIRE_RELIABLE_ORDERED)
+		return false;
+	reasm_early_reserved(c, &split_msgs, &split_bytes);
+	if (f->split)
+		return c->early_count + split_msgs < CONN_EARLY_MAX &&
+		       c->early_bytes + split_bytes + reasm_need(&c->reasm, f->split_count) <=
+			       CONN_EARLY_BYTES;
+	if (c->early_count + split_msgs >= CONN_EARLY_MAX ||
+	    c->early_bytes + split_bytes + len > CONN_EARLY_BYTES)
 		return false;
 	if (!c->early_spare || c->early_spare_cap < len) {
 		uint8_t *copy = malloc(len ? len : 1);
@@ -512,18 +532,24 @@ void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint
 			 * a copy on the heap is fine. */
 			uint8_t *copy;
 
-			if (c->early_spare && c->early_spare_cap >= len) {
-				copy = c->early_spare;
-				c->early_spare = NULL;
-				c->early_spare_cap = 0;
+			if (c->early_handoff && data == c->early_handoff) {
+				/* A reassembled message: its buffer is kept as it is. */
+				copy = c->early_handoff;
+				c->early_handoff = NULL;
 			} else {
-				copy = malloc(len ? len : 1);
+				if (c->early_spare && c->early_spare_cap >= len) {
+					copy = c->early_spare;
+					c->early_spare = NULL;
+					c->early_spare_cap = 0;
+				} else {
+					copy = malloc(len ? len : 1);
+				}
+				if (!copy) {
+					conn_count_bad_frame(c);
+					return;
+				}
+				memcpy(copy, data, len);
 			}
-			if (!copy) {
-				conn_count_bad_frame(c);
-				return;
-			}
-			memcpy(copy, data, len);
 			c->early[c->early_count++] =
 				(struct conn_early_msg){copy, (uint32_t)len, reliability, channel};
 			c->early_bytes += len;

@@ -345,6 +345,9 @@ struct reasm_slot {
 	uint32_t sequenced_index;
 	uint64_t reserved; /* bytes counted against max_reassembly_bytes */
 	uint64_t started_us;
+	/* Opened by a connecting client: the whole message's room among the
+	 * early messages was set aside then (conn_reserve_early). */
+	bool early;
 	uint8_t *buf; /* count * stride bytes, then count uint16 fragment lengths */
 	size_t buf_cap;
 };
@@ -384,6 +387,13 @@ enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_
 /* Frees the slot, and its buffer unless that is kept for the next set or
  * was handed over (buf NULL, buf_cap 0: hold_take_reassembled). */
 void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
+/* Whether a set with this split id is being reassembled. */
+bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id);
+/* Messages and bytes set aside among the early messages by the slots
+ * opened while connecting (struct reasm_slot.early). */
+void reasm_early_reserved(const struct rudp_conn *c, uint32_t *msgs, uint64_t *bytes);
+/* Upper bound of the bytes of a set of count fragments. */
+uint64_t reasm_need(const struct reassembly *r, uint32_t count);
 
 /* ---- the connection ---- */
 
@@ -503,6 +513,10 @@ struct rudp_conn {
 	 * as received, so that keeping it cannot fail afterwards. */
 	uint8_t *early_spare;
 	size_t early_spare_cap;
+	/* A reassembled message being routed whose buffer an early message
+	 * may take instead of a copy (its room was set aside when its first
+	 * fragment came); NULL once taken, or when there is none. */
+	uint8_t *early_handoff;
 };
 
 /*

@@ -51,7 +51,7 @@ void reasm_free(struct rudp_conn *c)
 	memset(r, 0, sizeof(*r));
 }
 
-static struct reasm_slot *reasm_find(struct reassembly *r, uint16_t split_id)
+static struct reasm_slot *reasm_find(const struct reassembly *r, uint16_t split_id)
 {
 	for (uint32_t i = 0; i < r->nslots; i++) {
 		if (r->slots[i].used && r->slots[i].split_id == split_id)
@@ -79,7 +79,7 @@ static struct reasm_slot *reasm_free_slot(struct rudp_conn *c)
 	return NULL;
 }
 
-static uint64_t reasm_need(const struct reassembly *r, uint32_t count)
+uint64_t reasm_need(const struct reassembly *r, uint32_t count)
 {
 	return (uint64_t)count * r->stride;
 }
@@ -186,8 +186,26 @@ static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire
 	s->sequenced_index = f->sequenced_index;
 	s->reserved = need;
 	s->started_us = now_us;
+	s->early = c->role == RUDP_CONN_CLIENT && c->state == RUDP_CONN_STATE_CONNECTING;
 	r->reserved_bytes += need;
 	return s;
+}
+
+bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id)
+{
+	return reasm_find(&c->reasm, split_id) != NULL;
+}
+
+void reasm_early_reserved(const struct rudp_conn *c, uint32_t *msgs, uint64_t *bytes)
+{
+	*msgs = 0;
+	*bytes = 0;
+	for (uint32_t i = 0; i < c->reasm.nslots; i++) {
+		if (c->reasm.slots[i].used && c->reasm.slots[i].early) {
+			(*msgs)++;
+			*bytes += c->reasm.slots[i].reserved;
+		}
+	}
 }
 
 void reasm_release(struct rudp_conn *c, struct reasm_slot *s)

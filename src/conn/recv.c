@@ -493,9 +493,20 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 		size_t len = 0;
 
 		if (reasm_on_fragment(c, f, now_us, &slot, &len) == REASM_COMPLETE) {
+			/* Still connecting: the message may become an early one,
+			 * taking the buffer its first fragment made room for. */
+			uint8_t *handoff = NULL;
+
+			if (slot->early && c->state == RUDP_CONN_STATE_CONNECTING)
+				handoff = c->early_handoff = slot->buf;
 			if (!hold_take_reassembled(c, slot, len))
 				recv_route_message(c, slot->buf, len, slot->reliability, slot->channel,
 						   slot->order_index, slot->sequenced_index, now_us);
+			if (handoff && !c->early_handoff) {
+				slot->buf = NULL; /* taken by conn_deliver_app */
+				slot->buf_cap = 0;
+			}
+			c->early_handoff = NULL;
 			reasm_release(c, slot);
 		}
 	} else {
