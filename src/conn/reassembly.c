@@ -84,6 +84,38 @@ uint64_t reasm_need(const struct reassembly *r, uint32_t count)
 	return (uint64_t)count * r->stride;
 }
 
+/*
+ * An unreliable split message may never complete: a lost fragment is not
+ * sent again. When its slot or its bytes are wanted, the oldest such set is
+ * given up (counted as dropped) rather than leaving every later split
+ * message deferred for good, reliable ones included, which would stall
+ * their channel. RakNet peers and librudp send split messages reliably, so
+ * this only matters with peers that do not.
+ */
+static void reasm_drop_unreliable(struct rudp_conn *c, uint64_t need)
+{
+	struct reassembly *r = &c->reasm;
+
+	while (r->slots) {
+		struct reasm_slot *oldest = NULL;
+		bool slot_free = false;
+
+		for (uint32_t i = 0; i < r->nslots; i++) {
+			struct reasm_slot *s = &r->slots[i];
+
+			if (!s->used)
+				slot_free = true;
+			else if (!rudp_wire_is_reliable(s->reliability) &&
+				 (!oldest || s->started_us < oldest->started_us))
+				oldest = s;
+		}
+		if ((slot_free && r->reserved_bytes + need <= c->cfg.max_reassembly_bytes) || !oldest)
+			return;
+		conn_count_bad_frame(c);
+		reasm_release(c, oldest);
+	}
+}
+
 static bool reasm_never_fits(const struct rudp_conn *c, const struct rudp_wire_frame *f)
 {
 	return f->split_count > c->cfg.max_split_count ||
@@ -137,6 +169,9 @@ enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame 
 		return REASM_INCOMPLETE;
 	if (!reasm_free_slot(c) ||
 	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
+		reasm_drop_unreliable(c, reasm_need(r, f->split_count));
+	if (!reasm_free_slot(c) ||
+	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
 		return REASM_DEFER;
 	/* The buffer is made now, as the cached one reasm_open takes: once the
 	 * frame counts as received, failing to make it would refuse the set
@@ -158,10 +193,14 @@ enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame 
 static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
 {
 	struct reassembly *r = &c->reasm;
-	struct reasm_slot *s = reasm_free_slot(c);
 	uint64_t need = reasm_need(r, f->split_count);
 	size_t cap = reasm_buf_cap(r, f->split_count);
+	struct reasm_slot *s = reasm_free_slot(c);
 
+	if (!s || r->reserved_bytes + need > c->cfg.max_reassembly_bytes) {
+		reasm_drop_unreliable(c, need);
+		s = reasm_free_slot(c);
+	}
 	if (!s || r->reserved_bytes + need > c->cfg.max_reassembly_bytes)
 		return NULL;
 	if (r->cached_buf && r->cached_cap >= cap) {

@@ -864,6 +864,59 @@ static void test_split_limits(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* Unreliable split sets whose fragments were lost never complete; they must
+ * not keep the slots for good, or every reliable split message after them
+ * would be deferred (never acknowledged) and its channel would stall. */
+static void test_split_unreliable_sets_give_way(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	static uint8_t body[1000];
+	struct rudp_wire_frame f;
+	uint32_t seq;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	cfg.max_split_ids = 2;
+	fake_setup(&fk, &cfg);
+	fake_flush(&fk);
+	memset(body, 0xfe, sizeof(body));
+
+	/* Two unreliable sets, each missing its second fragment. */
+	for (uint16_t id = 1; id <= 2; id++) {
+		f = fake_frame(&fk, RUDP_WIRE_UNRELIABLE, 0, body, sizeof(body));
+		f.split = true;
+		f.split_count = 2;
+		f.split_id = id;
+		assert_int_equal(fake_push(&fk, &f, 1), 0);
+	}
+	uint64_t dropped = stats_of(&fk).frames_dropped;
+	/* A reliable set takes the oldest one's slot: acknowledged and delivered. */
+	for (uint32_t i = 0; i < 2; i++) {
+		f = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, sizeof(body));
+		f.split = true;
+		f.split_count = 2;
+		f.split_id = 3;
+		f.split_index = i;
+		seq = fk.seq;
+		assert_int_equal(fake_push(&fk, &f, 1), 0);
+		fake_flush(&fk);
+		assert_true(fake_named(&fk, seq));
+	}
+	assert_int_equal(fk.delivered, 1);
+	assert_int_equal(fk.msg_len, 2000);
+	assert_int_equal(stats_of(&fk).frames_dropped, dropped + 1);
+	/* Set 2 is still there and can complete. */
+	f = fake_frame(&fk, RUDP_WIRE_UNRELIABLE, 0, body, sizeof(body));
+	f.split = true;
+	f.split_count = 2;
+	f.split_id = 2;
+	f.split_index = 1;
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	assert_int_equal(fk.delivered, 2);
+	rudp_conn_destroy(fk.c);
+}
+
 static void test_split_deferred_when_full(void **state)
 {
 	struct rudp_conn_config cfg;
@@ -1667,6 +1720,7 @@ int main(void)
 		cmocka_unit_test(test_window_and_duplicates),
 		cmocka_unit_test(test_split_limits),
 		cmocka_unit_test(test_split_deferred_when_full),
+		cmocka_unit_test(test_split_unreliable_sets_give_way),
 		cmocka_unit_test(test_garbage_fuzz),
 		cmocka_unit_test(test_remote_disconnect_acks_first),
 		cmocka_unit_test(test_ack_repeats_recent),
