@@ -231,6 +231,41 @@ static void expect_app_message_works(struct fake *fk, uint8_t ch)
 	assert_memory_equal(fk->msg, hello, sizeof(hello));
 }
 
+/* The server's 0x10, sent with reliability rel on channel 0. */
+static void accept_connect(struct fake *fk, uint8_t rel)
+{
+	struct rudp_wire_connection_accepted acc;
+	static uint8_t body[600];
+	struct rudp_wire_frame f;
+	int len;
+
+	memset(&acc, 0, sizeof(acc));
+	acc.client_addr.version = 4;
+	acc.n_internal = 10;
+	for (int i = 0; i < 10; i++)
+		acc.internal[i].version = 4;
+	len = rudp_wire_encode_connection_accepted(body, sizeof(body), &acc);
+	assert_true(len > 0);
+	f = fake_frame(fk, rel, 0, body, (uint16_t)len);
+	assert_int_equal(fake_push(fk, &f, 1), 0);
+}
+
+/* A client conn that has sent its connection request. */
+static void client_setup(struct fake *fk, struct rudp_conn_callbacks *cb)
+{
+	struct rudp_conn_config cfg;
+	struct rudp_conn_identity id = {.local_guid = 42, .remote_guid = 7};
+
+	rudp_conn_config_init(&cfg);
+	memset(fk, 0, sizeof(*fk));
+	fk->now = 5000000;
+	id.remote_addr.version = 4;
+	cb->ud = fk;
+	fk->c = rudp_conn_create(&cfg, cb, RUDP_CONN_CLIENT, &id, fk->now);
+	assert_non_null(fk->c);
+	fake_flush(fk); /* our connection request */
+}
+
 /* A client whose server sends data before the client has handled the
  * server's 0x10 (raknet-node does, when the 0x10 is a resend): the message
  * is acknowledged with its datagram, so it must be held and delivered right
@@ -238,30 +273,18 @@ static void expect_app_message_works(struct fake *fk, uint8_t ch)
  * limits messages are counted as dropped. */
 static void test_client_holds_data_before_accept(void **state)
 {
-	struct rudp_conn_config cfg;
 	struct fake fk;
 	struct rudp_conn_callbacks cb = {
-		.ud = &fk,
 		.send_datagram = fake_send,
 		.deliver = fake_deliver,
 		.connected = fake_connected,
 		.closed = fake_closed,
 	};
-	struct rudp_conn_identity id = {.local_guid = 42, .remote_guid = 7};
 	static const uint8_t first[] = {0xfe, 'o', 'n', 'e'}, second[] = {0xfe, 't', 'w', 'o', '!'};
-	struct rudp_wire_connection_accepted acc;
 	struct rudp_wire_frame f[2];
-	uint8_t body[600];
-	int len;
 
 	(void)state;
-	rudp_conn_config_init(&cfg);
-	memset(&fk, 0, sizeof(fk));
-	fk.now = 5000000;
-	id.remote_addr.version = 4;
-	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
-	assert_non_null(fk.c);
-	fake_flush(&fk); /* our connection request */
+	client_setup(&fk, &cb);
 	assert_int_equal(fk.data_dgrams, 1);
 
 	/* Two messages on channel 0, then (in a later datagram) the 0x10. */
@@ -271,15 +294,7 @@ static void test_client_holds_data_before_accept(void **state)
 	assert_int_equal(fk.delivered, 0);
 	assert_int_equal(fk.connected, 0);
 
-	memset(&acc, 0, sizeof(acc));
-	acc.client_addr.version = 4;
-	acc.n_internal = 10;
-	for (int i = 0; i < 10; i++)
-		acc.internal[i].version = 4;
-	len = rudp_wire_encode_connection_accepted(body, sizeof(body), &acc);
-	assert_true(len > 0);
-	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, (uint16_t)len);
-	assert_int_equal(fake_push(&fk, f, 1), 0);
+	accept_connect(&fk, RUDP_WIRE_RELIABLE);
 	assert_int_equal(fk.connected, 1);
 	assert_int_equal(fk.delivered, 2);
 	assert_int_equal(fk.msg_len, sizeof(second)); /* in order: the last one is "two!" */
@@ -290,10 +305,7 @@ static void test_client_holds_data_before_accept(void **state)
 	/* The hold is bounded: of 9 early messages 8 are kept, and the 9th is
 	 * not acknowledged (kept nowhere, it would be lost): the server sends
 	 * it again, and it arrives after the connect, in order. */
-	memset(&fk, 0, sizeof(fk));
-	fk.now = 5000000;
-	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
-	assert_non_null(fk.c);
+	client_setup(&fk, &cb);
 	struct rudp_wire_frame ninth;
 	uint32_t eighth_seq = 0, ninth_seq = 0;
 	for (int i = 0; i < 9; i++) {
@@ -320,8 +332,7 @@ static void test_client_holds_data_before_accept(void **state)
 	fake_flush(&fk);
 	assert_false(fake_named(&fk, ahead_seq));
 	assert_int_equal(stats_of(&fk).frames_dropped, 0);
-	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, body, (uint16_t)len);
-	assert_int_equal(fake_push(&fk, f, 1), 0);
+	accept_connect(&fk, RUDP_WIRE_RELIABLE);
 	assert_int_equal(fk.connected, 1);
 	assert_int_equal(fk.delivered, 8);
 	assert_int_equal(fake_push(&fk, &ahead, 1), 0); /* resent: held, the 9th is missing */
@@ -331,54 +342,13 @@ static void test_client_holds_data_before_accept(void **state)
 	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	/* Destroying a conn that still holds early messages frees them (ASan). */
 	rudp_conn_destroy(fk.c);
-	memset(&fk, 0, sizeof(fk));
-	fk.now = 5000000;
-	fk.c = rudp_conn_create(&cfg, &cb, RUDP_CONN_CLIENT, &id, fk.now);
+	client_setup(&fk, &cb);
 	f[0] = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 0, first, sizeof(first));
 	assert_int_equal(fake_push(&fk, f, 1), 0);
 	rudp_conn_destroy(fk.c);
 }
 
-/* A connecting client and a server's split message ahead of its 0x10 on
- * one ordered channel (raknet-node's server, busy, queues its
- * application's first message before its 0x10; its window can then keep
- * the 0x10 back until the split message is acknowledged). Found by the
- * interop suite under CPU load: the client deferred every fragment and the
- * 0x10 waited behind them in the order hold, so it timed out while the
- * server saw it connected. */
-static void accept_connect(struct fake *fk)
-{
-	struct rudp_wire_connection_accepted acc;
-	static uint8_t body[600];
-	struct rudp_wire_frame f;
-	int len;
-
-	memset(&acc, 0, sizeof(acc));
-	acc.client_addr.version = 4;
-	acc.n_internal = 10;
-	for (int i = 0; i < 10; i++)
-		acc.internal[i].version = 4;
-	len = rudp_wire_encode_connection_accepted(body, sizeof(body), &acc);
-	assert_true(len > 0);
-	f = fake_frame(fk, RUDP_WIRE_RELIABLE_ORDERED, 0, body, (uint16_t)len);
-	assert_int_equal(fake_push(fk, &f, 1), 0);
-}
-
-static void split_client_setup(struct fake *fk, struct rudp_conn_callbacks *cb)
-{
-	struct rudp_conn_config cfg;
-	struct rudp_conn_identity id = {.local_guid = 42, .remote_guid = 7};
-
-	rudp_conn_config_init(&cfg);
-	memset(fk, 0, sizeof(*fk));
-	fk->now = 5000000;
-	id.remote_addr.version = 4;
-	cb->ud = fk;
-	fk->c = rudp_conn_create(&cfg, cb, RUDP_CONN_CLIENT, &id, fk->now);
-	assert_non_null(fk->c);
-	fake_flush(fk); /* our connection request */
-}
-
+/* Fragment index of a reliable ordered split message (split id 9) on channel 0. */
 static struct rudp_wire_frame split_fragment(struct fake *fk, const uint8_t *msg, uint32_t frag_len,
 					     uint32_t count, uint32_t index, uint32_t order_index)
 {
@@ -395,6 +365,13 @@ static struct rudp_wire_frame split_fragment(struct fake *fk, const uint8_t *msg
 	return f;
 }
 
+/* A connecting client and a server's split message ahead of its 0x10 on
+ * one ordered channel (raknet-node's server, busy, queues its
+ * application's first message before its 0x10; its window can then keep
+ * the 0x10 back until the split message is acknowledged). Found by the
+ * interop suite under CPU load: the client deferred every fragment and the
+ * 0x10 waited behind them in the order hold, so it timed out while the
+ * server saw it connected. */
 static void test_client_split_before_accept(void **state)
 {
 	struct fake fk;
@@ -407,7 +384,7 @@ static void test_client_split_before_accept(void **state)
 	static uint8_t big[5000];
 	static const uint8_t after[] = {0xfe, 'n', 'e', 'x', 't'};
 	struct rudp_wire_frame frag[50], f;
-	uint32_t frag_seq[50], split_order;
+	uint32_t frag_seq[50], split_order, seq;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(big); i++)
@@ -417,7 +394,7 @@ static void test_client_split_before_accept(void **state)
 	/* Within the early bounds: the fragments are taken (acknowledged) while
 	 * connecting, and the message comes right after the connect, before
 	 * what follows it. */
-	split_client_setup(&fk, &cb);
+	client_setup(&fk, &cb);
 	split_order = fk.oi[0]++;
 	for (uint32_t i = 0; i < 3; i++) {
 		frag[i] = split_fragment(&fk, big, 1000, 3, i, split_order);
@@ -428,7 +405,7 @@ static void test_client_split_before_accept(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_true(fake_named(&fk, frag_seq[i]));
 	assert_int_equal(fk.delivered, 0);
-	accept_connect(&fk);
+	accept_connect(&fk, RUDP_WIRE_RELIABLE_ORDERED);
 	assert_int_equal(fk.connected, 1);
 	assert_int_equal(fk.delivered, 1);
 	assert_int_equal(fk.msg_len, 3000);
@@ -444,14 +421,14 @@ static void test_client_split_before_accept(void **state)
 	/* Beyond them (50 fragments of up to 1,447 bytes could be 72 KB, above
 	 * 64 KiB): deferred, not acknowledged. The 0x10 behind it is handled
 	 * as it arrives, and the message, sent again, comes out in order. */
-	split_client_setup(&fk, &cb);
+	client_setup(&fk, &cb);
 	split_order = fk.oi[0]++;
 	for (uint32_t i = 0; i < 2; i++) {
 		frag[i] = split_fragment(&fk, big, 100, 50, i, split_order);
 		frag_seq[i] = fk.seq;
 		assert_int_equal(fake_push(&fk, &frag[i], 1), 0);
 	}
-	accept_connect(&fk);
+	accept_connect(&fk, RUDP_WIRE_RELIABLE_ORDERED);
 	assert_int_equal(fk.connected, 1);
 	assert_int_equal(fk.delivered, 0);
 	fake_flush(&fk);
@@ -473,15 +450,27 @@ static void test_client_split_before_accept(void **state)
 	assert_int_equal(stats_of(&fk).messages_received, 2);
 	rudp_conn_destroy(fk.c);
 
+	/* A sequenced split message is not taken early (only reliable and
+	 * reliable ordered sets get room among the early messages). */
+	client_setup(&fk, &cb);
+	f = split_fragment(&fk, big, 1000, 3, 0, fk.oi[0]);
+	f.reliability = RUDP_WIRE_RELIABLE_SEQUENCED;
+	seq = fk.seq;
+	assert_int_equal(fake_push(&fk, &f, 1), 0);
+	fake_flush(&fk);
+	assert_false(fake_named(&fk, seq));
+	assert_int_equal(stats_of(&fk).frames_dropped, 0);
+	rudp_conn_destroy(fk.c);
+
 	/* A connection destroyed while a set it took early is incomplete, or
 	 * with a reassembled one still among the early messages, frees both
 	 * (ASan). */
-	split_client_setup(&fk, &cb);
+	client_setup(&fk, &cb);
 	split_order = fk.oi[0]++;
 	frag[0] = split_fragment(&fk, big, 1000, 3, 0, split_order);
 	assert_int_equal(fake_push(&fk, &frag[0], 1), 0);
 	rudp_conn_destroy(fk.c);
-	split_client_setup(&fk, &cb);
+	client_setup(&fk, &cb);
 	split_order = fk.oi[0]++;
 	for (uint32_t i = 0; i < 3; i++) {
 		frag[i] = split_fragment(&fk, big, 1000, 3, i, split_order);
