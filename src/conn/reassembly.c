@@ -116,6 +116,19 @@ static void reasm_drop_unreliable(struct rudp_conn *c, uint64_t need)
 	}
 }
 
+/* A free slot, with room for need more bytes: made by giving up stale
+ * unreliable sets when needed. NULL when there is none. */
+static struct reasm_slot *reasm_room(struct rudp_conn *c, uint64_t need)
+{
+	struct reasm_slot *s = reasm_free_slot(c);
+
+	if (!s || c->reasm.reserved_bytes + need > c->cfg.max_reassembly_bytes) {
+		reasm_drop_unreliable(c, need);
+		s = reasm_free_slot(c);
+	}
+	return s && c->reasm.reserved_bytes + need <= c->cfg.max_reassembly_bytes ? s : NULL;
+}
+
 static bool reasm_never_fits(const struct rudp_conn *c, const struct rudp_wire_frame *f)
 {
 	return f->split_count > c->cfg.max_split_count ||
@@ -167,11 +180,7 @@ enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame 
 
 	if (!rudp_wire_is_reliable(f->reliability) || reasm_find(r, f->split_id) || reasm_never_fits(c, f))
 		return REASM_INCOMPLETE;
-	if (!reasm_free_slot(c) ||
-	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
-		reasm_drop_unreliable(c, reasm_need(r, f->split_count));
-	if (!reasm_free_slot(c) ||
-	    r->reserved_bytes + reasm_need(r, f->split_count) > c->cfg.max_reassembly_bytes)
+	if (!reasm_room(c, reasm_need(r, f->split_count)))
 		return REASM_DEFER;
 	/* The buffer is made now, as the cached one reasm_open takes: once the
 	 * frame counts as received, failing to make it would refuse the set
@@ -195,13 +204,9 @@ static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire
 	struct reassembly *r = &c->reasm;
 	uint64_t need = reasm_need(r, f->split_count);
 	size_t cap = reasm_buf_cap(r, f->split_count);
-	struct reasm_slot *s = reasm_free_slot(c);
+	struct reasm_slot *s = reasm_room(c, need);
 
-	if (!s || r->reserved_bytes + need > c->cfg.max_reassembly_bytes) {
-		reasm_drop_unreliable(c, need);
-		s = reasm_free_slot(c);
-	}
-	if (!s || r->reserved_bytes + need > c->cfg.max_reassembly_bytes)
+	if (!s)
 		return NULL;
 	if (r->cached_buf && r->cached_cap >= cap) {
 		s->buf = r->cached_buf;
