@@ -254,6 +254,19 @@ typedef struct rudp_config {
 	 * "Congestion control again"), so it is not on by default. Unreliable
 	 * messages are never held back by either. */
 	int congestion_control;
+	/** Microseconds a host may watch for input before it sleeps, when a
+	 * call has nothing to do but wait (io_uring backend; the recvmmsg
+	 * backend always sleeps at once). Input that comes within it is taken
+	 * without the sleep and wake-up, which cost several microseconds each
+	 * (more in a VM, where waking a CPU traps to the hypervisor): in a
+	 * stream of messages the next batch is often that close. A host whose
+	 * watches keep ending empty (a ping-pong, a quiet server) stops
+	 * watching for a while (after 4 empty watches in a row, the next 64
+	 * waits sleep at once), so this costs little CPU where it does not
+	 * help. The default is about what a sleep and a wake-up cost (spin
+	 * then block: never more than twice the better choice). 0 always
+	 * sleeps at once; at most 1000; default 10 (docs/tuning.md). */
+	uint32_t wait_spin_us;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */

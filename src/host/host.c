@@ -691,6 +691,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->congestion_control != RUDP_CC_NONE && c->congestion_control != RUDP_CC_AIMD)
 		return RUDP_E_INVALID;
+	if (c->wait_spin_us > 1000)
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -771,6 +773,7 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 		return r;
 	}
 	h->io->gso_off = cfg->udp_gso == 0;
+	h->io->wait_spin_ns = cfg->wait_spin_us * 1000u;
 	h->stats.io_backend = h->io->ops->name;
 	*out = h;
 	return 0;

@@ -48,6 +48,9 @@ struct rudp_io_stats {
 	uint64_t gro_receives; /* io_uring: receive completions that carried a run of two or more datagrams */
 	uint64_t rx_rearms; /* io_uring: receives posted again after they ended (mostly for want of a buffer)
 			     */
+	uint64_t wake_timers; /* io_uring: wake-up timers armed or moved in the kernel (see uring_wait) */
+	uint64_t wait_spins,
+		wait_spin_hits; /* io_uring: waits that watched for input first; those it ended */
 };
 
 struct rudp_io;
@@ -109,6 +112,9 @@ struct rudp_io {
 	bool recv_is_free;
 	/* Set by the owner: never coalesce datagrams into GSO sends. */
 	bool gso_off;
+	/* Set by the owner (rudp_config.wait_spin_us): how long a wait may
+	 * watch for input before it sleeps (io_uring only). */
+	uint32_t wait_spin_ns;
 	struct rudp_io_stats stats;
 };
 

@@ -91,9 +91,16 @@
 #include "io.h"
 
 /* user_data: a send request carries its slot index (< tx_cap), socket i's
- * receive RECV_TAG_BASE + i, a cancel CANCEL_TAG. */
+ * receive RECV_TAG_BASE + i, wake-up timer i WAKE_TAG_BASE + i, a cancel
+ * CANCEL_TAG. */
 #define RECV_TAG_BASE (UINT64_C(1) << 62)
 #define CANCEL_TAG UINT64_MAX
+/* Wake-up timers kept in the kernel (see uring_wait): one would do for a
+ * host whose deadlines only move later; the second lets a nearer deadline
+ * be armed while a far one is still pending. */
+#define WAKE_TIMERS 2
+#define WAKE_UPDATE_TAG (CANCEL_TAG - 1)
+#define WAKE_TAG_BASE (WAKE_UPDATE_TAG - WAKE_TIMERS)
 #define BUF_GROUP 0
 /* Source address space in each receive buffer: our sockets are AF_INET or
  * AF_INET6, and a sockaddr_storage holds either. */
@@ -225,6 +232,14 @@ struct io_ring {
 	bool gso; /* runs of more than one datagram allowed */
 	struct iovec *tx_iovs; /* scratch iovecs of the runs prepared since the last submit */
 	uint32_t tx_iovs_used;
+	/* Wake-up timers in the kernel (IORING_OP_TIMEOUT, CLOCK_MONOTONIC
+	 * absolute): each one's deadline in ns, 0 when free (fired, or never
+	 * armed). The timespec is read when the request is submitted. */
+	uint64_t wake_at_ns[WAKE_TIMERS];
+	struct __kernel_timespec wake_ts[WAKE_TIMERS];
+	/* Watching before a wait (spin_for_input): consecutive watches that
+	 * ended empty, and waits left to go without one after too many. */
+	uint32_t spin_misses, spin_skip;
 	int rx_error; /* a receive error to report from the next recv call */
 	unsigned fork_gen; /* fork_generation when the ring was made */
 	int broken; /* errno of a failed rebuild after fork: every call fails */
@@ -311,6 +326,14 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 	uint64_t ud = io_uring_cqe_get_data64(cqe);
 	if (ud == CANCEL_TAG)
 		return;
+	if (ud >= WAKE_TAG_BASE) {
+		/* A wake-up timer fired (-ETIME) or was cancelled with the
+		 * ring: free again. (An update's own completion says nothing:
+		 * if it came too late, the timer's completion follows.) */
+		if (ud < WAKE_TAG_BASE + WAKE_TIMERS)
+			r->wake_at_ns[ud - WAKE_TAG_BASE] = 0;
+		return;
+	}
 	if (ud < RECV_TAG_BASE) {
 		uint32_t segs = 0;
 		if (ud < r->tx_cap) {
@@ -988,6 +1011,113 @@ static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t le
 	r->movable = i;
 }
 
+/* After this many watches in a row that ended empty, the next
+ * SPIN_PAUSE_WAITS waits sleep at once: a ping-pong's answer or a quiet
+ * peer's next message is further off than any watch, and then a watch is
+ * only CPU. */
+#define SPIN_MISSES_MAX 4
+#define SPIN_PAUSE_WAITS 64
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Watches shared memory for input (a completion, or receive work the
+ * kernel holds for this thread) for up to io.wait_spin_ns before the
+ * caller sleeps; true when some came. In a VM a sleep and its wake-up
+ * cost several microseconds of traps, and in a stream the next batch is
+ * often closer than that: measured on the 2-CPU guest of
+ * docs/benchmarks.md, sleeping at once cost 5 % of single-connection
+ * throughput, and a watch of 5 us won it back. */
+static bool spin_for_input(struct io_ring *r, int timeout_ms)
+{
+	uint64_t spin = r->base.wait_spin_ns;
+	if (spin == 0)
+		return false;
+	if (r->spin_skip > 0) {
+		r->spin_skip--;
+		return false;
+	}
+	if (spin > (uint64_t)timeout_ms * 500000u)
+		spin = (uint64_t)timeout_ms * 500000u; /* never most of the wait */
+	r->base.stats.wait_spins++;
+	uint64_t end = mono_ns() + spin;
+	do {
+		if (io_uring_cq_ready(&r->ring) > 0 ||
+		    (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN)) {
+			r->spin_misses = 0;
+			r->base.stats.wait_spin_hits++;
+			return true;
+		}
+		cpu_relax();
+	} while (mono_ns() < end);
+	if (++r->spin_misses >= SPIN_MISSES_MAX) {
+		r->spin_misses = 0;
+		r->spin_skip = SPIN_PAUSE_WAITS;
+	}
+	return false;
+}
+
+/* Makes sure a wake-up timer in the kernel fires within timeout_ms from
+ * now, and returns how many completions the requests this queues will post
+ * at once (0 or 1, an update's), or -1 when it cannot (both timers armed
+ * for later, or no SQE free): the caller then waits with a timeout of its
+ * own. A timer armed for that moment or earlier serves; one that would
+ * fire within the next quarter of the wait is moved to the new deadline
+ * instead (in a ping-pong the deadline moves later with every round trip,
+ * and moving a timer costs less than its firing and the needless wake-up
+ * that follows); else a free one is armed. */
+static int wake_timer_within(struct io_ring *r, int timeout_ms)
+{
+	uint64_t now = mono_ns();
+	uint64_t horizon = (uint64_t)timeout_ms * 1000000u;
+	uint64_t due = now + horizon;
+	int free_slot = -1, soon = -1;
+	for (int i = 0; i < WAKE_TIMERS; i++) {
+		uint64_t at = r->wake_at_ns[i];
+		if (at == 0)
+			free_slot = i;
+		else if (at <= due && at > now + horizon / 4)
+			return 0;
+		else if (at <= due)
+			soon = i;
+	}
+	int slot = soon >= 0 ? soon : free_slot;
+	if (slot < 0)
+		return -1;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return soon >= 0 ? 0 : -1;
+	r->wake_ts[slot].tv_sec = (long long)(due / 1000000000u);
+	r->wake_ts[slot].tv_nsec = (long long)(due % 1000000000u);
+	r->wake_at_ns[slot] = due;
+	r->base.stats.wake_timers++;
+	if (soon >= 0) {
+		/* If it has fired meanwhile, the update fails and the
+		 * timer's own completion frees the slot. */
+		io_uring_prep_timeout_update(sqe, &r->wake_ts[slot], WAKE_TAG_BASE + (uint64_t)slot,
+					     IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(sqe, WAKE_UPDATE_TAG);
+		return 1;
+	}
+	/* No completion count: a pure timer, which ends only by firing. */
+	io_uring_prep_timeout(sqe, &r->wake_ts[slot], 0, IORING_TIMEOUT_ABS);
+	io_uring_sqe_set_data64(sqe, WAKE_TAG_BASE + (uint64_t)slot);
+	return 0;
+}
+
 static int uring_wait(struct rudp_io *io, int timeout_ms)
 {
 	struct io_ring *r = (struct io_ring *)io;
@@ -1008,10 +1138,33 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	flush_direct(r);
 	close_run(r);
 	unsigned want = r->sqes_inflight + r->sqes_queued + 1;
-	struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
-				       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
-	struct io_uring_cqe *cqe = NULL;
-	int e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, want, &ts, NULL);
+	int e;
+	/* With nothing of ours in the kernel, first watch for input a few
+	 * microseconds (spin_for_input), then sleep without a timeout of the
+	 * wait's own: a wait's timeout is a timer the kernel starts and
+	 * cancels on every wait, and in a VM, where reprogramming the timer
+	 * device traps to the hypervisor, that cost about 3 us per wake-up on
+	 * each side of a ping-pong (rudp-bench sparse p50 37 -> 31 us on a
+	 * 2-CPU KVM guest; docs/benchmarks.md). A host's deadline (a tail
+	 * probe, the caller's timeout) is mostly a millisecond or more away
+	 * and moves later with every round trip, so a timer request left in
+	 * the kernel serves many waits (wake_timer_within). Sends in flight
+	 * keep the wait's own timeout: their completions count towards want,
+	 * and one the kernel holds (socket buffer full) could otherwise keep
+	 * the wait past its deadline. */
+	if (want == 1 && spin_for_input(r, timeout_ms)) {
+		reap(r);
+		return 0;
+	}
+	int own = want == 1 ? wake_timer_within(r, timeout_ms) : -1;
+	if (own >= 0) {
+		e = io_uring_submit_and_wait(&r->ring, 1 + (unsigned)own);
+	} else {
+		struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+					       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+		struct io_uring_cqe *cqe = NULL;
+		e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, want, &ts, NULL);
+	}
 	io->stats.recv_calls++;
 	if (e >= 0 || e == -ETIME || e == -EINTR)
 		submitted(r);
@@ -1241,7 +1394,7 @@ static int ring_start(struct io_ring *r)
 	 * per buffer and per send slot, plus the re-arm), so it never
 	 * overflows and multishot is never ended by overflow. */
 	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4 + r->max_socks);
+	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4 + WAKE_TIMERS + r->max_socks);
 	/* Cooperative task running: a datagram that arrives while this thread
 	 * runs in user space no longer interrupts it (by default the kernel
 	 * forces it into the kernel at once to run the receive, which cost a
@@ -1292,6 +1445,7 @@ static int ring_start(struct io_ring *r)
 	r->tx_iovs_used = 0;
 	r->gso = (p.features & IORING_FEAT_SUBMIT_STABLE) != 0;
 	r->rx_error = 0;
+	memset(r->wake_at_ns, 0, sizeof(r->wake_at_ns));
 
 	r->rx_msg.msg_namelen = NAME_SPACE;
 	r->rx_msg.msg_controllen = r->gro ? GRO_CONTROL_SPACE : 0;

@@ -622,6 +622,127 @@ static void test_uring_direct_send(void **state)
 	two_peers_close(&t);
 }
 
+/* Forks a child that sends one datagram to the io's socket after ms
+ * milliseconds (the parent is then waiting in the ring); returns its pid. */
+static pid_t send_later(const struct two_peers *t, int ms)
+{
+	struct sockaddr_in self;
+	socklen_t len = sizeof(self);
+	assert_int_equal(getsockname(t->tx, (struct sockaddr *)&self, &len), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		usleep((useconds_t)ms * 1000);
+		ssize_t n = sendto(s, "x", 1, 0, (struct sockaddr *)&self, sizeof(self));
+		_exit(n == 1 ? 0 : 1);
+	}
+	return pid;
+}
+
+/* One wait with input from send_later(after_ms): returns how long it took
+ * and takes the datagram, so the next wait starts with nothing queued. */
+static uint64_t wait_for_datagram(struct two_peers *t, int timeout_ms, int after_ms)
+{
+	pid_t pid = send_later(t, after_ms);
+	uint64_t t0 = now_ms();
+	struct rudp_io_datagram *d = NULL;
+	int n = 0;
+	/* A wait may also end early, when an older wake-up timer fires: the
+	 * host waits again then, and so does this loop. */
+	while (n == 0 && now_ms() - t0 < 5000) {
+		assert_int_equal(rudp_io_wait(t->io, timeout_ms), 0);
+		n = rudp_io_recv(t->io, &d);
+	}
+	uint64_t took = now_ms() - t0;
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(status, 0);
+	assert_int_equal(n, 1);
+	return took;
+}
+
+/* One wait with nothing coming: returns how long it took. */
+static uint64_t wait_idle(struct two_peers *t, int timeout_ms)
+{
+	uint64_t t0 = now_ms();
+	assert_int_equal(rudp_io_wait(t->io, timeout_ms), 0);
+	return now_ms() - t0;
+}
+
+/* Waits with nothing of ours in the kernel sleep on a wake-up timer kept
+ * in the ring (uring_wait), not on a timeout of their own: a pending
+ * timer due no later than a wait's deadline serves it, a wait with a
+ * nearer deadline gets a timer of its own (never sleeping until the far
+ * one), a timer about to fire is moved to the new deadline, and with both
+ * timers pending for later a wait falls back to its own timeout. */
+static void test_uring_wait_timers(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct two_peers t;
+
+	two_peers_open(&t);
+	assert_true(wait_for_datagram(&t, 2000, 30) < 1000); /* input ends it; its timer stays */
+	assert_int_equal(t.io->stats.wake_timers, 1);
+	uint64_t took = wait_idle(&t, 40); /* the 2 s timer is too late: a second one */
+	assert_true(took >= 35 && took < 1000);
+	assert_int_equal(t.io->stats.wake_timers, 2);
+	took = wait_idle(&t, 40); /* that one fired and is free again */
+	assert_true(took >= 35 && took < 1000);
+	assert_int_equal(t.io->stats.wake_timers, 3);
+	assert_true(wait_for_datagram(&t, 3000, 30) < 1000); /* the 2 s timer serves */
+	assert_int_equal(t.io->stats.wake_timers, 3);
+	two_peers_close(&t);
+
+	two_peers_open(&t);
+	wait_for_datagram(&t, 2000, 20);
+	wait_for_datagram(&t, 1500, 20); /* sooner than the first: the second timer */
+	assert_int_equal(t.io->stats.wake_timers, 2);
+	took = wait_idle(&t, 40); /* both later: the wait's own timeout */
+	assert_true(took >= 35 && took < 1000);
+	assert_int_equal(t.io->stats.wake_timers, 2);
+	two_peers_close(&t);
+
+	two_peers_open(&t);
+	wait_for_datagram(&t, 60, 10); /* a timer at about +60 ms, ~50 ms left */
+	assert_int_equal(t.io->stats.wake_timers, 1);
+	took = wait_idle(&t, 400); /* due within a quarter of 400: moved, not fired */
+	assert_int_equal(t.io->stats.wake_timers, 2);
+	assert_true(took >= 300 && took < 1500);
+	two_peers_close(&t);
+}
+
+/* A wait may first watch shared memory for input (wait_spin_ns): input
+ * that comes meanwhile ends it without a sleep or a timer; after
+ * SPIN_MISSES_MAX watches in a row that ended empty, the next waits
+ * sleep at once. */
+static void test_uring_wait_spin(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct two_peers t;
+	two_peers_open(&t);
+	t.io->wait_spin_ns = 300u * 1000000u; /* longer than the config allows, to be sure to see it */
+	assert_true(wait_for_datagram(&t, 1000, 20) < 300);
+	assert_int_equal(t.io->stats.wait_spins, 1);
+	assert_int_equal(t.io->stats.wait_spin_hits, 1);
+	assert_int_equal(t.io->stats.wake_timers, 0);
+
+	t.io->wait_spin_ns = 1000000u;
+	for (int i = 0; i < 4; i++) {
+		uint64_t took = wait_idle(&t, 10);
+		assert_true(took >= 9 && took < 1000);
+	}
+	assert_int_equal(t.io->stats.wait_spins, 5);
+	assert_int_equal(t.io->stats.wait_spin_hits, 1);
+	wait_idle(&t, 10); /* four empty watches in a row: no watch now */
+	assert_int_equal(t.io->stats.wait_spins, 5);
+	two_peers_close(&t);
+}
+
 /* A direct send (flush_direct) the kernel refuses as GSO (a socket
  * without UDP checksums cannot segment) is counted as lost, as a refused
  * ring send is, and turns GSO off: the next pair goes one by one. */
@@ -1674,6 +1795,8 @@ int main(void)
 		cmocka_unit_test(test_uring_movable_datagram),
 		cmocka_unit_test(test_uring_direct_send),
 		cmocka_unit_test(test_uring_direct_gso_refused),
+		cmocka_unit_test(test_uring_wait_timers),
+		cmocka_unit_test(test_uring_wait_spin),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
