@@ -259,13 +259,15 @@ typedef struct rudp_config {
 	 * backend always sleeps at once). Input that comes within it is taken
 	 * without the sleep and wake-up, which cost several microseconds each
 	 * (more in a VM, where waking a CPU traps to the hypervisor): in a
-	 * stream of messages the next batch is often that close. A host whose
-	 * watches keep ending empty (a ping-pong, a quiet server) stops
-	 * watching for a while (after 4 empty watches in a row, the next 64
-	 * waits sleep at once), so this costs little CPU where it does not
-	 * help. The default is about what a sleep and a wake-up cost (spin
-	 * then block: never more than twice the better choice). 0 always
-	 * sleeps at once; at most 1000; default 10 (docs/tuning.md). */
+	 * stream of messages the next batch is often that close, and a
+	 * ping-pong whose answers come within it never sleeps (its thread
+	 * stays busy while it lasts). A host whose watches keep ending empty
+	 * (a slower ping-pong, a quiet server) stops watching for a while
+	 * (after 4 empty watches in a row, the next 64 waits sleep at once),
+	 * so this costs little CPU where it does not help. The default is
+	 * about what a sleep and a wake-up cost (spin then block: never more
+	 * than twice the better choice). 0 always sleeps at once; at most
+	 * 1000; default 10 (docs/tuning.md). */
 	uint32_t wait_spin_us;
 } rudp_config;
 
