@@ -37,6 +37,8 @@ static void base_config(rudp_config *cfg, uint32_t mtu)
 	cfg->window_frames = 64;
 	cfg->log = log_err;
 	cfg->log_level_max = 2;
+	if (bench_wait_spin_us >= 0)
+		cfg->wait_spin_us = (uint32_t)bench_wait_spin_us;
 }
 
 /* Echoes the server could not queue yet (send policy backpressure): kept

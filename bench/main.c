@@ -159,10 +159,11 @@ static void sub_usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]\n"
+		"                  [--wait-spin-us N]\n"
 		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
 		"loaded]\n"
 		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
-		"                  [--messages N] [--mtu N] [--stall-ms N]\n");
+		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n");
 }
 
 static int sub_main(int argc, char **argv, bool server)
@@ -179,23 +180,14 @@ static int sub_main(int argc, char **argv, bool server)
 			      .stall_ms = 15000};
 	uint32_t conns_hint = 1, workers = 1;
 	int ready_fd = -1;
-	static const struct option opts[] = {{"column", 1, 0, 'c'},
-					     {"bind", 1, 0, 'b'},
-					     {"connect", 1, 0, 'C'},
-					     {"mtu", 1, 0, 'm'},
-					     {"conns", 1, 0, 'n'},
-					     {"ready-fd", 1, 0, 'r'},
-					     {"workload", 1, 0, 'W'},
-					     {"size", 1, 0, 's'},
-					     {"connections", 1, 0, 'N'},
-					     {"window", 1, 0, 'w'},
-					     {"warmup", 1, 0, 'u'},
-					     {"samples", 1, 0, 'S'},
-					     {"messages", 1, 0, 'M'},
-					     {"stall-ms", 1, 0, 't'},
-					     {"inject-fault", 1, 0, 'F'},
-					     {"workers", 1, 0, 'K'},
-					     {0, 0, 0, 0}};
+	static const struct option opts[] = {
+		{"column", 1, 0, 'c'},   {"bind", 1, 0, 'b'},         {"connect", 1, 0, 'C'},
+		{"mtu", 1, 0, 'm'},      {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
+		{"workload", 1, 0, 'W'}, {"size", 1, 0, 's'},         {"connections", 1, 0, 'N'},
+		{"window", 1, 0, 'w'},   {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
+		{"messages", 1, 0, 'M'}, {"stall-ms", 1, 0, 't'},     {"inject-fault", 1, 0, 'F'},
+		{"workers", 1, 0, 'K'},  {"wait-spin-us", 1, 0, 'P'}, {0, 0, 0, 0},
+	};
 	int o;
 	uint64_t v;
 	optind = 1;
@@ -220,6 +212,10 @@ static int sub_main(int argc, char **argv, bool server)
 		case 'K':
 			bad = parse_uint(optarg, BENCH_MAX_WORKERS, &v) || v == 0;
 			workers = (uint32_t)v;
+			break;
+		case 'P':
+			bad = parse_uint(optarg, BENCH_MAX_WAIT_SPIN_US, &v);
+			bench_wait_spin_us = (int)v;
 			break;
 		case 'W':
 			bad = (kind_from_name(optarg) < 0);
@@ -427,6 +423,16 @@ static pid_t spawn(const char *ns, const cpu_set_t *cpus, char **argv, int out_f
 	}
 	execv("/proc/self/exe", argv);
 	_exit(127);
+}
+
+/* Puts a and b in the first two of the NULL slots that end argv (the
+ * caller's array has at least three left). */
+static void append_args(char **argv, char *a, char *b)
+{
+	while (*argv)
+		argv++;
+	argv[0] = a;
+	argv[1] = b;
 }
 
 static bool have_root;
@@ -669,8 +675,15 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	/* The ready pipe's write end must survive exec in the server: fd 3
 	 * without CLOEXEC. The server writes "ready" on it, and at exit what
 	 * each worker served. */
-	char *sargv[] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
-			 "--conns",    conns,    "--workers", workers,     "--ready-fd", "3",  NULL};
+	char *sargv[20] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
+			   "--conns",    conns,    "--workers", workers,     "--ready-fd", "3",  NULL};
+	/* --wait-spin-us goes to the rudp columns' halves only: the others
+	 * have no such setting (and quic-go's driver would refuse it). */
+	char spin[16];
+	bool pass_spin = bench_wait_spin_us >= 0 && !strncmp(col, "rudp", 4);
+	snprintf(spin, sizeof spin, "%d", bench_wait_spin_us);
+	if (pass_spin)
+		append_args(sargv, "--wait-spin-us", spin);
 	fcntl(rp[1], F_SETFD, 0);
 	pid_t srv = spawn(use_ns ? ns_s : NULL, scpu, sargv, -1, rp[1]);
 	close(rp[1]);
@@ -693,13 +706,15 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		wait_until(srv, bench_now_ns(), &st, &ru);
 		goto out;
 	}
-	char *cargv[] = {"rudp-bench", "client", "--column",      (char *)col,
-			 "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
-			 "--size",     size,     "--connections", conns,
-			 "--window",   window,   "--warmup",      warmup,
-			 "--samples",  samples,  "--messages",    messages,
-			 "--mtu",      mtu,      "--stall-ms",    stall,
-			 NULL};
+	char *cargv[28] = {"rudp-bench", "client", "--column",      (char *)col,
+			   "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
+			   "--size",     size,     "--connections", conns,
+			   "--window",   window,   "--warmup",      warmup,
+			   "--samples",  samples,  "--messages",    messages,
+			   "--mtu",      mtu,      "--stall-ms",    stall,
+			   NULL};
+	if (pass_spin)
+		append_args(cargv, "--wait-spin-us", spin);
 	fcntl(op[1], F_SETFD, 0);
 	uint64_t t0 = bench_now_ns();
 	pid_t cli = spawn(use_ns ? ns_c : NULL, ccpu, cargv, op[1], -1);
@@ -863,23 +878,14 @@ int main(int argc, char **argv)
 	struct plan_opts po = {.mode = MODE_QUICK, .rounds = 0, .loss_pct = -1, .delay_ms = -1};
 	const char *json_path = NULL, *outdir = "rudp-bench-results", *resume_dir = NULL;
 	bool no_ns = false, list = false, out_given = false;
-	static const struct option opts[] = {{"full", 0, 0, 'f'},
-					     {"smoke", 0, 0, 'k'},
-					     {"quick", 0, 0, 'q'},
-					     {"columns", 1, 0, 'c'},
-					     {"workload", 1, 0, 'w'},
-					     {"case", 1, 0, 'a'},
-					     {"rounds", 1, 0, 'r'},
-					     {"loss", 1, 0, 'l'},
-					     {"delay", 1, 0, 'd'},
-					     {"json", 1, 0, 'j'},
-					     {"out", 1, 0, 'o'},
-					     {"no-netns", 0, 0, 'n'},
-					     {"list", 0, 0, 'L'},
-					     {"help", 0, 0, 'h'},
-					     {"workers", 1, 0, 'W'},
-					     {"resume", 1, 0, 'R'},
-					     {0, 0, 0, 0}};
+	static const struct option opts[] = {
+		{"full", 0, 0, 'f'},    {"smoke", 0, 0, 'k'},        {"quick", 0, 0, 'q'},
+		{"columns", 1, 0, 'c'}, {"workload", 1, 0, 'w'},     {"case", 1, 0, 'a'},
+		{"rounds", 1, 0, 'r'},  {"loss", 1, 0, 'l'},         {"delay", 1, 0, 'd'},
+		{"json", 1, 0, 'j'},    {"out", 1, 0, 'o'},          {"no-netns", 0, 0, 'n'},
+		{"list", 0, 0, 'L'},    {"help", 0, 0, 'h'},         {"workers", 1, 0, 'W'},
+		{"resume", 1, 0, 'R'},  {"wait-spin-us", 1, 0, 'P'}, {0, 0, 0, 0},
+	};
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end;
@@ -919,6 +925,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			workers_forced = (unsigned)v;
+			break;
+		}
+		case 'P': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 0 || v > BENCH_MAX_WAIT_SPIN_US) {
+				fprintf(stderr, "rudp-bench: --wait-spin-us wants 0..%d\n",
+					BENCH_MAX_WAIT_SPIN_US);
+				return 2;
+			}
+			bench_wait_spin_us = (int)v;
 			break;
 		}
 		case 'j': json_path = optarg; break;
@@ -962,6 +978,7 @@ int main(int argc, char **argv)
 	meta_fill(&meta, &plan, have_root);
 	split_cpus(&meta);
 	meta.workers_forced = workers_forced;
+	meta.wait_spin_us = bench_wait_spin_us;
 	if (resume_dir) {
 		/* A resumed run must be the same code and plan: resume_load
 		 * refuses another commit or mode; the filters are the caller's. */

@@ -360,6 +360,15 @@ static void spread(FILE *f, const struct plan *p, enum wl_kind kind)
 		fprintf(f, "\n");
 }
 
+const char *wait_spin_desc(const struct meta *m)
+{
+	static char buf[32];
+	if (m->wait_spin_us < 0)
+		return "default";
+	snprintf(buf, sizeof buf, "%d", m->wait_spin_us);
+	return buf;
+}
+
 const char *workers_desc(const struct meta *m)
 {
 	static char buf[160];
@@ -621,6 +630,12 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		"Server workers (a thread and an SO_REUSEPORT socket each): %s; enet: always 1 (%s). "
 		"The path column gives each row's count.\n\n",
 		workers_desc(m), BENCH_ENET_ONE_WORKER);
+	if (m->wait_spin_us >= 0)
+		fprintf(f,
+			"librudp's watch for input before a sleep (`rudp_config.wait_spin_us`, "
+			"`--wait-spin-us`): %d us in the rudp columns (default 10)%s.\n\n",
+			m->wait_spin_us,
+			m->wait_spin_us == 0 ? ": their waits block, as the other columns' do" : "");
 	if (m->resumed_from[0]) {
 		size_t made = 0;
 		for (size_t i = 0; i < p->nruns; i++)
@@ -729,6 +744,9 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 	jstr(f, m->commit);
 	fprintf(f, ", \"mode\": ");
 	jstr(f, m->mode);
+	/* On the meta's first line, which --resume reads (resume.c). */
+	fprintf(f, ", \"wait_spin_us\": ");
+	jstr(f, wait_spin_desc(m));
 	fprintf(f, ", \"cpu\": ");
 	jstr(f, m->cpu);
 	fprintf(f, ", \"cpus\": %d, \"kernel\": ", m->cpus);
@@ -747,6 +765,7 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		fprintf(f, "\"auto\"");
 	fprintf(f, ", \"workers_note\": ");
 	jstr(f, workers_desc(m));
+
 	if (m->resumed_from[0]) {
 		fprintf(f, ", \"resumed_from\": ");
 		jstr(f, m->resumed_from);

@@ -93,6 +93,7 @@ struct meta {
 	int server_ncpus, client_ncpus;
 	bool cpus_shared;
 	unsigned workers_forced; /* --workers N; 0: one per server CPU on many/loaded rows, else 1 */
+	int wait_spin_us; /* --wait-spin-us N for the rudp columns; -1: librudp's default */
 	bool root;
 	double seconds;
 	char chart_note[160];
@@ -110,6 +111,8 @@ int make_results_dir(const char *base, const struct meta *m, char *out, size_t n
 /* Prints the Markdown tables; writes SVG charts into dir when not NULL. */
 void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir);
 int json_write(const char *path, const struct plan *p, const struct meta *m);
+/* "default" or the --wait-spin-us value, as runs.json's meta gives it. */
+const char *wait_spin_desc(const struct meta *m);
 /* --resume: copies every planned run that dir/runs.json holds verified
  * into p (marked copied). Returns 0, or -1 with the reason on stderr when
  * the file is missing or malformed or came from another commit or mode. */

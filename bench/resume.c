@@ -168,17 +168,21 @@ static const char *parse_pairs(const char *s, bool open,
 }
 
 struct meta_seen {
-	char commit[64], mode[16];
+	char commit[64], mode[16], wait_spin[16];
 };
 
 static int meta_pair(void *ctx, const char *key, const struct jv *v)
 {
 	struct meta_seen *m = ctx;
-	bool commit = !strcmp(key, "commit"), mode = !strcmp(key, "mode");
-	if (!commit && !mode)
+	bool commit = !strcmp(key, "commit"), mode = !strcmp(key, "mode"),
+	     spin = !strcmp(key, "wait_spin_us");
+	if (!commit && !mode && !spin)
 		return 0;
-	char *to = commit ? m->commit : m->mode;
-	size_t n = commit ? sizeof m->commit : sizeof m->mode, len = strlen(v->str);
+	char *to = commit ? m->commit : mode ? m->mode : m->wait_spin;
+	size_t n = commit ? sizeof m->commit
+		   : mode ? sizeof m->mode
+			  : sizeof m->wait_spin,
+	       len = strlen(v->str);
 	/* Longer than ours can be: not a value this binary wrote. */
 	if (v->type != JV_STR || len >= n)
 		return -1;
@@ -401,7 +405,8 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 	}
 	char *line = malloc(RESUME_LINE);
 	struct old_run *old = calloc(RESUME_MAX_RUNS, sizeof *old);
-	struct meta_seen seen = {"", ""};
+	/* Files from before --wait-spin-us were made at librudp's default. */
+	struct meta_seen seen = {"", "", "default"};
 	size_t nold = 0, bad = 0;
 	bool in_runs = false, closed = false, have_meta = false;
 	int rc = -1;
@@ -476,12 +481,15 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 		why = "it was made by another commit";
 	else if ((mismatch = strcmp(seen.mode, m->mode) != 0))
 		why = "it was made in another mode";
+	else if ((mismatch = strcmp(seen.wait_spin, wait_spin_desc(m)) != 0))
+		why = "it was made with another --wait-spin-us";
 	if (why) {
 		if (mismatch)
 			fprintf(stderr,
-				"rudp-bench: --resume %s: %s (%s mode, commit %s; this is %s mode, commit "
-				"%s)\n",
-				dir, why, seen.mode, seen.commit, m->mode, m->commit);
+				"rudp-bench: --resume %s: %s (%s mode, commit %s, wait_spin_us %s; this is "
+				"%s mode, commit %s, wait_spin_us %s)\n",
+				dir, why, seen.mode, seen.commit, seen.wait_spin, m->mode, m->commit,
+				wait_spin_desc(m));
 		goto out;
 	}
 	if (bad)

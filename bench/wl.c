@@ -22,6 +22,7 @@
 #include "bench.h"
 
 atomic_int bench_stop;
+int bench_wait_spin_us = -1;
 
 uint64_t bench_now_ns(void)
 {

@@ -5,7 +5,8 @@
 #     the new runs.json holds the same runs;
 #  2. from a copy with one run removed and one marked unverified, exactly
 #     those two are made again and the set is complete;
-#  3. a runs.json from another commit is refused with exit 2;
+#  3. a runs.json from another commit is refused with exit 2, and so is
+#     one made with another --wait-spin-us (meta says which it was);
 #  4. a librudp run whose resend counts are negative or not numbers is not
 #     copied but made again.
 #   resume.sh PATH/TO/rudp-bench
@@ -97,6 +98,22 @@ if [ "$rc" -eq 2 ] && grep -q "made by another commit" "$tmp/4.log" && ! grep -q
 else
 	fail "--resume of another commit's folder: exit $rc:"
 	cat "$tmp/4.log"
+fi
+
+# 3b. another --wait-spin-us: the meta says it, and resuming across it is refused
+if grep -q '"meta": {.*"wait_spin_us": "default"' "$d1/runs.json"; then
+	ok "runs.json meta names librudp's default watch"
+else
+	fail "runs.json meta lacks \"wait_spin_us\": \"default\""
+fi
+"$bench" --smoke --wait-spin-us 0 --resume "$d1" >"$tmp/4b.log" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "made with another --wait-spin-us" "$tmp/4b.log" &&
+	! grep -q '^\[[0-9]*/' "$tmp/4b.log"; then
+	ok "--resume with another --wait-spin-us refused (exit 2)"
+else
+	fail "--resume with another --wait-spin-us: exit $rc:"
+	cat "$tmp/4b.log"
 fi
 
 # 4. bad resend counts: the run is made again, not copied; good ones are
