@@ -303,7 +303,7 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		q = kind == FLUSH_UNREL ? &c->unrel : &c->rel;
 		f = sendq_at(q, index);
 		frame_to_wire(q, f, &wf);
-		need = rudp_wire_frame_header_len(&wf) + wf.body_len;
+		need = sendq_frame_wire_bytes(f);
 		if (b->nframes < c->cfg.max_frames_per_datagram && b->len + need <= c->payload_max)
 			break;
 		if (!builder_emit(c, b, now_us))

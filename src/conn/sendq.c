@@ -156,6 +156,15 @@ void sendq_pop_front(struct sendq *q)
 	}
 }
 
+/* Fragments a message of len bytes takes. Most messages fit one frame, and
+ * this runs several times per message: no division for them. */
+static inline size_t conn_frag_count(const struct rudp_conn *c, size_t len)
+{
+	if (len != 0 && len <= c->frag_body_max)
+		return 1;
+	return (len + c->frag_body_max - 1) / c->frag_body_max;
+}
+
 static uint8_t plain_reliability(uint8_t r)
 {
 	switch (r) {
@@ -183,7 +192,7 @@ uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_
 
 int conn_check_size(const struct rudp_conn *c, size_t len)
 {
-	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+	size_t nfrags = conn_frag_count(c, len);
 
 	if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
 		return RUDP_CONN_E_TOO_LARGE;
@@ -213,9 +222,8 @@ void conn_take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, struct
 static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
 			const struct conn_msg_indexes *ix_or_null)
 {
-	size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+	size_t nfrags = conn_frag_count(c, len);
 	struct conn_msg_indexes ix;
-	struct rudp_wire_frame wf;
 	struct sendq_frame tmpl;
 	struct sendq *q;
 	int rc;
@@ -248,10 +256,7 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		tmpl.split_id = c->next_split_id++;
 	}
 	/* Every fragment of a message has the same header layout. */
-	memset(&wf, 0, sizeof(wf));
-	wf.reliability = rel;
-	wf.split = tmpl.split;
-	tmpl.hdr_len = (uint8_t)rudp_wire_frame_header_len(&wf);
+	tmpl.hdr_len = (uint8_t)rudp_wire_frame_header_len_of(rel, tmpl.split);
 	for (size_t i = 0; i < nfrags; i++) {
 		size_t off = i * c->frag_body_max;
 		size_t part = len - off < c->frag_body_max ? len - off : c->frag_body_max;
@@ -280,7 +285,7 @@ int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uin
 	uint8_t rel = conn_effective_reliability(c, len, reliability);
 
 	if (enforce_budget) {
-		size_t nfrags = (len + c->frag_body_max - 1) / c->frag_body_max;
+		size_t nfrags = conn_frag_count(c, len);
 		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
 		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
 		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;

@@ -53,7 +53,7 @@ int rudp_recv_batch(rudp_host *h, rudp_event *events, int max, int timeout_ms)
 		return event_queue_pop(q, events, 1);
 	int k = 0;
 	while (k < max && (uint32_t)k < q->count &&
-	       q->items[(q->head + (uint32_t)k) % q->cap].type == RUDP_EVENT_RECEIVE)
+	       q->items[(q->head + (uint32_t)k) & (q->cap - 1)].type == RUDP_EVENT_RECEIVE)
 		k++;
 	return event_queue_pop(q, events, k);
 }

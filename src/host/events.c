@@ -77,7 +77,7 @@ void event_queue_release(struct event_queue *q, uint64_t now_us)
 	/* Data before the oldest queued event belonged to returned events. */
 	size_t first = SIZE_MAX;
 	for (uint32_t i = 0; i < q->count; i++) {
-		const struct pending_event *e = &q->items[(q->head + i) % q->cap];
+		const struct pending_event *e = &q->items[(q->head + i) & (q->cap - 1)];
 		if (e->len) {
 			first = e->data_off;
 			break;
@@ -94,7 +94,7 @@ void event_queue_release(struct event_queue *q, uint64_t now_us)
 		size_t live = q->arena_end - q->arena_start;
 		memmove(q->arena, q->arena + q->arena_start, live);
 		for (uint32_t i = 0; i < q->count; i++) {
-			struct pending_event *e = &q->items[(q->head + i) % q->cap];
+			struct pending_event *e = &q->items[(q->head + i) & (q->cap - 1)];
 			if (e->len)
 				e->data_off -= q->arena_start;
 		}
@@ -113,7 +113,7 @@ static int grow_items(struct event_queue *q)
 	if (!items)
 		return RUDP_E_NOMEM;
 	for (uint32_t i = 0; i < q->count; i++)
-		items[i] = q->items[(q->head + i) % q->cap];
+		items[i] = q->items[(q->head + i) & (q->cap - 1)];
 	free(q->items);
 	q->items = items;
 	q->cap = cap;
@@ -151,7 +151,7 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 		ev.data_off = q->arena_end;
 		q->arena_end += ev.len;
 	}
-	q->items[(q->head + q->count) % q->cap] = ev;
+	q->items[(q->head + q->count) & (q->cap - 1)] = ev;
 	q->count++;
 	if (q->arena_end > q->arena_peak)
 		q->arena_peak = q->arena_end;
@@ -177,7 +177,7 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 		if (e->type == RUDP_EVENT_DISCONNECT)
 			e->peer->event_seen = true;
 		q->non_receive -= e->type != RUDP_EVENT_RECEIVE;
-		q->head = (q->head + 1) % q->cap;
+		q->head = (q->head + 1) & (q->cap - 1);
 		q->count--;
 	}
 	return n;
@@ -187,9 +187,9 @@ void event_queue_forget_peer(struct event_queue *q, const struct rudp_peer *p)
 {
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < q->count; i++) {
-		struct pending_event e = q->items[(q->head + i) % q->cap];
+		struct pending_event e = q->items[(q->head + i) & (q->cap - 1)];
 		if (e.peer != p)
-			q->items[(q->head + kept++) % q->cap] = e;
+			q->items[(q->head + kept++) & (q->cap - 1)] = e;
 		else
 			q->non_receive -= e.type != RUDP_EVENT_RECEIVE;
 	}

@@ -136,7 +136,7 @@ struct pending_event {
 };
 struct event_queue {
 	struct pending_event *items;
-	uint32_t head, count, cap; /* ring */
+	uint32_t head, count, cap; /* ring; cap is a power of two (index & (cap - 1)) */
 	uint32_t non_receive; /* queued events that are not RUDP_EVENT_RECEIVE */
 	uint32_t max;
 	uint8_t *arena;

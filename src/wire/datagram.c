@@ -14,7 +14,6 @@
 #define WIRE_ACK_B_AND_AS_LEN 4
 
 #define WIRE_FRAME_SPLIT 0x10
-#define WIRE_FRAME_SPLIT_LEN 10
 /* Bit length is a uint16, so a frame body holds at most 8191 whole bytes. */
 #define WIRE_FRAME_BODY_MAX (UINT16_MAX / 8)
 
@@ -63,18 +62,7 @@ static uint8_t plain_reliability(uint8_t r)
 
 size_t rudp_wire_frame_header_len(const struct rudp_wire_frame *f)
 {
-	uint8_t rel = plain_reliability(f->reliability);
-	size_t len = 3; /* flags + bit length */
-
-	if (rudp_wire_is_reliable(rel))
-		len += 3;
-	if (rudp_wire_is_sequenced(rel))
-		len += 3;
-	if (rudp_wire_is_ordered_or_sequenced(rel))
-		len += 4;
-	if (f->split)
-		len += WIRE_FRAME_SPLIT_LEN;
-	return len;
+	return rudp_wire_frame_header_len_of(plain_reliability(f->reliability), f->split);
 }
 
 int rudp_wire_decode_frame(const uint8_t *p, size_t n, struct rudp_wire_frame *out)

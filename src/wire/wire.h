@@ -242,6 +242,22 @@ struct rudp_wire_frame {
 };
 /* Header size this frame will take on the wire (without the body). */
 size_t rudp_wire_frame_header_len(const struct rudp_wire_frame *f);
+/* The same from a plain reliability (no ACK-receipt variant) and the split
+ * flag alone: the send path asks it per message, without a frame struct. */
+static inline size_t rudp_wire_frame_header_len_of(uint8_t plain_rel, bool split)
+{
+	size_t len = 3; /* flags + bit length */
+
+	if (rudp_wire_is_reliable(plain_rel))
+		len += 3; /* reliable index */
+	if (rudp_wire_is_sequenced(plain_rel))
+		len += 3; /* sequenced index */
+	if (rudp_wire_is_ordered_or_sequenced(plain_rel))
+		len += 4; /* order index and channel */
+	if (split)
+		len += 10; /* split count, id and index */
+	return len;
+}
 /* Decodes one frame at p; returns bytes consumed (> 0) or a status. Rejects a
  * zero-length body, a body running past n, a channel >= 32, split_count 0 and
  * split_index >= split_count. */
