@@ -701,12 +701,17 @@ static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
 	}
 }
 
+/* Frames of one datagram kept from the checking pass for the acting pass
+ * (on_frame_set); a datagram with more is decoded again past them. Eight
+ * is what librudp itself packs at most, other RakNet peers rarely more. */
+#define FRAME_SET_KEEP 16
+
 static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
 {
 	struct rudp_wire_dgram_header h;
-	struct rudp_wire_frame f;
+	struct rudp_wire_frame kept[FRAME_SET_KEEP], f;
 	bool ackable = true, dup;
-	size_t off;
+	size_t off, nframes = 0, kept_end = 0;
 	int rc;
 
 	rc = rudp_wire_decode_dgram_header(p, n, &h);
@@ -716,19 +721,27 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 	}
 	/* Check every frame before acting on any: a datagram is taken (and
 	 * acknowledged) whole or not at all. */
-	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n; off += (size_t)rc) {
-		rc = rudp_wire_decode_frame(p + off, n - off, &f);
+	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n; off += (size_t)rc, nframes++) {
+		rc = rudp_wire_decode_frame(p + off, n - off, nframes < FRAME_SET_KEEP ? &kept[nframes] : &f);
 		if (rc < 0) {
 			c->stats.datagrams_dropped++;
 			return rc;
 		}
+		if (nframes < FRAME_SET_KEEP)
+			kept_end = off + (size_t)rc;
 	}
 	c->last_recv_us = now_us;
 	dup = record_dgram_seq(c, h.seq);
-	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n && c->state != RUDP_CONN_STATE_CLOSED;
-	     off += (size_t)rc) {
-		rc = rudp_wire_decode_frame(p + off, n - off, &f);
-		if (!recv_on_frame(c, &f, dup, now_us))
+	off = kept_end;
+	for (size_t i = 0; i < nframes && c->state != RUDP_CONN_STATE_CLOSED; i++) {
+		const struct rudp_wire_frame *fr = &kept[i < FRAME_SET_KEEP ? i : 0];
+
+		if (i >= FRAME_SET_KEEP) {
+			rc = rudp_wire_decode_frame(p + off, n - off, &f);
+			off += (size_t)rc;
+			fr = &f;
+		}
+		if (!recv_on_frame(c, fr, dup, now_us))
 			ackable = false;
 	}
 	if (c->state == RUDP_CONN_STATE_CLOSED)

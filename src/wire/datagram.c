@@ -65,16 +65,30 @@ size_t rudp_wire_frame_header_len(const struct rudp_wire_frame *f)
 	return rudp_wire_frame_header_len_of(plain_reliability(f->reliability), f->split);
 }
 
+static inline uint32_t load_u24le(const uint8_t *q)
+{
+	return (uint32_t)q[0] | ((uint32_t)q[1] << 8) | ((uint32_t)q[2] << 16);
+}
+
+static inline uint32_t load_u32be(const uint8_t *q)
+{
+	return ((uint32_t)q[0] << 24) | ((uint32_t)q[1] << 16) | ((uint32_t)q[2] << 8) | q[3];
+}
+
+/* Every frame of every datagram passes here, so the header's length is
+ * known from its first byte and checked once, and the fields are read at
+ * fixed offsets (the results and statuses are those of reading them one
+ * by one, each bounds-checked). */
 int rudp_wire_decode_frame(const uint8_t *p, size_t n, struct rudp_wire_frame *out)
 {
-	struct wire_reader r = rd_init(p, n);
 	uint8_t flags, rel;
 	uint16_t bits;
+	size_t hdr, off = 3;
 
-	flags = rd_u8(&r);
-	bits = rd_u16be(&r);
-	if (r.short_read)
+	if (!p || n < 3)
 		return RUDP_WIRE_TRUNCATED;
+	flags = p[0];
+	bits = (uint16_t)((p[1] << 8) | p[2]);
 	if (bits == 0)
 		return RUDP_WIRE_BAD_VALUE;
 
@@ -82,30 +96,38 @@ int rudp_wire_decode_frame(const uint8_t *p, size_t n, struct rudp_wire_frame *o
 	rel = plain_reliability((uint8_t)(flags >> 5));
 	out->reliability = rel;
 	out->split = flags & WIRE_FRAME_SPLIT;
-	if (rudp_wire_is_reliable(rel))
-		out->reliable_index = rd_u24le(&r);
-	if (rudp_wire_is_sequenced(rel))
-		out->sequenced_index = rd_u24le(&r);
+	hdr = rudp_wire_frame_header_len_of(rel, out->split);
+	if (n < hdr)
+		return RUDP_WIRE_TRUNCATED;
+	if (rudp_wire_is_reliable(rel)) {
+		out->reliable_index = load_u24le(p + off);
+		off += 3;
+	}
+	if (rudp_wire_is_sequenced(rel)) {
+		out->sequenced_index = load_u24le(p + off);
+		off += 3;
+	}
 	if (rudp_wire_is_ordered_or_sequenced(rel)) {
-		out->order_index = rd_u24le(&r);
-		out->order_channel = rd_u8(&r);
+		out->order_index = load_u24le(p + off);
+		out->order_channel = p[off + 3];
+		off += 4;
+		if (out->order_channel >= RUDP_WIRE_ORDER_CHANNELS)
+			return RUDP_WIRE_BAD_VALUE;
 	}
 	if (out->split) {
-		out->split_count = rd_u32be(&r);
-		out->split_id = rd_u16be(&r);
-		out->split_index = rd_u32be(&r);
+		out->split_count = load_u32be(p + off);
+		out->split_id = (uint16_t)((p[off + 4] << 8) | p[off + 5]);
+		out->split_index = load_u32be(p + off + 6);
+		if (out->split_count == 0 || out->split_index >= out->split_count)
+			return RUDP_WIRE_BAD_VALUE;
 	}
-	if (r.short_read)
-		return RUDP_WIRE_TRUNCATED;
-	if (rudp_wire_is_ordered_or_sequenced(rel) && out->order_channel >= RUDP_WIRE_ORDER_CHANNELS)
-		return RUDP_WIRE_BAD_VALUE;
-	if (out->split && (out->split_count == 0 || out->split_index >= out->split_count))
-		return RUDP_WIRE_BAD_VALUE;
 
 	/* RakNet counts the body in bits; a partial last byte is still sent. */
 	out->body_len = (uint16_t)((bits + 7u) / 8u);
-	out->body = rd_take(&r, out->body_len);
-	return rd_done(&r);
+	if (n - hdr < out->body_len)
+		return RUDP_WIRE_TRUNCATED;
+	out->body = p + hdr;
+	return (int)(hdr + out->body_len);
 }
 
 int rudp_wire_encode_frame(uint8_t *p, size_t cap, const struct rudp_wire_frame *f)

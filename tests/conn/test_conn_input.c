@@ -553,6 +553,54 @@ static void test_malformed_datagrams(void **state)
 	rudp_conn_destroy(fk.c);
 }
 
+/* A datagram may carry more frames than the receive path keeps from its
+ * checking pass (16): those past it are decoded again from the right place,
+ * in order, and a bad one among them still drops the whole datagram. */
+static void test_many_frames_in_one_datagram(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	struct rudp_wire_frame frames[40];
+	uint8_t bodies[40][2];
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	for (int i = 0; i < 40; i++) {
+		bodies[i][0] = 0x01;
+		bodies[i][1] = (uint8_t)i;
+		frames[i] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, bodies[i], 2);
+	}
+	assert_int_equal(fake_push(&fk, frames, 40), 0);
+	assert_int_equal(fk.delivered, 40);
+	assert_int_equal(fk.msg_len, 2);
+	assert_int_equal(fk.msg[1], 39);
+
+	/* 20 good frames, then one that claims more body than it has. */
+	{
+		static uint8_t buf[256];
+		struct rudp_wire_dgram_header h = {.flags = 0x84, .seq = fk.seq};
+		size_t off;
+
+		fk.seq = rudp_u24_add(fk.seq, 1);
+		off = (size_t)rudp_wire_encode_dgram_header(buf, sizeof(buf), &h);
+		for (int i = 0; i < 20; i++) {
+			struct rudp_wire_frame f = fake_frame(&fk, RUDP_WIRE_UNRELIABLE, 0, bodies[i], 2);
+			int w = rudp_wire_encode_frame(buf + off, sizeof(buf) - off, &f);
+
+			assert_true(w > 0);
+			off += (size_t)w;
+		}
+		buf[off++] = 0x00; /* unreliable */
+		buf[off++] = 0x00;
+		buf[off++] = 0x40; /* 8 bytes of body, none follow */
+		assert_int_equal(fake_push_raw(&fk, buf, off), RUDP_WIRE_TRUNCATED);
+		assert_int_equal(fk.delivered, 40);
+		assert_int_equal(stats_of(&fk).datagrams_dropped, 1);
+	}
+	rudp_conn_destroy(fk.c);
+}
+
 static void test_hostile_acks(void **state)
 {
 	struct rudp_conn_config cfg;
@@ -1704,6 +1752,7 @@ int main(void)
 		cmocka_unit_test(test_client_holds_data_before_accept),
 		cmocka_unit_test(test_client_split_before_accept),
 		cmocka_unit_test(test_malformed_datagrams),
+		cmocka_unit_test(test_many_frames_in_one_datagram),
 		cmocka_unit_test(test_hostile_acks),
 		cmocka_unit_test(test_ack_with_many_records),
 		cmocka_unit_test(test_window_and_duplicates),
