@@ -702,8 +702,8 @@ static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
 }
 
 /* Frames of one datagram kept from the checking pass for the acting pass
- * (on_frame_set); a datagram with more is decoded again past them. Eight
- * is what librudp itself packs at most, other RakNet peers rarely more. */
+ * (on_frame_set); a datagram with more is decoded again past them. librudp
+ * packs at most eight (max_frames_per_datagram's default). */
 #define FRAME_SET_KEEP 16
 
 static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
@@ -734,9 +734,11 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 	dup = record_dgram_seq(c, h.seq);
 	off = kept_end;
 	for (size_t i = 0; i < nframes && c->state != RUDP_CONN_STATE_CLOSED; i++) {
-		const struct rudp_wire_frame *fr = &kept[i < FRAME_SET_KEEP ? i : 0];
+		const struct rudp_wire_frame *fr;
 
-		if (i >= FRAME_SET_KEEP) {
+		if (i < FRAME_SET_KEEP) {
+			fr = &kept[i];
+		} else {
 			rc = rudp_wire_decode_frame(p + off, n - off, &f);
 			off += (size_t)rc;
 			fr = &f;
