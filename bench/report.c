@@ -630,12 +630,15 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		"Server workers (a thread and an SO_REUSEPORT socket each): %s; enet: always 1 (%s). "
 		"The path column gives each row's count.\n\n",
 		workers_desc(m), BENCH_ENET_ONE_WORKER);
-	if (m->wait_spin_us >= 0)
+	if (m->wait_spin_us >= 0) {
+		rudp_config defaults;
+		rudp_config_init(&defaults);
 		fprintf(f,
 			"librudp's watch for input before a sleep (`rudp_config.wait_spin_us`, "
-			"`--wait-spin-us`): %d us in the rudp columns (default 10)%s.\n\n",
-			m->wait_spin_us,
+			"`--wait-spin-us`): %d us in the rudp columns (default %u)%s.\n\n",
+			m->wait_spin_us, (unsigned)defaults.wait_spin_us,
 			m->wait_spin_us == 0 ? ": their waits block, as the other columns' do" : "");
+	}
 	if (m->resumed_from[0]) {
 		size_t made = 0;
 		for (size_t i = 0; i < p->nruns; i++)
@@ -765,7 +768,6 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		fprintf(f, "\"auto\"");
 	fprintf(f, ", \"workers_note\": ");
 	jstr(f, workers_desc(m));
-
 	if (m->resumed_from[0]) {
 		fprintf(f, ", \"resumed_from\": ");
 		jstr(f, m->resumed_from);

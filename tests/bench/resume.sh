@@ -6,7 +6,8 @@
 #  2. from a copy with one run removed and one marked unverified, exactly
 #     those two are made again and the set is complete;
 #  3. a runs.json from another commit is refused with exit 2, and so is
-#     one made with another --wait-spin-us (meta says which it was);
+#     one made with another --wait-spin-us (meta says which it was), and
+#     out-of-range --wait-spin-us values are refused by both modes;
 #  4. a librudp run whose resend counts are negative or not numbers is not
 #     copied but made again.
 #   resume.sh PATH/TO/rudp-bench
@@ -115,6 +116,26 @@ else
 	fail "--resume with another --wait-spin-us: exit $rc:"
 	cat "$tmp/4b.log"
 fi
+
+# 3c. bad --wait-spin-us values are refused before anything runs
+for bad in 1001 -1 x ""; do
+	"$bench" --smoke --wait-spin-us "$bad" --out "$tmp/bad" >"$tmp/4c.log" 2>&1
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -q -- "--wait-spin-us wants 0..1000" "$tmp/4c.log" && [ ! -d "$tmp/bad" ]; then
+		ok "--smoke --wait-spin-us '$bad' refused (exit 2)"
+	else
+		fail "--smoke --wait-spin-us '$bad': exit $rc:"
+		cat "$tmp/4c.log"
+	fi
+	"$bench" client --column rudp-send --connect 127.0.0.1:9 --wait-spin-us "$bad" >"$tmp/4c.log" 2>&1
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -q -- "bad value for --wait-spin-us" "$tmp/4c.log"; then
+		ok "client --wait-spin-us '$bad' refused (exit 2)"
+	else
+		fail "client --wait-spin-us '$bad': exit $rc:"
+		cat "$tmp/4c.log"
+	fi
+done
 
 # 4. bad resend counts: the run is made again, not copied; good ones are
 # copied with their causes
