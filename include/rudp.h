@@ -264,10 +264,13 @@ typedef struct rudp_config {
 	 * stays busy while it lasts). A host whose watches keep ending empty
 	 * (a slower ping-pong, a quiet server) stops watching for a while
 	 * (after 4 empty watches in a row, the next 64 waits sleep at once),
-	 * so this costs little CPU where it does not help. The default is
-	 * about what a sleep and a wake-up cost (spin then block: never more
-	 * than twice the better choice). 0 always sleeps at once; at most
-	 * 1000; default 10 (docs/tuning.md). */
+	 * so this costs little CPU where it does not help. The default
+	 * covers a lockstep exchange whose other side works for a few tens
+	 * of microseconds (a 64-message window of small messages echoed
+	 * back), where sleeping put a wake-up on the path of every round: on
+	 * a 2-CPU VM that was a third of the time. 0 always sleeps at once
+	 * (a host that shares its core with other busy threads); at most
+	 * 1000; default 50 (docs/tuning.md). */
 	uint32_t wait_spin_us;
 } rudp_config;
 

@@ -45,7 +45,7 @@ void rudp_config_init(rudp_config *c)
 	c->handshake_timeout_ms = 3000;
 	c->offline_rate_per_address = 64;
 	c->congestion_control = RUDP_CC_NONE;
-	c->wait_spin_us = 10;
+	c->wait_spin_us = 50;
 }
 
 const char *rudp_strerror(int e)

@@ -1138,6 +1138,21 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	 * outstanding. */
 	flush_direct(r);
 	close_run(r);
+	/* Sends to hand over and a watch to come: submit them on their own
+	 * first. UDP sends complete during the submit, so the wait below can
+	 * watch instead of sleeping in the enter that would have carried
+	 * them. When the input comes within the watch that is one system call
+	 * either way; a watch that ends empty costs a second one. (rudp
+	 * (batch) at 64 B has its window's sends queued here on every wait and
+	 * slept in every one: docs/benchmarks.md, "Watching after the sends".)
+	 * A refusal (it should not happen) leaves them queued for the wait's
+	 * own enter below, which reports it. */
+	if (r->sqes_queued > 0 && r->base.wait_spin_ns > 0 && r->spin_skip == 0) {
+		(void)submit(r);
+		reap(r);
+		if (r->rx_q_len > 0 || r->rx_error || r->rearm_len > 0)
+			return 0;
+	}
 	unsigned want = r->sqes_inflight + r->sqes_queued + 1;
 	int e;
 	/* With nothing of ours in the kernel, first watch for input a few

@@ -872,9 +872,9 @@ static void test_api_rejects_bad_arguments(void **state)
 	c.rx_buffers = 32;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	rudp_host_destroy(h);
-	/* wait_spin_us: 0..1000, default 10 */
+	/* wait_spin_us: 0..1000, default 50 */
 	rudp_config_init(&c);
-	assert_int_equal(c.wait_spin_us, 10);
+	assert_int_equal(c.wait_spin_us, 50);
 	c.bind_address = "127.0.0.1:0";
 	c.wait_spin_us = 1001;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
