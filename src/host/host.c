@@ -459,8 +459,10 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	 * what that call left (see the end): with io_uring the same enter
 	 * also collects what arrived meanwhile, so the read below is free.
 	 * When nothing has arrived (seen in shared memory, no system call)
-	 * and the call may wait, this call is going to wait: the wait's
-	 * enter submits them, one system call instead of two, and they
+	 * and the call may wait, this call is going to wait, and the wait
+	 * hands them over: in its own enter when it sleeps at once, or in a
+	 * submit just before it watches for input (uring_wait). Either way
+	 * one system call when the answer comes within the watch, and they
 	 * leave only the few microseconds of the empty read round later.
 	 * Input already there means work before any wait: send first. (A
 	 * backend that cannot tell, recvmmsg, always says input may wait.) */

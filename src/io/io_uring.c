@@ -1132,7 +1132,8 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	}
 	/* A lone send leaves directly, as in a flush (flush_direct): a plain
 	 * sendmsg and then the wait took less time than one enter doing both.
-	 * Otherwise one enter submits the pending sends and waits. Sends on
+	 * Otherwise the pending sends are submitted on their own before a
+	 * watch (below), or by the enter that waits. Sends on
 	 * loopback complete during the submit and their CQEs would end the
 	 * wait at once, so wait for one completion more than there are sends
 	 * outstanding. */
