@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "conn/body_ring.h"
 #include "conn/conn.h"
 #include "host/guard.h"
 #include "io/io.h"
@@ -127,25 +128,25 @@ void timer_heap_free(struct timer_heap *h);
 int timer_heap_set(struct timer_heap *h, struct rudp_peer *p, uint64_t deadline_us);
 struct rudp_peer *timer_heap_top(const struct timer_heap *h);
 
-/* ---- events (events.c): FIFO of events plus a byte arena for message data ---- */
+/* ---- events (events.c): FIFO of events plus a byte ring for message data ---- */
 struct pending_event {
 	uint8_t type, reliability, channel;
 	int reason;
 	struct rudp_peer *peer;
-	size_t data_off, len;
+	uint64_t data_pos; /* the body's position in the event queue's arena ring */
+	size_t len;
 };
 struct event_queue {
 	struct pending_event *items;
 	uint32_t head, count, cap; /* ring; cap is a power of two (index & (cap - 1)) */
 	uint32_t non_receive; /* queued events that are not RUDP_EVENT_RECEIVE */
 	uint32_t max;
-	uint8_t *arena;
-	size_t arena_start, arena_end,
-		arena_cap; /* [start, end) holds data of queued or just-returned events */
-	size_t arena_block; /* size of the block at arena: arena_cap may grow to it in place */
+	/* Message bodies, a ring (conn/body_ring.h): [tail, head) holds the
+	 * data of queued events and of those returned by the current call. */
+	struct body_ring arena;
 	/* Most arena bytes and events held at once since the last trim check,
 	 * and when that check was (event_queue_release). */
-	size_t arena_peak;
+	uint64_t arena_peak;
 	uint32_t count_peak;
 	uint64_t trim_checked_us;
 };
