@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The byte rings that hold message bodies (struct body_ring): the send
- * queue's (sendq.c) and the send policy's stage classes' (policy.c), which
- * keep their records beside it; the host's event arena (host/events.c)
- * grows its block by the same steps. The
- * rings keep bodies at absolute positions, never wrapped (a body that
+ * queue's (sendq.c), the send policy's stage classes' (policy.c) and the
+ * host's event arena (host/events.c), each of which keeps its records
+ * beside it. The rings keep bodies at absolute positions, never wrapped (a body that
  * would wrap starts at the ring's beginning), in a power-of-two ring:
  * physical offset = position & (cap - 1).
  *
