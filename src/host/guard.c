@@ -6,6 +6,9 @@
 
 #include "host_internal.h"
 
+/* Slots of the pending-count table when a host starts (guard_init). */
+#define GUARD_COUNTS_FIRST 16u
+
 /* key[0] holds the family tag, so an all-zero key marks an empty slot.
  * Limits count an IPv6 source by its /64: one subscriber gets a whole /64
  * and could otherwise rotate through 2^64 "addresses". Cookies bind the
@@ -44,10 +47,16 @@ int guard_init(struct host_guard *g, const struct rudp_config *cfg, uint64_t see
 	g->seed = seed;
 	g->cookie_secret = secret;
 	/* At most max_pending addresses are live at once; twice that many
-	 * slots keeps linear probe runs short. */
-	g->count_cap = 16;
-	while (g->count_cap < 2 * g->max_pending)
-		g->count_cap <<= 1;
+	 * slots keeps linear probe runs short. The table starts at
+	 * GUARD_COUNTS_FIRST slots and doubles as addresses come (count_grow):
+	 * a server allowing thousands of pending handshakes that sees a few
+	 * clients at a time keeps 384 bytes, not the 48 KiB a table for 1,024
+	 * pending handshakes takes (rudp-bench's one-connection server held
+	 * all of it resident: calloc writes what it hands out). */
+	g->count_cap_max = GUARD_COUNTS_FIRST;
+	while (g->count_cap_max < 2 * g->max_pending)
+		g->count_cap_max <<= 1;
+	g->count_cap = GUARD_COUNTS_FIRST;
 	g->counts = calloc(g->count_cap, sizeof(*g->counts));
 	/* The rate buckets (128 KiB) are made by the first offline request:
 	 * a client host, or one of many hosts in a process, never gets one. */
@@ -105,6 +114,34 @@ bool guard_offline_allowed(struct host_guard *g, const struct sockaddr_storage *
 	return true;
 }
 
+/* Doubles the pending-count table (at most to count_cap_max) and puts
+ * every address back in its place for the new size. Returns false, with
+ * the table unchanged, when it is at its largest or out of memory: the
+ * table still works while it has an empty slot. */
+static bool count_grow(struct host_guard *g)
+{
+	uint32_t cap = g->count_cap * 2;
+	struct guard_addr_count *counts;
+
+	if (cap > g->count_cap_max || !(counts = calloc(cap, sizeof(*counts))))
+		return false;
+	for (uint32_t k = 0; k < g->count_cap; k++) {
+		const struct guard_addr_count *old = &g->counts[k];
+		uint32_t i;
+
+		if (old->key[0] == 0)
+			continue;
+		i = (uint32_t)key_hash(g, old->key) & (cap - 1);
+		while (counts[i].key[0] != 0)
+			i = (i + 1) & (cap - 1);
+		counts[i] = *old;
+	}
+	free(g->counts);
+	g->counts = counts;
+	g->count_cap = cap;
+	return true;
+}
+
 /* The slot holding key, or the empty slot where it would go. */
 static struct guard_addr_count *count_slot(const struct host_guard *g, const uint8_t key[17])
 {
@@ -141,6 +178,7 @@ static void count_delete(struct host_guard *g, struct guard_addr_count *s)
 		hole = i;
 	}
 	memset(&g->counts[hole], 0, sizeof(g->counts[hole]));
+	g->count_used--;
 }
 
 uint32_t guard_pending_for(const struct host_guard *g, const struct sockaddr_storage *from)
@@ -178,11 +216,15 @@ bool guard_pending_add(struct host_guard *g, struct rudp_peer *p, uint64_t now_u
 		return true;
 	addr_key(&p->addr, key);
 	s = count_slot(g, key);
+	/* A new address keeps the table at most half full while it may grow. */
+	if ((!s || s->key[0] == 0) && 2 * (g->count_used + 1) > g->count_cap && count_grow(g))
+		s = count_slot(g, key);
 	if (!s)
 		return false;
 	if (s->key[0] == 0) {
 		memcpy(s->key, key, 17);
 		s->count = 0;
+		g->count_used++;
 	}
 	s->count++;
 	p->guard_pending = true;

@@ -67,6 +67,8 @@ struct host_guard {
 	uint32_t pending;
 	struct guard_addr_count *counts;
 	uint32_t count_cap;
+	uint32_t count_used; /* slots holding an address */
+	uint32_t count_cap_max; /* twice max_pending, a power of two: the most it grows to */
 	/* counters (exposed to tests through the host) */
 	uint64_t rate_limited; /* offline requests not answered: over the rate */
 	uint64_t pending_refused; /* request 2 refused: per-address limit */

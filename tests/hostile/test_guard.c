@@ -2,7 +2,8 @@
 /*
  * guard.c on its own: token-bucket arithmetic, the pending-handshake counts
  * (insert and delete in any order, with the table's backward-shift delete
- * checked against a plain array), IPv6 /64 grouping, cookie periods.
+ * checked against a plain array; the table growing with the addresses),
+ * IPv6 /64 grouping, cookie periods.
  */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -134,6 +135,47 @@ static void test_pending_counts_match_a_model(void **state)
 	guard_free(&g);
 }
 
+/* The pending-count table starts small and doubles as distinct addresses
+ * come, at most half full, never past twice max_pending; counts stay right
+ * across every growth, and removing everything leaves it empty. */
+static void test_pending_table_grows_with_addresses(void **state)
+{
+	(void)state;
+	enum { N = 1024 };
+	struct host_guard g;
+	static struct rudp_peer peers[2 * N];
+
+	guard_with(&g, 0, N, 2);
+	assert_int_equal(g.count_cap, 16);
+	memset(peers, 0, sizeof(peers));
+	for (int i = 0; i < 2 * N; i++)
+		peers[i].addr = v4(0x0a000000u + (uint32_t)(i % N) * 977u, (uint16_t)(i + 1));
+	for (int i = 0; i < N; i++) {
+		assert_true(guard_pending_add(&g, &peers[i], (uint64_t)i));
+		assert_true(2 * g.count_used <= g.count_cap);
+		assert_true(g.count_cap <= 2 * N);
+	}
+	assert_int_equal(g.count_used, N);
+	assert_int_equal(g.count_cap, 2 * N);
+	/* A second handshake from each address: no new slots. */
+	for (int i = N; i < 2 * N; i++)
+		assert_true(guard_pending_add(&g, &peers[i], (uint64_t)i));
+	assert_int_equal(g.count_cap, 2 * N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(guard_pending_for(&g, &peers[i].addr), 2);
+	for (int i = 0; i < N; i++)
+		guard_pending_remove(&g, &peers[i]);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(guard_pending_for(&g, &peers[i].addr), 1);
+	for (int i = N; i < 2 * N; i++)
+		guard_pending_remove(&g, &peers[i]);
+	assert_int_equal(g.count_used, 0);
+	assert_int_equal(g.pending, 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(guard_pending_for(&g, &peers[i].addr), 0);
+	guard_free(&g);
+}
+
 static void test_admission(void **state)
 {
 	(void)state;
@@ -200,8 +242,11 @@ static void test_cookie_periods(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rate_bucket),    cmocka_unit_test(test_pending_counts_match_a_model),
-		cmocka_unit_test(test_admission),      cmocka_unit_test(test_ipv6_counts_by_prefix),
+		cmocka_unit_test(test_rate_bucket),
+		cmocka_unit_test(test_pending_counts_match_a_model),
+		cmocka_unit_test(test_pending_table_grows_with_addresses),
+		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_ipv6_counts_by_prefix),
 		cmocka_unit_test(test_cookie_periods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
