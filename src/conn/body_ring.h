@@ -3,9 +3,9 @@
  * The byte rings that hold message bodies (struct body_ring): the send
  * queue's (sendq.c), the send policy's stage classes' (policy.c) and the
  * host's event arena (host/events.c), each of which keeps its records
- * beside it. The rings keep bodies at absolute positions, never wrapped (a body that
- * would wrap starts at the ring's beginning), in a power-of-two ring:
- * physical offset = position & (cap - 1).
+ * beside it. The rings keep bodies at absolute positions, never wrapped
+ * (a body that would wrap starts at the ring's beginning), in a
+ * power-of-two ring: physical offset = position & (cap - 1).
  *
  * Why not plain doubling into a new block: every block left behind has
  * been written, so it stays resident in the heap. A ring that grows from

@@ -13,7 +13,7 @@
  * end and slid its live bytes back only when the released part passed half
  * its size, so it doubled with half of it free and touched up to twice
  * what it held: rudp-bench's server of 2,048 connections grew it to 64 MiB,
- * 58 MiB resident, holding at most about 25 MiB.
+ * 57 MiB resident, holding at most about 25 MiB.
  */
 #include <stdlib.h>
 #include <string.h>
