@@ -149,7 +149,8 @@ typedef struct rudp_config {
 	 * recvmmsg backend. */
 	uint32_t rx_buffers;
 	/** Events queued inside the host before the oldest messages must be
-	 * collected; receiving pauses beyond. Default 65536. */
+	 * collected; receiving pauses beyond. Default 65536. See also
+	 * max_pending_event_bytes. */
 	uint32_t max_pending_events;
 	/** Optional log sink (level: 0 error, 1 warning, 2 info, 3 debug). */
 	void (*log)(void *userdata, int level, const char *message);
@@ -272,6 +273,17 @@ typedef struct rudp_config {
 	 * (a host that shares its core with other busy threads); at most
 	 * 1000; default 50 (docs/tuning.md). */
 	uint32_t wait_spin_us;
+	/** Bytes of received messages queued inside the host, not yet
+	 * collected by the application, before receiving pauses (as at
+	 * max_pending_events): what the peers send meanwhile waits in the
+	 * socket's kernel buffer, and what that drops is resent. A pause
+	 * starts between two reads of up to io_batch datagrams, so the queue
+	 * may pass the limit by one read's messages (a message larger than
+	 * the limit still comes, alone). Why: max_pending_events counts
+	 * messages, and a host whose application falls behind peers that send
+	 * large messages would otherwise hold up to max_pending_events of
+	 * them (each up to max_message_size). At least 1; default 64 MiB. */
+	uint32_t max_pending_event_bytes;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */
@@ -484,6 +496,16 @@ typedef struct rudp_host_stats {
 	 * had been closed meanwhile. A count that grows says the host sends
 	 * into a wall: check the firewall and socket_sndbuf. */
 	uint64_t send_errors;
+	/** Events queued in the host and not yet returned to the application,
+	 * the bytes of their messages, and the most such bytes held at once
+	 * since the host was made. */
+	uint32_t events_pending;
+	uint64_t event_bytes_pending, event_bytes_peak;
+	/** Reads the host left for later because the application was behind:
+	 * max_pending_events or max_pending_event_bytes reached. A count that
+	 * keeps growing says the application does not keep up with its peers
+	 * (their data waits in the socket's kernel buffer meanwhile). */
+	uint64_t receive_pauses;
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */

@@ -39,6 +39,7 @@ void rudp_config_init(rudp_config *c)
 	c->udp_gso = 1;
 	c->udp_gro = 1;
 	c->max_pending_events = 65536;
+	c->max_pending_event_bytes = 64u << 20;
 	c->log_level_max = 3;
 	c->max_pending_handshakes = 256;
 	c->max_pending_per_address = 8;
@@ -145,6 +146,9 @@ int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
 	out->gro_receives = h->io->stats.gro_receives;
 	out->rx_rearms = h->io->stats.rx_rearms;
 	out->send_errors = h->io->stats.send_errors;
+	out->events_pending = h->events.count;
+	out->event_bytes_pending = h->events.bytes;
+	out->event_bytes_peak = h->events.bytes_peak;
 	out->peers = h->peer_count;
 	out->io_backend = h->io->ops->name;
 	return 0;

@@ -147,6 +147,9 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 		if (arena_make_room(q, ev.len) != 0)
 			return RUDP_E_NOMEM;
 		ev.data_pos = body_ring_push(&q->arena, data, ev.len);
+		q->bytes += ev.len;
+		if (q->bytes > q->bytes_peak)
+			q->bytes_peak = q->bytes;
 		if (q->arena.head - q->arena.tail > q->arena_peak)
 			q->arena_peak = q->arena.head - q->arena.tail;
 	}
@@ -174,6 +177,7 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 		if (e->type == RUDP_EVENT_DISCONNECT)
 			e->peer->event_seen = true;
 		q->non_receive -= e->type != RUDP_EVENT_RECEIVE;
+		q->bytes -= e->len;
 		q->head = (q->head + 1) & (q->cap - 1);
 		q->count--;
 	}
@@ -185,10 +189,12 @@ void event_queue_forget_peer(struct event_queue *q, const struct rudp_peer *p)
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < q->count; i++) {
 		struct pending_event e = q->items[(q->head + i) & (q->cap - 1)];
-		if (e.peer != p)
+		if (e.peer != p) {
 			q->items[(q->head + kept++) & (q->cap - 1)] = e;
-		else
+		} else {
 			q->non_receive -= e.type != RUDP_EVENT_RECEIVE;
+			q->bytes -= e.len;
+		}
 	}
 	q->count = kept;
 }

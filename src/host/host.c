@@ -354,8 +354,11 @@ static int receive_round(struct rudp_host *h)
 {
 	int total = 0;
 	for (int b = 0; b < RECV_BATCHES_PER_ROUND; b++) {
-		if (h->events.count >= h->events.max)
-			break; /* the application is behind; let the kernel hold the rest */
+		if (h->events.count >= h->events.max || h->events.bytes >= h->cfg.max_pending_event_bytes) {
+			/* The application is behind; let the kernel hold the rest. */
+			h->stats.receive_pauses++;
+			break;
+		}
 		struct rudp_io_datagram *dg;
 		int n = rudp_io_recv(h->io, &dg);
 		if (n < 0) {
@@ -682,7 +685,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->timeout_ms == 0 || c->connect_timeout_ms == 0 || c->keepalive_ms == 0)
 		return RUDP_E_INVALID;
-	if (c->io_batch == 0 || c->io_batch > 1024 || c->max_pending_events == 0)
+	if (c->io_batch == 0 || c->io_batch > 1024 || c->max_pending_events == 0 ||
+	    c->max_pending_event_bytes == 0)
 		return RUDP_E_INVALID;
 	if (c->rx_buffers != 0 && (c->rx_buffers < 16 || c->rx_buffers > 32768))
 		return RUDP_E_INVALID;

@@ -144,6 +144,9 @@ struct event_queue {
 	/* Message bodies, a ring (conn/body_ring.h): [tail, head) holds the
 	 * data of queued events and of those returned by the current call. */
 	struct body_ring arena;
+	/* Message bytes of the queued events (not yet popped), and the most
+	 * there were at once since the queue was made (rudp_host_stats). */
+	uint64_t bytes, bytes_peak;
 	/* Most arena bytes and events held at once since the last trim check,
 	 * and when that check was (event_queue_release). */
 	uint64_t arena_peak;

@@ -475,6 +475,65 @@ static void test_queued_messages_survive_buffer_reuse(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* An application that takes one message per call from peers that send
+ * faster: the host stops reading once the queued messages reach
+ * max_pending_event_bytes (16 KiB here), so the queue never holds more
+ * than that and one read (io_batch 4 datagrams of at most one 1,000-byte
+ * message each); the rest waits in the socket and every message still
+ * arrives, intact and in order. Without the limit the first calls read
+ * the whole burst (800 KB) into the queue. */
+static void test_slow_application_bounds_event_bytes(void **state)
+{
+	(void)state;
+	char addr[64];
+	rudp_config sc, cc;
+	rudp_config_init(&sc);
+	rudp_config_init(&cc);
+	sc.max_pending_event_bytes = 16384;
+	sc.io_batch = 4;
+	cc.window_frames = 1024; /* the whole burst in flight at once */
+	struct pair p = {0};
+	rudp_peer *peer = pair_start(&p, &sc, &cc, addr, sizeof(addr));
+	rudp_event ev, cev[16];
+	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
+	wait_server_connected(&p);
+
+	enum { TOTAL = 800, SIZE = 1000 };
+	uint8_t msg[SIZE];
+	for (uint32_t id = 0; id < TOTAL; id++) {
+		fill(msg, SIZE, id);
+		assert_int_equal(rudp_send(peer, msg, SIZE, RUDP_RELIABLE_ORDERED, 0), 0);
+	}
+	assert_true(rudp_flush(p.client) > 0);
+	usleep(20000); /* the burst in the server's socket */
+	rudp_host_stats st;
+	uint64_t most = 0;
+	uint32_t got = 0;
+	for (uint64_t until = now_ms() + 10000; got < TOTAL && now_ms() < until;) {
+		int n = rudp_service(p.server, &ev, 1, 1);
+		assert_true(n >= 0);
+		assert_int_equal(rudp_host_stats_get(p.server, &st), 0);
+		if (st.event_bytes_pending > most)
+			most = st.event_bytes_pending;
+		assert_true(rudp_service(p.client, cev, 16, 0) >= 0);
+		if (n == 0 || ev.type != RUDP_EVENT_RECEIVE)
+			continue;
+		assert_int_equal(ev.len, SIZE);
+		fill(msg, SIZE, got);
+		assert_memory_equal(ev.data, msg, SIZE);
+		got++;
+	}
+	assert_int_equal(got, TOTAL);
+	assert_int_equal(rudp_host_stats_get(p.server, &st), 0);
+	assert_true(st.event_bytes_peak >= most);
+	assert_true(st.event_bytes_peak <= 16384u + 4u * SIZE);
+	assert_true(st.receive_pauses > 0);
+	assert_int_equal(st.events_pending, 0);
+	assert_int_equal(st.event_bytes_pending, 0);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 static void test_echo_many_mixed_sizes(void **state)
 {
 	(void)state;
@@ -884,6 +943,15 @@ static void test_api_rejects_bad_arguments(void **state)
 	c.wait_spin_us = 0;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	rudp_host_destroy(h);
+	/* max_pending_event_bytes: at least 1, default 64 MiB */
+	rudp_config_init(&c);
+	assert_int_equal(c.max_pending_event_bytes, 64u << 20);
+	c.bind_address = "127.0.0.1:0";
+	c.max_pending_event_bytes = 0;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.max_pending_event_bytes = 1;
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_host_destroy(h);
 	rudp_config_init(&c);
 	c.bind_address = "not an address";
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_ADDRESS);
@@ -930,6 +998,7 @@ int main(void)
 		cmocka_unit_test(test_ipv6_loopback),
 		cmocka_unit_test(test_socket_per_connect),
 		cmocka_unit_test(test_queued_messages_survive_buffer_reuse),
+		cmocka_unit_test(test_slow_application_bounds_event_bytes),
 		cmocka_unit_test(test_echo_many_mixed_sizes),
 	};
 	return cmocka_run_group_tests_name("host", tests, NULL, NULL);
