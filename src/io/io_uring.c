@@ -206,9 +206,13 @@ struct io_ring {
 	/* send */
 	struct tx_slot *tx;
 	/* Datagram bytes, packed: each committed datagram takes its length
-	 * (rounded up to 16) from tx_area_used, and the area starts again at
-	 * 0 whenever nothing is queued or in the kernel, which with sends
-	 * that complete at once is after every flush. tx_cap slots of
+	 * from tx_area_used, back to back with the one before (no padding),
+	 * so the segments of a GSO run are usually one vector of the
+	 * sendmsg (chain_hdr): the kernel's copy of a window of 64 segments
+	 * as 64 vectors cost enough that rudp (send) at 800 B moved 15 %
+	 * more as one. The area starts again at 0 whenever nothing is
+	 * queued or in the kernel, which with sends that complete at once
+	 * is after every flush. tx_cap slots of
 	 * RUDP_IO_SLOT_SIZE bytes, plus one more at the end as scratch for a
 	 * broken ring (written, never sent). */
 	uint8_t *tx_bufs;
@@ -530,8 +534,16 @@ static struct msghdr *chain_hdr(struct io_ring *r, uint32_t first, uint32_t segs
 	} else {
 		struct iovec *v = r->tx_iovs + r->tx_iovs_used;
 		uint32_t k = 0;
-		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next)
-			v[k++] = r->tx[i].iov;
+		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next) {
+			const struct iovec *d = &r->tx[i].iov;
+			/* Segments that lie back to back in the send area go
+			 * as one vector. */
+			if (k > 0 &&
+			    (uint8_t *)v[k - 1].iov_base + v[k - 1].iov_len == (uint8_t *)d->iov_base)
+				v[k - 1].iov_len += d->iov_len;
+			else
+				v[k++] = *d;
+		}
 		r->tx_iovs_used += k;
 		t->hdr.msg_iov = v;
 		t->hdr.msg_iovlen = k;
@@ -949,7 +961,7 @@ static uint32_t tx_take(struct io_ring *r, uint32_t sock, size_t len, const stru
 	t->sock = sock;
 	t->iov.iov_base = r->tx_bufs + r->tx_cur_off;
 	t->iov.iov_len = len;
-	r->tx_area_used = r->tx_cur_off + ((len + 15) & ~(size_t)15);
+	r->tx_area_used = r->tx_cur_off + len;
 	t->next = UINT32_MAX;
 	r->tx_cur = UINT32_MAX;
 	r->tx_queued++;

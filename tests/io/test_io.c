@@ -849,10 +849,10 @@ static void test_uring_rx_buffers_grow_to_pool(void **state)
 	rx_buffers_grow_to(0, true, 3); /* GRO, single datagrams: 8 -> 16 -> 32 -> 64 */
 }
 
-/* io_uring packs outgoing datagrams by length (rounded up to 16 bytes)
- * in one send area, and the area starts again at its beginning once every
- * send is back from the kernel, so a flush writes only the bytes it sends.
- * Every datagram still arrives whole. */
+/* io_uring packs outgoing datagrams back to back in one send area (so a
+ * GSO run is one vector), and the area starts again at its beginning once
+ * every send is back from the kernel, so a flush writes only the bytes it
+ * sends. Every datagram still arrives whole. */
 static void test_uring_send_area_packed_and_reused(void **state)
 {
 	(void)state;
@@ -864,7 +864,7 @@ static void test_uring_send_area_packed_and_reused(void **state)
 	int err = 0;
 	struct rudp_io *io = rudp_io_uring_create(tx, 4, 0, false, 0, &err);
 	assert_non_null(io);
-	enum { LEN = 100, STEP = 112 };
+	enum { LEN = 100, STEP = LEN };
 	uint8_t *first = rudp_io_tx_slot(io);
 	memset(first, 1, LEN);
 	rudp_io_tx_commit(io, LEN, (struct sockaddr *)&a, alen);
