@@ -208,11 +208,11 @@ struct io_ring {
 	/* Datagram bytes, packed: each committed datagram takes its length
 	 * from tx_area_used, back to back with the one before (no padding),
 	 * so the segments of a GSO run are usually one vector of the
-	 * sendmsg (chain_hdr): the kernel's copy of a window of 64 segments
-	 * as 64 vectors cost enough that rudp (send) at 800 B moved 15 %
-	 * more as one. The area starts again at 0 whenever nothing is
-	 * queued or in the kernel, which with sends that complete at once
-	 * is after every flush. tx_cap slots of
+	 * sendmsg (chain_hdr) instead of one per datagram: rudp (send) at
+	 * 800 B moved 2-15 % more that way in two sittings
+	 * (docs/benchmarks.md, "One vector per GSO send"). The area starts
+	 * again at 0 whenever nothing is queued or in the kernel, which with
+	 * sends that complete at once is after every flush. tx_cap slots of
 	 * RUDP_IO_SLOT_SIZE bytes, plus one more at the end as scratch for a
 	 * broken ring (written, never sent). */
 	uint8_t *tx_bufs;
