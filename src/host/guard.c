@@ -114,34 +114,6 @@ bool guard_offline_allowed(struct host_guard *g, const struct sockaddr_storage *
 	return true;
 }
 
-/* Doubles the pending-count table (at most to count_cap_max) and puts
- * every address back in its place for the new size. Returns false, with
- * the table unchanged, when it is at its largest or out of memory: the
- * table still works while it has an empty slot. */
-static bool count_grow(struct host_guard *g)
-{
-	uint32_t cap = g->count_cap * 2;
-	struct guard_addr_count *counts;
-
-	if (cap > g->count_cap_max || !(counts = calloc(cap, sizeof(*counts))))
-		return false;
-	for (uint32_t k = 0; k < g->count_cap; k++) {
-		const struct guard_addr_count *old = &g->counts[k];
-		uint32_t i;
-
-		if (old->key[0] == 0)
-			continue;
-		i = (uint32_t)key_hash(g, old->key) & (cap - 1);
-		while (counts[i].key[0] != 0)
-			i = (i + 1) & (cap - 1);
-		counts[i] = *old;
-	}
-	free(g->counts);
-	g->counts = counts;
-	g->count_cap = cap;
-	return true;
-}
-
 /* The slot holding key, or the empty slot where it would go. */
 static struct guard_addr_count *count_slot(const struct host_guard *g, const uint8_t key[17])
 {
@@ -154,6 +126,27 @@ static struct guard_addr_count *count_slot(const struct host_guard *g, const uin
 			return s;
 	}
 	return NULL;
+}
+
+/* Doubles the pending-count table (at most to count_cap_max) and puts
+ * every address back in its place for the new size. Returns false, with
+ * the table unchanged, when it is at its largest or out of memory: the
+ * table still works while it has an empty slot. */
+static bool count_grow(struct host_guard *g)
+{
+	struct guard_addr_count *old = g->counts;
+	uint32_t old_cap = g->count_cap;
+	struct guard_addr_count *counts;
+
+	if (old_cap * 2 > g->count_cap_max || !(counts = calloc(old_cap * 2, sizeof(*counts))))
+		return false;
+	g->counts = counts;
+	g->count_cap = old_cap * 2;
+	for (uint32_t k = 0; k < old_cap; k++)
+		if (old[k].key[0] != 0)
+			*count_slot(g, old[k].key) = old[k];
+	free(old);
+	return true;
 }
 
 /* Linear-probing deletion by moving later entries back, so no tombstones
