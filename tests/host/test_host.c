@@ -136,6 +136,19 @@ static void wait_server_connected(struct pair *p)
 	assert_int_equal(p->server_connects, 1);
 }
 
+/* pair_start, then services both hosts until each has seen the
+ * connection; returns the client's peer. */
+static rudp_peer *pair_connect_with(struct pair *p, rudp_config *sc, rudp_config *cc, char *addr,
+				    size_t addrlen)
+{
+	rudp_peer *peer = pair_start(p, sc, cc, addr, addrlen);
+	rudp_event ev;
+	assert_true(wait_client_event(p, RUDP_EVENT_CONNECT, &ev, 3000));
+	assert_ptr_equal(ev.peer, peer);
+	wait_server_connected(p);
+	return peer;
+}
+
 static void test_connect_echo_disconnect(void **state)
 {
 	(void)state;
@@ -440,10 +453,8 @@ static void test_queued_messages_survive_buffer_reuse(void **state)
 	sc.rx_buffers = 16;
 	sc.udp_gro = 0;
 	struct pair p = {0};
-	rudp_peer *peer = pair_start(&p, &sc, &cc, addr, sizeof(addr));
+	rudp_peer *peer = pair_connect_with(&p, &sc, &cc, addr, sizeof(addr));
 	rudp_event ev;
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
-	wait_server_connected(&p);
 
 	enum { FIRST = 10, TOTAL = 50, SIZE = 1000 };
 	uint8_t msg[SIZE];
@@ -493,10 +504,8 @@ static void test_slow_application_bounds_event_bytes(void **state)
 	sc.io_batch = 4;
 	cc.window_frames = 1024; /* the whole burst in flight at once */
 	struct pair p = {0};
-	rudp_peer *peer = pair_start(&p, &sc, &cc, addr, sizeof(addr));
+	rudp_peer *peer = pair_connect_with(&p, &sc, &cc, addr, sizeof(addr));
 	rudp_event ev, cev[16];
-	assert_true(wait_client_event(&p, RUDP_EVENT_CONNECT, &ev, 3000));
-	wait_server_connected(&p);
 
 	enum { TOTAL = 800, SIZE = 1000 };
 	uint8_t msg[SIZE];
