@@ -753,6 +753,20 @@ static void test_uring_wait_spin(void **state)
 	assert_int_equal(t.io->stats.wait_spin_hits, 2);
 	wait_idle(&t, 10); /* four empty watches in a row: no watch now */
 	assert_int_equal(t.io->stats.wait_spins, 6);
+
+	/* Every wait counts towards the pause's end, those that carry sends
+	 * too (two peers: two requests, no direct send). Counted only in
+	 * waits that could watch, a stream whose every wait handed over
+	 * answers stayed paused for good and slept in each one. 64 is
+	 * SPIN_PAUSE_WAITS (io_uring.c), one of them taken above. */
+	for (int i = 1; i < 64; i++) {
+		commit_tagged(t.io, false, 'c', 100, &t.a);
+		commit_tagged(t.io, false, 'd', 100, &t.b);
+		wait_idle(&t, 1);
+	}
+	assert_int_equal(t.io->stats.wait_spins, 6);
+	wait_idle(&t, 2); /* the pause is over: this wait watches again */
+	assert_int_equal(t.io->stats.wait_spins, 7);
 	two_peers_close(&t);
 }
 
