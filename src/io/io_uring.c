@@ -1151,7 +1151,7 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	 * which every wait hands over answers never watched again once
 	 * paused, and slept in every wait (rudp-bench's 800 B rudp (batch)
 	 * server: 7,000 sleeps in 12,000 waits, 5 % fewer messages;
-	 * docs/benchmarks.md, "The batch server's echoes, sent at once"). */
+	 * docs/benchmarks.md, "A watch pause that never ended"). */
 	bool watch = r->base.wait_spin_ns > 0 && r->spin_skip == 0;
 	if (r->spin_skip > 0)
 		r->spin_skip--;
