@@ -102,6 +102,14 @@ struct rudp_io_ops {
 	void (*destroy)(struct rudp_io *io);
 };
 
+/* io_uring's watch before a wait: after RUDP_IO_SPIN_MISSES_MAX watches
+ * in a row that ended empty, the next RUDP_IO_SPIN_PAUSE_WAITS waits
+ * (every one, with sends to hand over or not) sleep at once: a
+ * ping-pong's answer or a quiet peer's next message is further off than
+ * any watch, and then a watch is only CPU. */
+#define RUDP_IO_SPIN_MISSES_MAX 4
+#define RUDP_IO_SPIN_PAUSE_WAITS 64
+
 struct rudp_io {
 	const struct rudp_io_ops *ops;
 	int fd; /* the UDP socket */

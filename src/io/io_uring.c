@@ -1023,13 +1023,6 @@ static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t le
 	r->movable = i;
 }
 
-/* After this many watches in a row that ended empty, the next
- * SPIN_PAUSE_WAITS waits sleep at once: a ping-pong's answer or a quiet
- * peer's next message is further off than any watch, and then a watch is
- * only CPU. */
-#define SPIN_MISSES_MAX 4
-#define SPIN_PAUSE_WAITS 64
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -1053,7 +1046,8 @@ static uint64_t mono_ns(void)
  * often closer than that: measured on the 2-CPU guest of
  * docs/benchmarks.md ("Waits without a timer of their own"), sleeping at
  * once cost 5 % of single-connection throughput, a watch of 5 us won
- * most of it back and one of 10 us (the default) 6 % more. */
+ * most of it back and one of 10 us 6 % more (the default is 50 us
+ * since "Watching after the sends"). */
 static bool spin_for_input(struct io_ring *r, int timeout_ms)
 {
 	uint64_t spin = r->base.wait_spin_ns;
@@ -1070,9 +1064,9 @@ static bool spin_for_input(struct io_ring *r, int timeout_ms)
 		}
 		cpu_relax();
 	} while (mono_ns() < end);
-	if (++r->spin_misses >= SPIN_MISSES_MAX) {
+	if (++r->spin_misses >= RUDP_IO_SPIN_MISSES_MAX) {
 		r->spin_misses = 0;
-		r->spin_skip = SPIN_PAUSE_WAITS;
+		r->spin_skip = RUDP_IO_SPIN_PAUSE_WAITS;
 	}
 	return false;
 }

@@ -716,7 +716,7 @@ static void test_uring_wait_timers(void **state)
 
 /* A wait may first watch shared memory for input (wait_spin_ns): input
  * that comes meanwhile ends it without a sleep or a timer; after
- * SPIN_MISSES_MAX watches in a row that ended empty, the next waits
+ * RUDP_IO_SPIN_MISSES_MAX watches in a row that ended empty, the next waits
  * sleep at once. */
 static void test_uring_wait_spin(void **state)
 {
@@ -745,7 +745,7 @@ static void test_uring_wait_spin(void **state)
 	expect_tags(t.rx2, "b");
 
 	t.io->wait_spin_ns = 1000000u;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < RUDP_IO_SPIN_MISSES_MAX; i++) {
 		uint64_t took = wait_idle(&t, 10);
 		assert_true(took >= 9 && took < 1000);
 	}
@@ -757,9 +757,9 @@ static void test_uring_wait_spin(void **state)
 	/* Every wait counts towards the pause's end, those that carry sends
 	 * too (two peers: two requests, no direct send). Counted only in
 	 * waits that could watch, a stream whose every wait handed over
-	 * answers stayed paused for good and slept in each one. 64 is
-	 * SPIN_PAUSE_WAITS (io_uring.c), one of them taken above. */
-	for (int i = 1; i < 64; i++) {
+	 * answers stayed paused for good and slept in each one. One of the
+	 * pause's waits was taken above. */
+	for (int i = 1; i < RUDP_IO_SPIN_PAUSE_WAITS; i++) {
 		commit_tagged(t.io, false, 'c', 100, &t.a);
 		commit_tagged(t.io, false, 'd', 100, &t.b);
 		wait_idle(&t, 1);
