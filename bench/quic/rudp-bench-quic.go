@@ -37,6 +37,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -100,6 +101,28 @@ func tlsConfig() *tls.Config {
 	}
 	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"rudp-bench"}}
+}
+
+// dialAttemptsMax bounds dial's retries after a refusal: with 10, 20, ...
+// ms between attempts, 20 attempts wait 1.9 s in all.
+const dialAttemptsMax = 20
+
+// dial connects, and tries again, after a pause that grows, when the
+// server refuses the handshake: quic-go's server answers CONNECTION_REFUSED
+// while 32 handshaken connections wait for its Accept, which a server
+// busy with a thousand handshakes on one CPU can fall behind on, and the
+// client here dials every connection at once. Any other error, or a
+// refusal after dialAttemptsMax attempts, is returned.
+func dial(addr string, tlsc *tls.Config) (quic.Connection, error) {
+	for attempt := 1; ; attempt++ {
+		qc, err := quic.DialAddr(addr, tlsc, quicConfig())
+		var te *quic.TransportError
+		if err == nil || !errors.As(err, &te) || te.ErrorCode != quic.ConnectionRefused ||
+			attempt == dialAttemptsMax {
+			return qc, err
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
 }
 
 func quicConfig() *quic.Config {
@@ -426,7 +449,7 @@ func client(addr string, p *params) {
 		go func(k *conn) {
 			defer finished.Done()
 			t0 := nowNs()
-			qc, err := quic.DialAddr(addr, tlsc, quicConfig())
+			qc, err := dial(addr, tlsc)
 			if err != nil {
 				fail("dial %s: %v", addr, err)
 			}
