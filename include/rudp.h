@@ -256,8 +256,9 @@ typedef struct rudp_config {
 	 * messages are never held back by either. */
 	int congestion_control;
 	/** Microseconds a host may watch for input before it sleeps, when a
-	 * call has nothing to do but wait (io_uring backend; the recvmmsg
-	 * backend always sleeps at once). Input that comes within it is taken
+	 * call has nothing to do but wait (both backends: io_uring looks at
+	 * shared memory, the recvmmsg backend asks the kernel with a poll
+	 * that does not block). Input that comes within it is taken
 	 * without the sleep and wake-up, which cost several microseconds each
 	 * (more in a VM, where waking a CPU traps to the hypervisor): in a
 	 * stream of messages the next batch is often that close, and a

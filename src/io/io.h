@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* A datagram slot is this large: RakNet MTUs stop at 1500 (IP and UDP
  * headers included), and anything longer is truncated by the kernel
@@ -49,8 +50,7 @@ struct rudp_io_stats {
 	uint64_t rx_rearms; /* io_uring: receives posted again after they ended (mostly for want of a buffer)
 			     */
 	uint64_t wake_timers; /* io_uring: wake-up timers armed or moved in the kernel (see uring_wait) */
-	uint64_t wait_spins,
-		wait_spin_hits; /* io_uring: waits that watched for input first; those it ended */
+	uint64_t wait_spins, wait_spin_hits; /* waits that watched for input first; those it ended */
 };
 
 struct rudp_io;
@@ -102,9 +102,9 @@ struct rudp_io_ops {
 	void (*destroy)(struct rudp_io *io);
 };
 
-/* io_uring's watch before a wait: after RUDP_IO_SPIN_MISSES_MAX watches
- * in a row that ended empty, the next RUDP_IO_SPIN_PAUSE_WAITS waits
- * (every one, with sends to hand over or not) sleep at once: a
+/* The watch before a wait (both backends): after RUDP_IO_SPIN_MISSES_MAX
+ * watches in a row that ended empty, the next RUDP_IO_SPIN_PAUSE_WAITS
+ * waits (every one, with sends to hand over or not) sleep at once: a
  * ping-pong's answer or a quiet peer's next message is further off than
  * any watch, and then a watch is only CPU. */
 #define RUDP_IO_SPIN_MISSES_MAX 4
@@ -121,10 +121,59 @@ struct rudp_io {
 	/* Set by the owner: never coalesce datagrams into GSO sends. */
 	bool gso_off;
 	/* Set by the owner (rudp_config.wait_spin_us): how long a wait may
-	 * watch for input before it sleeps (io_uring only). */
+	 * watch for input before it sleeps. */
 	uint32_t wait_spin_ns;
+	/* The watch's bookkeeping (rudp_io_watch_*): watches in a row that
+	 * ended empty, and waits left in a pause that follows too many. */
+	uint32_t spin_misses, spin_pause_left;
 	struct rudp_io_stats stats;
 };
+
+static inline uint64_t rudp_io_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Whether the wait being made may watch for input before it sleeps:
+ * wait_spin_ns is set and no pause is on. Every wait counts towards a
+ * pause's end, whether it watches or not and whether it carries sends or
+ * not: counted only in waits that could watch, a stream in which every
+ * wait hands over answers never watched again once paused
+ * (docs/benchmarks.md, "A watch pause that never ended"). */
+static inline bool rudp_io_watch_allowed(struct rudp_io *io)
+{
+	bool watch = io->wait_spin_ns > 0 && io->spin_pause_left == 0;
+	if (io->spin_pause_left > 0)
+		io->spin_pause_left--;
+	return watch;
+}
+
+/* Starts a watch in a wait of timeout_ms (> 0) and returns the time, in
+ * ns, at which it ends: wait_spin_ns from now, but never most of the
+ * wait. */
+static inline uint64_t rudp_io_watch_start(struct rudp_io *io, int timeout_ms)
+{
+	uint64_t spin = io->wait_spin_ns;
+	if (spin > (uint64_t)timeout_ms * 500000u)
+		spin = (uint64_t)timeout_ms * 500000u;
+	io->stats.wait_spins++;
+	return rudp_io_now_ns() + spin;
+}
+
+/* Records how a watch ended: with input (the run of empty ones ends), or
+ * empty (RUDP_IO_SPIN_MISSES_MAX in a row start a pause). */
+static inline void rudp_io_watch_ended(struct rudp_io *io, bool input)
+{
+	if (input) {
+		io->spin_misses = 0;
+		io->stats.wait_spin_hits++;
+	} else if (++io->spin_misses >= RUDP_IO_SPIN_MISSES_MAX) {
+		io->spin_misses = 0;
+		io->spin_pause_left = RUDP_IO_SPIN_PAUSE_WAITS;
+	}
+}
 
 /* The recvmmsg/sendmmsg backend over an already bound non-blocking fd. */
 struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);

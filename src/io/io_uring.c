@@ -241,9 +241,6 @@ struct io_ring {
 	 * armed). The timespec is read when the request is submitted. */
 	uint64_t wake_at_ns[WAKE_TIMERS];
 	struct __kernel_timespec wake_ts[WAKE_TIMERS];
-	/* Watching before a wait (spin_for_input): consecutive watches that
-	 * ended empty, and waits left to go without one after too many. */
-	uint32_t spin_misses, spin_skip;
 	int rx_error; /* a receive error to report from the next recv call */
 	unsigned fork_gen; /* fork_generation when the ring was made */
 	int broken; /* errno of a failed rebuild after fork: every call fails */
@@ -1032,13 +1029,6 @@ static void cpu_relax(void)
 #endif
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Watches shared memory for input (a completion, or receive work the
  * kernel holds for this thread) for up to io.wait_spin_ns before the
  * caller sleeps; true when some came. In a VM a sleep and its wake-up
@@ -1050,24 +1040,16 @@ static uint64_t mono_ns(void)
  * since "Watching after the sends"). */
 static bool spin_for_input(struct io_ring *r, int timeout_ms)
 {
-	uint64_t spin = r->base.wait_spin_ns;
-	if (spin > (uint64_t)timeout_ms * 500000u)
-		spin = (uint64_t)timeout_ms * 500000u; /* never most of the wait */
-	r->base.stats.wait_spins++;
-	uint64_t end = mono_ns() + spin;
+	uint64_t end = rudp_io_watch_start(&r->base, timeout_ms);
 	do {
 		if (io_uring_cq_ready(&r->ring) > 0 ||
 		    (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN)) {
-			r->spin_misses = 0;
-			r->base.stats.wait_spin_hits++;
+			rudp_io_watch_ended(&r->base, true);
 			return true;
 		}
 		cpu_relax();
-	} while (mono_ns() < end);
-	if (++r->spin_misses >= RUDP_IO_SPIN_MISSES_MAX) {
-		r->spin_misses = 0;
-		r->spin_skip = RUDP_IO_SPIN_PAUSE_WAITS;
-	}
+	} while (rudp_io_now_ns() < end);
+	rudp_io_watch_ended(&r->base, false);
 	return false;
 }
 
@@ -1082,7 +1064,7 @@ static bool spin_for_input(struct io_ring *r, int timeout_ms)
  * that follows); else a free one is armed. */
 static int wake_timer_within(struct io_ring *r, int timeout_ms)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = rudp_io_now_ns();
 	uint64_t horizon = (uint64_t)timeout_ms * 1000000u;
 	uint64_t due = now + horizon;
 	int free_slot = -1, soon = -1;
@@ -1139,16 +1121,12 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	 * outstanding. */
 	flush_direct(r);
 	close_run(r);
-	/* Whether this wait watches (spin_for_input). A wait during a pause
-	 * after empty watches counts towards its end whether or not it
-	 * carries sends: counted only in waits that could watch, a stream in
-	 * which every wait hands over answers never watched again once
-	 * paused, and slept in every wait (rudp-bench's 800 B rudp (batch)
-	 * server: 7,000 sleeps in 12,000 waits, 5 % fewer messages;
-	 * docs/benchmarks.md, "A watch pause that never ended"). */
-	bool watch = r->base.wait_spin_ns > 0 && r->spin_skip == 0;
-	if (r->spin_skip > 0)
-		r->spin_skip--;
+	/* Whether this wait watches (spin_for_input). Counted in every wait,
+	 * this one ends a pause in time even when every wait carries sends
+	 * (rudp-bench's 800 B rudp (batch) server slept in 7,000 of 12,000
+	 * waits when it was not: docs/benchmarks.md, "A watch pause that
+	 * never ended"). */
+	bool watch = rudp_io_watch_allowed(io);
 	/* Sends to hand over and a watch to come: submit them on their own
 	 * first. UDP sends complete during the submit, so the wait below can
 	 * watch instead of sleeping in the enter that would have carried

@@ -453,13 +453,19 @@ struct two_peers {
 	struct rudp_io *io;
 };
 
-static void two_peers_open(struct two_peers *t)
+/* Two receiving sockets and one sending one, without an io yet. */
+static void two_peers_sockets(struct two_peers *t)
 {
 	struct sockaddr_in from;
 	socklen_t alen, blen, fromlen;
 	t->rx = loopback_socket(SOCK_NONBLOCK, &t->a, &alen);
 	t->rx2 = loopback_socket(SOCK_NONBLOCK, &t->b, &blen);
 	t->tx = loopback_socket(SOCK_NONBLOCK, &from, &fromlen);
+}
+
+static void two_peers_open(struct two_peers *t)
+{
+	two_peers_sockets(t);
 	int err = 0;
 	t->io = rudp_io_uring_create(t->tx, 128, 0, false, 0, &err);
 	assert_non_null(t->io);
@@ -767,6 +773,50 @@ static void test_uring_wait_spin(void **state)
 	assert_int_equal(t.io->stats.wait_spins, 6);
 	wait_idle(&t, 2); /* the pause is over: this wait watches again */
 	assert_int_equal(t.io->stats.wait_spins, 7);
+	two_peers_close(&t);
+}
+
+/* The recvmmsg backend watches too (poll(0) until wait_spin_ns has
+ * passed), with the same bookkeeping: input that comes meanwhile ends the
+ * watch, RUDP_IO_SPIN_MISSES_MAX empty ones in a row pause it for the next
+ * RUDP_IO_SPIN_PAUSE_WAITS waits, those with sends included, and 0 never
+ * watches. Before, it slept in poll at once. */
+static void test_mmsg_wait_spin(void **state)
+{
+	(void)state;
+	struct two_peers t;
+	two_peers_sockets(&t);
+	t.io = rudp_io_mmsg_create(t.tx, 64);
+	assert_non_null(t.io);
+
+	t.io->wait_spin_ns = 300u * 1000000u; /* longer than the config allows, to be sure to see it */
+	assert_true(wait_for_datagram(&t, 1000, 20) < 300);
+	assert_int_equal(t.io->stats.wait_spins, 1);
+	assert_int_equal(t.io->stats.wait_spin_hits, 1);
+
+	t.io->wait_spin_ns = 1000000u;
+	for (int i = 0; i < RUDP_IO_SPIN_MISSES_MAX; i++) {
+		uint64_t took = wait_idle(&t, 10);
+		assert_true(took >= 9 && took < 1000);
+	}
+	assert_int_equal(t.io->stats.wait_spins, 1 + RUDP_IO_SPIN_MISSES_MAX);
+	assert_int_equal(t.io->stats.wait_spin_hits, 1);
+	wait_idle(&t, 10); /* empty watches in a row: no watch now */
+	assert_int_equal(t.io->stats.wait_spins, 1 + RUDP_IO_SPIN_MISSES_MAX);
+
+	/* Every wait counts towards the pause's end, those with sends too.
+	 * One of the pause's waits was taken above. */
+	for (int i = 1; i < RUDP_IO_SPIN_PAUSE_WAITS; i++) {
+		commit_tagged(t.io, false, 'c', 100, &t.a);
+		wait_idle(&t, 1);
+	}
+	assert_int_equal(t.io->stats.wait_spins, 1 + RUDP_IO_SPIN_MISSES_MAX);
+	wait_idle(&t, 2); /* the pause is over: this wait watches again */
+	assert_int_equal(t.io->stats.wait_spins, 2 + RUDP_IO_SPIN_MISSES_MAX);
+
+	t.io->wait_spin_ns = 0; /* never watches, and still wakes for input */
+	assert_true(wait_for_datagram(&t, 1000, 20) < 300);
+	assert_int_equal(t.io->stats.wait_spins, 2 + RUDP_IO_SPIN_MISSES_MAX);
 	two_peers_close(&t);
 }
 
@@ -1824,6 +1874,7 @@ int main(void)
 		cmocka_unit_test(test_uring_direct_gso_refused),
 		cmocka_unit_test(test_uring_wait_timers),
 		cmocka_unit_test(test_uring_wait_spin),
+		cmocka_unit_test(test_mmsg_wait_spin),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
