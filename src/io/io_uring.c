@@ -1216,18 +1216,14 @@ static void uring_destroy(struct rudp_io *io)
 		submit(r);
 		/* Sends still in the kernel point into tx_bufs: let them finish;
 		 * and wait for the receives' last completions. */
-		struct timespec start;
-		clock_gettime(CLOCK_MONOTONIC, &start);
+		uint64_t give_up = rudp_io_now_ns() + DESTROY_DRAIN_MS * 1000000ull;
 		reap(r);
 		while (r->tx_inflight > 0 || r->armed > 0) {
 			struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
 			struct io_uring_cqe *cqe;
 			io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
 			reap(r);
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >
-			    DESTROY_DRAIN_MS)
+			if (rudp_io_now_ns() > give_up)
 				break;
 		}
 		if (r->br_registered)
@@ -1326,18 +1322,14 @@ static void uring_remove_socket(struct rudp_io *io, uint32_t i)
 		if (so->armed) {
 			cancel_recv(r, i);
 			submit(r);
-			struct timespec start, now;
-			clock_gettime(CLOCK_MONOTONIC, &start);
+			uint64_t give_up = rudp_io_now_ns() + DESTROY_DRAIN_MS * 1000000ull;
 			reap(r);
 			while (so->armed) {
 				struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
 				struct io_uring_cqe *cqe;
 				io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
 				reap(r);
-				clock_gettime(CLOCK_MONOTONIC, &now);
-				if ((now.tv_sec - start.tv_sec) * 1000 +
-					    (now.tv_nsec - start.tv_nsec) / 1000000 >
-				    DESTROY_DRAIN_MS)
+				if (rudp_io_now_ns() > give_up)
 					break;
 			}
 		}
