@@ -285,6 +285,14 @@ typedef struct rudp_config {
 	 * large messages would otherwise hold up to max_pending_events of
 	 * them (each up to max_message_size). At least 1; default 64 MiB. */
 	uint32_t max_pending_event_bytes;
+	/** How far ahead of the highest datagram sequence number seen so far
+	 * a peer's next datagram may be. One further ahead (forged from the
+	 * peer's address, or corrupted on the path) is dropped and not
+	 * adopted, so the genuine datagrams after it are not taken for old
+	 * ones; a peer that really skipped that far (a long outage while it
+	 * streamed) is followed again after three datagrams that go on from
+	 * there. 64..4194304, default 1024. */
+	uint32_t max_datagram_seq_jump;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */

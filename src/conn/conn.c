@@ -52,6 +52,7 @@ void rudp_conn_config_init(struct rudp_conn_config *cfg)
 	cfg->timeout_us = 10000000;
 	cfg->connect_timeout_us = 10000000;
 	cfg->disconnect_linger_us = 5000000;
+	cfg->max_dgram_seq_jump = 1024;
 	cfg->protocol_version = 11;
 	cfg->congestion_control = false; /* rudp_config_init's default: see include/rudp.h */
 }
@@ -76,6 +77,8 @@ static void sanitize_config(struct rudp_conn_config *cfg)
 	/* Our own window must fit in it, or we would refuse our own kind. */
 	cfg->recv_window = clamp_u32(cfg->recv_window, 64, 1u << 20);
 	cfg->max_ack_ranges = clamp_u32(cfg->max_ack_ranges, 1, UINT16_MAX);
+	/* Below a window's worth, a burst lost on the path would look forged. */
+	cfg->max_dgram_seq_jump = clamp_u32(cfg->max_dgram_seq_jump, 64, 1u << 22);
 	if (cfg->max_message_size == 0)
 		cfg->max_message_size = 1;
 	if (cfg->rto_min_us == 0)
@@ -611,7 +614,36 @@ static void seq_set_bit(uint64_t *bits, uint32_t seq, bool on)
 /* Notes a frame-set datagram's seq: NACKs for the gap it reveals, and whether
  * it was seen already. Returns true for a (possible) duplicate: seen, or too
  * old to tell. */
-static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
+enum dgram_seq_verdict {
+	DGRAM_NEW,
+	DGRAM_SEEN, /* a duplicate, or older than the history: its unreliable frames are dropped */
+	DGRAM_FAR_AHEAD, /* beyond max_dgram_seq_jump: dropped whole, not adopted */
+};
+
+/*
+ * A datagram far ahead of the highest seq seen is not taken on its word:
+ * adopting it would make every genuine datagram after it look old (their
+ * unreliable frames dropped, ACK repeats stopped) until the peer's real
+ * seqs caught up. One forged or corrupted datagram must not do that. A
+ * peer that really did skip that far (a long outage while it streamed)
+ * keeps sending from there: after FAR_AHEAD_CONFIRMATIONS datagrams each a
+ * little further on, with nothing nearer in between, the jump is adopted.
+ */
+#define FAR_AHEAD_CONFIRMATIONS 3u
+
+static bool far_ahead_confirmed(struct rudp_conn *c, uint32_t seq)
+{
+	int32_t step = rudp_u24_diff(seq, c->far_ahead_seq);
+
+	if (c->far_ahead_count > 0 && step > 0 && (uint32_t)step <= c->cfg.max_dgram_seq_jump)
+		c->far_ahead_count++;
+	else
+		c->far_ahead_count = 1;
+	c->far_ahead_seq = seq;
+	return c->far_ahead_count >= FAR_AHEAD_CONFIRMATIONS;
+}
+
+static enum dgram_seq_verdict record_dgram_seq(struct rudp_conn *c, uint32_t seq)
 {
 	int32_t ahead;
 
@@ -619,9 +651,12 @@ static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
 		c->have_highest_dgram = true;
 		c->highest_dgram_seq = seq;
 		seq_set_bit(c->dgram_seen, seq, true);
-		return false;
+		return DGRAM_NEW;
 	}
 	ahead = rudp_u24_diff(seq, c->highest_dgram_seq);
+	if (ahead > 0 && (uint32_t)ahead > c->cfg.max_dgram_seq_jump && !far_ahead_confirmed(c, seq))
+		return DGRAM_FAR_AHEAD;
+	c->far_ahead_count = 0;
 	if (ahead > 1) {
 		uint32_t missing = (uint32_t)ahead - 1;
 		uint32_t first = missing > CONN_MAX_NACK_GAP ? (seq - CONN_MAX_NACK_GAP) & RUDP_WIRE_U24_MASK
@@ -639,15 +674,15 @@ static bool record_dgram_seq(struct rudp_conn *c, uint32_t seq)
 		}
 		c->highest_dgram_seq = seq;
 		seq_set_bit(c->dgram_seen, seq, true);
-		return false;
+		return DGRAM_NEW;
 	}
 	if ((uint32_t)-ahead >= CONN_DGRAM_HISTORY)
-		return true;
+		return DGRAM_SEEN;
 	if (seq_bit(c->dgram_seen, seq))
-		return true;
+		return DGRAM_SEEN;
 	ackq_remove_seq(&c->nacks, seq);
 	seq_set_bit(c->dgram_seen, seq, true);
-	return false;
+	return DGRAM_NEW;
 }
 
 /*
@@ -711,6 +746,7 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 	struct rudp_wire_dgram_header h;
 	struct rudp_wire_frame kept[FRAME_SET_KEEP], f;
 	bool ackable = true, dup;
+	enum dgram_seq_verdict verdict;
 	size_t off, nframes = 0, kept_end = 0;
 	int rc;
 
@@ -730,8 +766,13 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 		if (nframes < FRAME_SET_KEEP)
 			kept_end = off + (size_t)rc;
 	}
+	verdict = record_dgram_seq(c, h.seq);
+	if (verdict == DGRAM_FAR_AHEAD) {
+		c->stats.datagrams_dropped++;
+		return RUDP_WIRE_BAD_VALUE;
+	}
+	dup = verdict == DGRAM_SEEN;
 	c->last_recv_us = now_us;
-	dup = record_dgram_seq(c, h.seq);
 	off = kept_end;
 	for (size_t i = 0; i < nframes && c->state != RUDP_CONN_STATE_CLOSED; i++) {
 		const struct rudp_wire_frame *fr;

@@ -61,6 +61,9 @@ struct rudp_conn_config {
 	uint32_t max_order_hold; /* out-of-order messages held per channel */
 	uint32_t recv_window; /* reliable-index dedup window; ahead of it is dropped */
 	uint32_t max_ack_ranges; /* ACK/NACK records processed per datagram */
+	/* A datagram seq further ahead of the highest seen is dropped, not
+	 * adopted, unless the peer goes on from there (conn.c, record_dgram_seq) */
+	uint32_t max_dgram_seq_jump;
 	uint64_t rto_initial_us; /* before any RTT sample */
 	uint64_t rto_min_us;
 	uint64_t rto_max_us;
@@ -74,7 +77,7 @@ struct rudp_conn_config {
 /* Fills defaults: MTU 1492 (IPv4 overhead 28), window 64 frames, 8 frames per
  * datagram, max_queue_bytes 16 MiB, max_split_count 8192, max_split_ids 64,
  * max_reassembly_bytes 8 MiB, max_message_size 4 MiB, max_order_hold 4096,
- * recv_window 8192, max_ack_ranges 256, RTO 500 ms initial / 50 ms min / 2 s
+ * recv_window 8192, max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 500 ms initial / 50 ms min / 2 s
  * max, keepalive 2 s, timeout 10 s, connect timeout 10 s, linger 5 s,
  * protocol 11, congestion control off. With these a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);

@@ -464,6 +464,10 @@ struct rudp_conn {
 	struct ackq nacks;
 	bool have_highest_dgram;
 	uint32_t highest_dgram_seq;
+	/* The last datagram dropped as too far ahead, and how many such came
+	 * in a row, each a little further on (record_dgram_seq) */
+	uint32_t far_ahead_seq;
+	uint32_t far_ahead_count;
 	/* datagram seqs seen among the last CONN_DGRAM_HISTORY below the highest:
 	 * a datagram the network duplicated must not deliver its unreliable
 	 * frames twice (reliable ones have their own dedup) */

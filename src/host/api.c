@@ -47,6 +47,7 @@ void rudp_config_init(rudp_config *c)
 	c->offline_rate_per_address = 64;
 	c->congestion_control = RUDP_CC_NONE;
 	c->wait_spin_us = 50;
+	c->max_datagram_seq_jump = 1024;
 }
 
 const char *rudp_strerror(int e)

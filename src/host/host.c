@@ -699,6 +699,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->wait_spin_us > 1000)
 		return RUDP_E_INVALID;
+	if (c->max_datagram_seq_jump < 64 || c->max_datagram_seq_jump > (1u << 22))
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -715,6 +717,7 @@ static void make_conn_config(const rudp_config *c, struct rudp_conn_config *cc)
 	cc->max_message_size = c->max_message_size;
 	cc->max_order_hold = c->max_order_hold;
 	cc->max_ack_ranges = c->max_ack_ranges;
+	cc->max_dgram_seq_jump = c->max_datagram_seq_jump;
 	cc->rto_initial_us = (uint64_t)c->rto_initial_ms * 1000;
 	cc->rto_min_us = (uint64_t)c->rto_min_ms * 1000;
 	cc->rto_max_us = (uint64_t)c->rto_max_ms * 1000;

@@ -1745,6 +1745,64 @@ static void test_congestion_window_holds_frames(void **state)
 	}
 }
 
+/* An unreliable message in a datagram of its own; true when it was delivered. */
+static bool fake_unreliable_arrives(struct fake *fk)
+{
+	static const uint8_t msg[] = {0xfe, 'u'};
+	struct rudp_wire_frame f = fake_frame(fk, RUDP_WIRE_UNRELIABLE, 0, msg, sizeof(msg));
+	int before = fk->delivered;
+
+	fake_push(fk, &f, 1);
+	return fk->delivered == before + 1;
+}
+
+/* A peer that really skipped far ahead (a long outage while it streamed)
+ * is followed once it goes on from there; a lone far datagram, or one that
+ * genuine ones nearer by interrupt, is not adopted. */
+static void test_datagram_seq_jump_followed(void **state)
+{
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	uint32_t genuine;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	assert_true(fake_unreliable_arrives(&fk));
+
+	/* One far datagram, then the genuine stream: the far one is dropped
+	 * and the stream goes on as before. */
+	genuine = fk.seq;
+	fk.seq = rudp_u24_add(genuine, cfg.max_dgram_seq_jump + 1);
+	assert_false(fake_unreliable_arrives(&fk));
+	assert_int_equal(stats_of(&fk).datagrams_dropped, 1);
+	fk.seq = genuine;
+	assert_true(fake_unreliable_arrives(&fk));
+
+	/* Two far datagrams, a genuine one between them, then a third far
+	 * one: the genuine one breaks the run, so nothing is adopted. */
+	genuine = fk.seq;
+	fk.seq = rudp_u24_add(genuine, 5000);
+	assert_false(fake_unreliable_arrives(&fk));
+	assert_false(fake_unreliable_arrives(&fk));
+	uint32_t far = fk.seq;
+	fk.seq = genuine;
+	assert_true(fake_unreliable_arrives(&fk));
+	fk.seq = far;
+	assert_false(fake_unreliable_arrives(&fk));
+	assert_int_equal(stats_of(&fk).datagrams_dropped, 4);
+
+	/* The peer goes on from the far seq: the third datagram in a row is
+	 * taken, and so is everything after it. */
+	assert_false(fake_unreliable_arrives(&fk));
+	assert_true(fake_unreliable_arrives(&fk));
+	assert_true(fake_unreliable_arrives(&fk));
+	assert_int_equal(fk.c->highest_dgram_seq, rudp_u24_add(fk.seq, (uint32_t)-1));
+	assert_int_equal(stats_of(&fk).datagrams_dropped, 5);
+	expect_app_message_works(&fk, 0);
+	rudp_conn_destroy(fk.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1769,6 +1827,7 @@ int main(void)
 		cmocka_unit_test(test_sent_history_shared_ring),
 		cmocka_unit_test(test_dedup_grows_ahead),
 		cmocka_unit_test(test_congestion_window_holds_frames),
+		cmocka_unit_test(test_datagram_seq_jump_followed),
 		cmocka_unit_test(test_sent_history_grows_under_loss),
 		cmocka_unit_test(test_timeout_resends_oldest_frame_only),
 		cmocka_unit_test(test_late_first_copy_ack_infers_nothing),

@@ -902,6 +902,82 @@ static void test_echo_loss_with_cc(void **state)
 	assert_true(run_echo(true, 65, 10, 800, 2000, 5 * MS, &retx, &lost) < plain * 5 / 4);
 }
 
+static bool server_got_half(struct sim *s)
+{
+	return s->ep[1].rx_messages >= s->ep[0].work.count / 2;
+}
+
+/*
+ * One transfer of unreliable, unreliable-sequenced and reliable-ordered
+ * messages on a clean link; with forge, a datagram from the client's
+ * address whose seq lies far ahead reaches the server halfway through.
+ * Returns when the last message arrived.
+ */
+static uint64_t run_forged_seq(bool forge, struct rudp_conn_stats st[2], uint32_t unrel_rx[2])
+{
+	struct rudp_conn_config cfg = test_config(1492);
+	struct sim *s = sim_new(71, &cfg, &clean_link);
+	uint64_t done_at;
+
+	s->ep[0].work = (struct sim_workload){
+		.count = 20000,
+		.min_size = SIM_MSG_HEADER,
+		.max_size = 600,
+		.rel_mask = 0x0b, /* unreliable, unreliable-sequenced, reliable-ordered */
+		.channels = 2,
+	};
+	connect_pair(s);
+	assert_true(sim_run(s, server_got_half, 600 * SEC));
+	if (forge) {
+		/* A connected ping (0x00), unreliable: well formed in every way but its seq. */
+		uint8_t dgram[64], ping[9] = {0x00};
+		struct rudp_wire_dgram_header h = {
+			.flags = 0x84, .seq = rudp_u24_add(s->ep[1].c->highest_dgram_seq, 100000)};
+		struct rudp_wire_frame f = {.reliability = 0, .body = ping, .body_len = sizeof(ping)};
+		int off = rudp_wire_encode_dgram_header(dgram, sizeof(dgram), &h);
+
+		assert_true(off > 0);
+		off += rudp_wire_encode_frame(dgram + off, sizeof(dgram) - (size_t)off, &f);
+		assert_int_equal(rudp_conn_on_datagram(s->ep[1].c, dgram, (size_t)off, s->now),
+				 RUDP_WIRE_BAD_VALUE);
+	}
+	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
+	done_at = s->now;
+	sim_assert_complete(s, 1);
+	for (int i = 0; i < 2; i++)
+		rudp_conn_get_stats(s->ep[i].c, &st[i]);
+	for (int r = 0; r < 2; r++) {
+		unrel_rx[r] = 0;
+		for (int ch = 0; ch < 2; ch++)
+			unrel_rx[r] += s->ep[1].rx[r][ch].delivered;
+	}
+	sim_delete(s);
+	return done_at;
+}
+
+/* A datagram with a sequence number far ahead (forged from the peer's
+ * address, or corrupted) is dropped, not adopted: the genuine datagrams
+ * after it are not taken for old ones, so their unreliable frames still
+ * arrive, ACKs still flow, and the transfer takes exactly as long. */
+static void test_datagram_seq_jump(void **state)
+{
+	struct rudp_conn_stats plain[2], forged[2];
+	uint32_t plain_unrel[2], forged_unrel[2];
+	uint64_t plain_time, forged_time;
+
+	(void)state;
+	plain_time = run_forged_seq(false, plain, plain_unrel);
+	forged_time = run_forged_seq(true, forged, forged_unrel);
+	assert_int_equal(forged_time, plain_time);
+	assert_int_equal(forged[1].datagrams_dropped, plain[1].datagrams_dropped + 1);
+	assert_int_equal(forged_unrel[0], plain_unrel[0]);
+	assert_int_equal(forged_unrel[1], plain_unrel[1]);
+	assert_true(forged_unrel[0] > 0 && forged_unrel[1] > 0);
+	/* The client heard about every datagram as before: nothing resent. */
+	assert_int_equal(forged[0].acks_received, plain[0].acks_received);
+	assert_int_equal(forged[0].frames_retransmitted, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -929,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_echo_loss_recovery),
 		cmocka_unit_test(test_echo_loss_with_cc),
 		cmocka_unit_test(test_congestion_bottleneck),
+		cmocka_unit_test(test_datagram_seq_jump),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

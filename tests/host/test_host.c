@@ -952,6 +952,17 @@ static void test_api_rejects_bad_arguments(void **state)
 	c.wait_spin_us = 0;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	rudp_host_destroy(h);
+	/* max_datagram_seq_jump: 64..4194304, default 1024 */
+	rudp_config_init(&c);
+	assert_int_equal(c.max_datagram_seq_jump, 1024);
+	c.bind_address = "127.0.0.1:0";
+	c.max_datagram_seq_jump = 63;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.max_datagram_seq_jump = (1u << 22) + 1;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.max_datagram_seq_jump = 64;
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_host_destroy(h);
 	/* max_pending_event_bytes: at least 1, default 64 MiB */
 	rudp_config_init(&c);
 	assert_int_equal(c.max_pending_event_bytes, 64u << 20);
