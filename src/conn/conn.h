@@ -97,6 +97,14 @@ struct rudp_conn_callbacks {
 	uint8_t *(*datagram_buffer)(void *ud, size_t len);
 	/* An application message, in delivery order; data valid during the call. */
 	void (*deliver)(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel);
+	/* Optional (may be NULL: the owner always has room). Called before a
+	 * reliable frame counts as received, with what the frame may hand to
+	 * deliver (and connected) at once: its own message, those waiting
+	 * behind it on its channel, a connecting client's early ones. True:
+	 * the owner has made room for them all, so those calls cannot fail.
+	 * False (out of memory): the frame is not acknowledged and the peer
+	 * sends it again later; nothing acknowledged is ever lost. */
+	bool (*reserve_delivery)(void *ud, uint32_t messages, uint64_t bytes);
 	/* The online handshake finished. */
 	void (*connected)(void *ud);
 	/* The connection is closed (state CLOSED); called once. */

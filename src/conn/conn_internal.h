@@ -387,6 +387,11 @@ enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_
 /* Frees the slot, and its buffer unless that is kept for the next set or
  * was handed over (buf NULL, buf_cap 0: hold_take_reassembled). */
 void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
+/* Whether fragment f may end its set now: complete it (*bytes: at most
+ * the message's size), or be the first of a set that may be refused
+ * (*bytes 0), which passes its order index over. False: f only adds to
+ * an open set. */
+bool reasm_may_end_set(const struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t *bytes);
 /* Whether a set with this split id is being reassembled. */
 bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id);
 /* Messages and bytes set aside among the early messages by the slots

@@ -235,6 +235,20 @@ static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire
 	return s;
 }
 
+bool reasm_may_end_set(const struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t *bytes)
+{
+	const struct reasm_slot *s = reasm_find(&c->reasm, f->split_id);
+
+	*bytes = 0;
+	if (s && s->received + 1 < s->count)
+		return false;
+	/* The last fragment of an open set, a set of one, or a first
+	 * fragment that may be refused (which passes its order index over). */
+	if (s || f->split_count <= 1)
+		*bytes = reasm_need(&c->reasm, s ? s->count : 1);
+	return true;
+}
+
 bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id)
 {
 	return reasm_find(&c->reasm, split_id) != NULL;

@@ -438,6 +438,43 @@ void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	}
 }
 
+/*
+ * Room with the owner for what reliable frame f may deliver at once, asked
+ * before the frame counts as received: once the peer has its ACK it never
+ * sends the frame again, so a message the owner then had no room for would
+ * be lost. ch: f's channel when it is ordered or sequenced.
+ */
+static bool delivery_room(struct rudp_conn *c, const struct rudp_wire_frame *f, const struct recv_channel *ch)
+{
+	uint32_t messages = 1;
+	uint64_t bytes = f->body_len;
+
+	if (f->split) {
+		if (!reasm_may_end_set(c, f, &bytes))
+			return true;
+		messages = bytes > 0;
+	}
+	/* In turn on its channel: the messages held behind it come out too. */
+	if (ch && f->reliability == RUDP_WIRE_RELIABLE_ORDERED && ch->held > 0 &&
+	    f->order_index == ch->expected_order) {
+		for (uint32_t k = 1; k <= ch->held; k++) {
+			uint32_t index = rudp_u24_add(ch->expected_order, k);
+			const struct order_hold_entry *e = &ch->hold[index & (ch->hold_cap - 1)];
+
+			if (e->kind == HOLD_EMPTY || e->order_index != index)
+				break;
+			messages += e->kind == HOLD_MESSAGE;
+			bytes += e->len;
+		}
+	}
+	/* A connecting client's handshake answer: connected, then the early ones. */
+	if (c->state == RUDP_CONN_STATE_CONNECTING) {
+		messages += c->early_count + 1;
+		bytes += c->early_bytes;
+	}
+	return c->cb.reserve_delivery(c->cb.ud, messages, bytes);
+}
+
 bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us)
 {
 	bool reliable = rudp_wire_is_reliable(f->reliability);
@@ -457,12 +494,13 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 			return false;
 		}
 		bool held = false;
+		struct recv_channel *ch = NULL;
 
 		if (rudp_wire_is_ordered_or_sequenced(f->reliability)) {
 			/* The channel is made before the frame counts as
 			 * received: out of memory, it is not acknowledged and
 			 * comes again, instead of being lost after its ACK. */
-			struct recv_channel *ch = recv_channel(c, f->order_channel);
+			ch = recv_channel(c, f->order_channel);
 			if (!ch)
 				return false;
 			if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED) {
@@ -484,6 +522,8 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 		if (f->split && reasm_admit(c, f) == REASM_DEFER)
 			return false;
 		if (c->state == RUDP_CONN_STATE_CONNECTING && !conn_reserve_answer(c, f))
+			return false;
+		if (c->cb.reserve_delivery && !delivery_room(c, f, ch))
 			return false;
 		dedup_mark(&c->dedup, f->reliable_index);
 	}

@@ -138,6 +138,18 @@ static int arena_make_room(struct event_queue *q, uint64_t len)
 	return 0;
 }
 
+/* Bodies of `bytes` in all fit once a single body of that size does: they
+ * go in one after another where it would have gone, the first perhaps at
+ * the end of the ring and the rest, after one skip, at its start. */
+int event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes)
+{
+	while (q->cap - q->count < events) {
+		if (grow_items(q) != 0)
+			return RUDP_E_NOMEM;
+	}
+	return bytes ? arena_make_room(q, bytes) : 0;
+}
+
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data)
 {
 	if (q->count == q->cap && grow_items(q) != 0)

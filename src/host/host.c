@@ -85,8 +85,18 @@ static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliab
 				  .len = len,
 				  .reliability = reliability,
 				  .channel = channel};
+	/* Reliable messages had their room made (cb_reserve_delivery); an
+	 * unreliable one may be dropped, as the network may drop it. */
 	if (event_queue_push(&p->host->events, &e, data) != 0)
-		host_log(p->host, 0, "out of memory queueing a message; it is lost");
+		host_log(p->host, 1, "out of memory queueing an unreliable message; dropped");
+}
+
+/* Before the conn acknowledges a reliable frame: room in the event queue
+ * for every event the frame may cause (and a close event after them). */
+static bool cb_reserve_delivery(void *ud, uint32_t messages, uint64_t bytes)
+{
+	struct rudp_peer *p = ud;
+	return event_queue_reserve(&p->host->events, messages + 1, bytes) == 0;
 }
 
 static void cb_connected(void *ud)
@@ -94,6 +104,7 @@ static void cb_connected(void *ud)
 	struct rudp_peer *p = ud;
 	struct pending_event e = {.type = RUDP_EVENT_CONNECT, .peer = p};
 	guard_pending_remove(&p->host->guard, p);
+	/* Its room was made with the frame that finished the handshake. */
 	event_queue_push(&p->host->events, &e, NULL);
 }
 
@@ -226,6 +237,7 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 					 .send_datagram = cb_send_datagram,
 					 .datagram_buffer = cb_datagram_buffer,
 					 .deliver = cb_deliver,
+					 .reserve_delivery = cb_reserve_delivery,
 					 .connected = cb_connected,
 					 .closed = cb_closed,
 					 .writable = cb_writable};

@@ -159,7 +159,13 @@ void event_queue_free(struct event_queue *q);
  * empty, at most once per EVENT_QUEUE_TRIM_US, also shrinks the arena and
  * the event array to what the busiest moment since the last check held. */
 void event_queue_release(struct event_queue *q, uint64_t now_us);
+/* Copies the event and its data in; 0, or RUDP_E_NOMEM (nothing queued).
+ * After event_queue_reserve succeeded, pushes within what it reserved
+ * cannot fail. */
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
+/* Makes room now for `events` more events whose data add up to `bytes`;
+ * 0, or RUDP_E_NOMEM (the queue is as it was, only perhaps larger). */
+int event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes);
 /* Pops up to max into out (pointers into the arena). */
 int event_queue_pop(struct event_queue *q, rudp_event *out, int max);
 /* Removes queued events of a peer (rudp_peer_reset). */
