@@ -387,10 +387,115 @@ static void test_no_amplification(void **state)
 	hs_world_free(&w);
 }
 
+/* The largest reply, against its request's size, over every offline request
+ * a source can send, in every state it can meet the server in. */
+struct ratio {
+	double worst;
+	const char *worst_kind;
+};
+
+static void note_reply(struct ratio *x, const char *kind, size_t request, ssize_t reply)
+{
+	assert_true(reply > 0);
+	double ratio = (double)reply / (double)request;
+	printf("%-44s request %4zu B, reply %4zd B (%.3f)\n", kind, request, reply, ratio);
+	if (ratio > x->worst) {
+		x->worst = ratio;
+		x->worst_kind = kind;
+	}
+	/* Only open connection reply 2 may be larger, by the one byte RakNet's
+	 * format fixes (docs/security.md). */
+	if (strstr(kind, "request 2 ->") == kind)
+		assert_true((size_t)reply <= request + 1);
+	else
+		assert_true((size_t)reply <= request);
+}
+
+static void test_reply_to_request_ratio(void **state)
+{
+	(void)state;
+	struct hs_world w;
+	rudp_config cfg;
+	struct hs_evil e, f;
+	uint8_t req[1600], rep[2048], data[100];
+	struct ratio x = {0, NULL};
+	ssize_t r;
+	int n;
+
+	rudp_config_init(&cfg);
+	cfg.max_peers = 2; /* the honest client, then one handshake: then full */
+	cfg.max_pending_per_address = 1;
+	hs_world_init(&w, &cfg);
+	memset(data, 'm', sizeof(data));
+	assert_int_equal(rudp_host_set_pong_data(w.server, data, sizeof(data)), 0);
+	hs_evil_open(&e, "127.0.0.15");
+	hs_evil_open(&f, "127.0.0.16");
+
+	struct rudp_wire_unconnected_ping q = {.id = RUDP_ID_UNCONNECTED_PING, .time = 1, .client_guid = 2};
+	n = rudp_wire_encode_unconnected_ping(req, sizeof(req), &q);
+	note_reply(&x, "ping, 33 B", (size_t)n, ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep)));
+	memset(req + n, 0, 200);
+	note_reply(&x, "ping, padded to carry the pong data", 33 + 100,
+		   ask(&w, e.fd, req, 33 + 100, rep, sizeof(rep)));
+	q.id = RUDP_ID_UNCONNECTED_PING_OPEN;
+	n = rudp_wire_encode_unconnected_ping(req, sizeof(req), &q);
+	note_reply(&x, "ping (open connections), 33 B", (size_t)n,
+		   ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep)));
+
+	struct rudp_wire_open_request_1 q1 = {.protocol = 11, .mtu = 576};
+	n = rudp_wire_encode_open_request_1(req, sizeof(req), &q1);
+	note_reply(&x, "request 1, MTU 576", (size_t)n, ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep)));
+	q1.protocol = 3;
+	n = rudp_wire_encode_open_request_1(req, sizeof(req), &q1);
+	note_reply(&x, "request 1, unknown protocol", (size_t)n,
+		   ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep)));
+
+	struct rudp_wire_open_request_2 q2 = {.mtu = 1492, .client_guid = 77};
+	q2.server_addr.version = 4;
+	memcpy(q2.server_addr.ip, &w.server_sa.sin_addr, 4);
+	q2.server_addr.port = ntohs(w.server_sa.sin_port);
+	n = rudp_wire_encode_open_request_2(req, sizeof(req), &q2);
+	/* From a source that never sent request 1, no cookies: the smallest
+	 * request 2 there is. */
+	r = ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep));
+	note_reply(&x, "request 2 -> reply 2 (new source)", (size_t)n, r);
+	assert_int_equal(rep[0], RUDP_ID_OPEN_CONNECTION_REPLY_2);
+	r = ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep));
+	note_reply(&x, "request 2 -> reply 2 again (lost reply)", (size_t)n, r);
+	q2.client_guid = 78;
+	n = rudp_wire_encode_open_request_2(req, sizeof(req), &q2);
+	r = ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep));
+	note_reply(&x, "request 2, other GUID: already connected", (size_t)n, r);
+	assert_int_equal(rep[0], RUDP_ID_ALREADY_CONNECTED);
+	/* Another port of e's address while e's handshake is pending. */
+	struct hs_evil g;
+	hs_evil_open(&g, "127.0.0.15");
+	r = ask(&w, g.fd, req, (size_t)n, rep, sizeof(rep));
+	note_reply(&x, "request 2, address's handshakes full", (size_t)n, r);
+	assert_int_equal(rep[0], RUDP_ID_NO_FREE_INCOMING_CONNECTIONS);
+	hs_evil_close(&g);
+	/* The honest client and e's handshake fill the two peers; f finds no
+	 * room (e's handshake is pending, so it gives way: count both). */
+	assert_true(hs_client_connect(&w, 1000, NULL, NULL, false) >= 0);
+	r = ask(&w, f.fd, req, (size_t)n, rep, sizeof(rep));
+	note_reply(&x,
+		   rep[0] == RUDP_ID_OPEN_CONNECTION_REPLY_2 ? "request 2 -> reply 2 (full, oldest gives way)"
+							     : "request 2, server full",
+		   (size_t)n, r);
+
+	printf("largest reply / request: %.4f (%s)\n", x.worst, x.worst_kind);
+	/* 35 / 34: reply 2 to the smallest IPv4 request 2, and nothing more. */
+	assert_true(x.worst <= 35.0 / 34.0 + 1e-9);
+	hs_evil_close(&e);
+	hs_evil_close(&f);
+	hs_world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_amplification),
+		cmocka_unit_test(test_reply_to_request_ratio),
 		cmocka_unit_test(test_offline_rate_limit),
 		cmocka_unit_test(test_pending_limits_and_timeout),
 		cmocka_unit_test(test_max_peers),
