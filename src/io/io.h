@@ -140,8 +140,7 @@ static inline uint64_t rudp_io_now_ns(void)
  * wait_spin_ns is set and no pause is on. Every wait counts towards a
  * pause's end, whether it watches or not and whether it carries sends or
  * not: counted only in waits that could watch, a stream in which every
- * wait hands over answers never watched again once paused
- * (docs/benchmarks.md, "A watch pause that never ended"). */
+ * wait hands over answers never watched again once paused. */
 static inline bool rudp_io_watch_allowed(struct rudp_io *io)
 {
 	bool watch = io->wait_spin_ns > 0 && io->spin_pause_left == 0;

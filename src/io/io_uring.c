@@ -117,8 +117,8 @@
  * datagram each; a GRO buffer holds a whole run, so a few suffice until the
  * traffic shows otherwise (each is 68 KiB of address space). 8 and not 4:
  * one connection's window of 64 at 800 B comes as two runs and their ACKs,
- * and 8 was 5-10 % faster than 4 there; 1,024 client hosts in one process
- * were faster with 8 too (rudp-bench, 2026-12-01). */
+ * which 4 leaves short; 8 was faster both for one connection and for many
+ * client hosts in one process. */
 #define RX_INITIAL 16u
 #define RX_INITIAL_GRO 8u
 /* How long destroy waits for sends still in the kernel before the memory
@@ -208,9 +208,8 @@ struct io_ring {
 	/* Datagram bytes, packed: each committed datagram takes its length
 	 * from tx_area_used, back to back with the one before (no padding),
 	 * so the segments of a GSO run are usually one vector of the
-	 * sendmsg (chain_hdr) instead of one per datagram: rudp (send) at
-	 * 800 B moved 2-15 % more that way in two sittings
-	 * (docs/benchmarks.md, "One vector per GSO send"). The area starts
+	 * sendmsg (chain_hdr) instead of one per datagram: the kernel then
+	 * imports and walks one iovec, not one per segment. The area starts
 	 * again at 0 whenever nothing is queued or in the kernel, which with
 	 * sends that complete at once is after every flush. tx_cap slots of
 	 * RUDP_IO_SLOT_SIZE bytes, plus one more at the end as scratch for a
@@ -704,17 +703,17 @@ static bool take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring
 }
 
 /* Whether running out of buffers just now is reason to make more. Plain
- * buffers are cheap (1.7 KiB) and hold one datagram: every starvation
- * doubles them. A GRO buffer can become 64 KiB of memory and holds a run;
- * running out costs a re-arm (the datagrams wait in the socket, which holds
- * them anyway). A ring whose completions carry runs already moves many
- * datagrams per re-arm, and measured, more buffers only made a client host
- * hold more of what the kernel already holds: 1,024 client hosts in one
- * process took twice the memory and were slower with them. So a GRO ring
- * grows only when its completions are mostly single datagrams (fewer than
- * two per completion since the last starvation; a server whose peers each
- * send alone), and it runs out again before it has gone round
- * GRO_STARVE_LAPS times (not a one-off, such as a handshake). */
+ * buffers are cheap (1.7 KiB) and hold one datagram: every starvation doubles
+ * them. A GRO buffer can become 64 KiB of memory and holds a run; running out
+ * costs a re-arm (the datagrams wait in the socket, which holds them anyway).
+ * A ring whose completions carry runs already moves many datagrams per
+ * re-arm, and more buffers only made a client host hold more of what the
+ * kernel already holds: more memory, and many client hosts in one process
+ * were slower with them. So a GRO ring grows only when its completions are
+ * mostly single datagrams (fewer than two per completion since the last
+ * starvation; a server whose peers each send alone), and it runs out again
+ * before it has gone round GRO_STARVE_LAPS times (not a one-off, such as a
+ * handshake). */
 #define GRO_STARVE_LAPS 8u
 static bool worth_growing(struct io_ring *r)
 {
@@ -804,9 +803,8 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
  * allocated, the msghdr copied in, a completion posted and reaped). That
  * is the usual flush of a game connection, one answer or one update (with
  * its ACK riding in the same GSO send), and the saving is latency
- * (uring_wait sends such a flush the same way before its enter): measured
- * in docs/benchmarks.md ("A lone send goes out directly"). A flush of
- * several requests (several peers, or an ACK that cannot ride) still takes
+ * (uring_wait sends such a flush the same way before its enter). A flush
+ * of several requests (several peers, or an ACK that cannot ride) still takes
  * one enter for all, and so does a longer run (a window's worth of bulk
  * data), where the ring's way measured no slower. A socket without room
  * (EAGAIN) takes the ring's way, which waits for it. Returns whether the
@@ -1033,11 +1031,8 @@ static void cpu_relax(void)
  * kernel holds for this thread) for up to io.wait_spin_ns before the
  * caller sleeps; true when some came. In a VM a sleep and its wake-up
  * cost several microseconds of traps, and in a stream the next batch is
- * often closer than that: measured on the 2-CPU guest of
- * docs/benchmarks.md ("Waits without a timer of their own"), sleeping at
- * once cost 5 % of single-connection throughput, a watch of 5 us won
- * most of it back and one of 10 us 6 % more (the default is 50 us
- * since "Watching after the sends"). */
+ * often closer than that: sleeping at once costs single-connection
+ * throughput that a watch of a few microseconds wins back. */
 static bool spin_for_input(struct io_ring *r, int timeout_ms)
 {
 	uint64_t end = rudp_io_watch_start(&r->base, timeout_ms);
@@ -1123,19 +1118,17 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	close_run(r);
 	/* Whether this wait watches (spin_for_input). Counted in every wait,
 	 * this one ends a pause in time even when every wait carries sends
-	 * (rudp-bench's 800 B rudp (batch) server slept in 7,000 of 12,000
-	 * waits when it was not: docs/benchmarks.md, "A watch pause that
-	 * never ended"). */
+	 * (counted only in waits that could watch, a server whose every wait
+	 * carried answers stayed paused and slept in most of them). */
 	bool watch = rudp_io_watch_allowed(io);
 	/* Sends to hand over and a watch to come: submit them on their own
 	 * first. UDP sends complete during the submit, so the wait below can
 	 * watch instead of sleeping in the enter that would have carried
 	 * them. When the input comes within the watch that is one system call
-	 * either way; a watch that ends empty costs a second one. (rudp
-	 * (batch) at 64 B has its window's sends queued here on every wait and
-	 * slept in every one: docs/benchmarks.md, "Watching after the sends".)
-	 * A refusal (it should not happen) leaves them queued for the wait's
-	 * own enter below, which reports it. */
+	 * either way; a watch that ends empty costs a second one. (A bulk
+	 * sender has its window's sends queued here on every wait, and slept
+	 * in every one before.) A refusal (it should not happen) leaves them
+	 * queued for the wait's own enter below, which reports it. */
 	if (r->sqes_queued > 0 && watch) {
 		(void)submit(r);
 		reap(r);
@@ -1148,15 +1141,14 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	 * microseconds (spin_for_input), then sleep without a timeout of the
 	 * wait's own: a wait's timeout is a timer the kernel starts and
 	 * cancels on every wait, and in a VM, where reprogramming the timer
-	 * device traps to the hypervisor, that cost about 3 us per wake-up on
-	 * each side of a ping-pong (rudp-bench sparse p50 37 -> 31 us on a
-	 * 2-CPU KVM guest; docs/benchmarks.md). A host's deadline (a tail
-	 * probe, the caller's timeout) is mostly a millisecond or more away
-	 * and moves later with every round trip, so a timer request left in
-	 * the kernel serves many waits (wake_timer_within). Sends in flight
-	 * keep the wait's own timeout: their completions count towards want,
-	 * and one the kernel holds (socket buffer full) could otherwise keep
-	 * the wait past its deadline. */
+	 * device traps to the hypervisor, that costs microseconds per wake-up
+	 * on each side of a ping-pong. A host's deadline (a tail probe, the
+	 * caller's timeout) is mostly a millisecond or more away and moves
+	 * later with every round trip, so a timer request left in the kernel
+	 * serves many waits (wake_timer_within). Sends in flight keep the
+	 * wait's own timeout: their completions count towards want, and one
+	 * the kernel holds (socket buffer full) could otherwise keep the wait
+	 * past its deadline. */
 	if (want == 1 && watch && spin_for_input(r, timeout_ms)) {
 		reap(r);
 		return 0;
@@ -1394,13 +1386,13 @@ static int ring_start(struct io_ring *r)
 	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4 + WAKE_TIMERS + r->max_socks);
 	/* Cooperative task running: a datagram that arrives while this thread
 	 * runs in user space no longer interrupts it (by default the kernel
-	 * forces it into the kernel at once to run the receive, which cost a
-	 * fifth of the client's time in rudp-bench's single-connection rows);
-	 * the work runs at the thread's next system call, and TASKRUN_FLAG
-	 * tells reap() when to make one. A thread asleep (in the ring's wait or
-	 * in poll on rudp_host_fd()) is still woken. Kernels before 5.19 refuse
-	 * the flags; they also lack multishot recvmsg, so the retry without
-	 * them only reaches the usual EINVAL fallback. */
+	 * forces it into the kernel at once to run the receive, a large share
+	 * of a single-connection client's time); the work runs at the
+	 * thread's next system call, and TASKRUN_FLAG tells reap() when to
+	 * make one. A thread asleep (in the ring's wait or in poll on
+	 * rudp_host_fd()) is still woken. Kernels before 5.19 refuse the
+	 * flags; they also lack multishot recvmsg, so the retry without them
+	 * only reaches the usual EINVAL fallback. */
 	p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 	int e = io_uring_queue_init_params(pow2_at_least(r->tx_cap + 2), &r->ring, &p);
 	if (e == -EINVAL) {
@@ -1563,12 +1555,11 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	/* Sockets added later share the pool. By default it may grow to two
 	 * buffers per socket, rounded up to a power of two (the ring's size):
 	 * a starved pool ends the receive of every socket that gets data
-	 * meanwhile, and each must be re-armed. In rudp-bench's many workload
-	 * 2 per socket moved as much as 4 or 8 with less memory (docs/io.md).
-	 * Without UDP_GRO, whether or not the owner caps the pool: a GRO
-	 * buffer is 68 KiB, and a connection's share of the traffic seldom
-	 * has a run to coalesce (with a cap of 2,048 buffers and GRO on, a
-	 * client of 2,048 connections held 33 MiB of pool instead of 3.4). */
+	 * meanwhile, and each must be re-armed; 2 per socket moves as much
+	 * as 4 or 8 with less memory. Without UDP_GRO, whether or not the
+	 * owner caps the pool: a GRO buffer is 68 KiB, and a connection's
+	 * share of the traffic seldom has a run to coalesce, so GRO would
+	 * multiply the pool's memory for nothing. */
 	if (more_sockets > 0) {
 		uint64_t want = ((uint64_t)more_sockets + 1) * 2;
 		if (!rx_buffers)
