@@ -15,7 +15,7 @@
  * nothing.
  *
  * Receive buffers are handed to the kernel as the traffic asks for them: a
- * host starts with a few and doubles them (up to rx_count) each time the
+ * host starts with a few and doubles them (up to rx.count) each time the
  * kernel runs out (the ENOBUFS that ends a multishot). They live in one
  * mapping reserved for the whole pool but faulted in page by page, so a
  * buffer never provided costs address space only, and a provided one only
@@ -50,7 +50,7 @@
  * is concerned (see create).
  *
  * Completions of both kinds share one CQ; they are reaped together, send
- * CQEs free their slot at once and receive CQEs queue in rx_q (bounded: at
+ * CQEs free their slot at once and receive CQEs queue in rx.q (bounded: at
  * most one per provided buffer) until recv hands them out.
  *
  * UDP GSO: consecutive datagrams of one flush to the same peer with the
@@ -90,7 +90,7 @@
 
 #include "io.h"
 
-/* user_data: a send request carries its slot index (< tx_cap), socket i's
+/* user_data: a send request carries its slot index (< tx.cap), socket i's
  * receive RECV_TAG_BASE + i, wake-up timer i WAKE_TAG_BASE + i, a cancel
  * CANCEL_TAG. */
 #define RECV_TAG_BASE (UINT64_C(1) << 62)
@@ -160,69 +160,74 @@ struct ring_sock {
 	bool zombie; /* removed while its receive could still post: never reused */
 };
 
-struct io_ring {
-	struct rudp_io base;
-	struct io_uring ring;
-	bool ring_ready;
-	/* receive */
+/* The receive side: the provided buffers, the completions waiting to be
+ * handed out and the datagrams the last recv call handed out. */
+struct uring_rx {
 	struct io_uring_buf_ring *br;
 	size_t br_bytes;
 	bool br_registered;
-	uint8_t *rx_mem; /* rx_count buffers of rx_stride bytes, faulted in as written */
-	size_t rx_mem_bytes;
-	size_t rx_stride;
+	uint8_t *mem; /* count buffers of stride bytes, faulted in as written */
+	size_t mem_bytes;
+	size_t stride;
 	bool gro; /* UDP_GRO is on: buffers of gro_stride(), runs split in recv */
-	uint32_t rx_count; /* most buffers ever provided (the buffer ring's size), a power of two */
-	uint32_t rx_ready; /* buffers provided so far (ids 0..rx_ready-1) */
-	bool rx_starved; /* the kernel ran out of buffers since the last grow */
-	uint64_t rx_completions; /* buffers the kernel has filled, ever */
-	uint64_t rx_last_starved; /* rx_completions at the last starvation, or UINT64_MAX */
-	uint64_t rx_datagrams_at_starve; /* stats.datagrams_received then */
-	struct msghdr rx_msg; /* the multishot template: name space, control space with GRO */
-	/* The sockets (socks[0] is base.fd), each with its own multishot
-	 * receive drawing from the one buffer ring. A receive that ended (a
-	 * CQE without F_MORE) puts its socket on the rearm queue; the next
-	 * recv call re-arms them all once buffers are back. */
-	struct ring_sock *socks;
-	uint32_t nsocks, socks_cap; /* slots in use (live or not), allocated */
-	/* Live sockets whose receive is not armed, in two FIFO rings of
-	 * socks_cap each (rearm[0..cap) and rearm[cap..2 cap)): those whose
-	 * receive ended before it got a buffer, then those it served. Re-armed
-	 * in that order, so that when the pool runs dry the sockets that found
-	 * none go first next time, in the order they ended, and a socket that
-	 * always has data cannot take every buffer round after round. (A
-	 * stack re-armed the same sockets first each round, and those in its
-	 * middle starved until their connections timed out.) */
+	uint32_t count; /* most buffers ever provided (the buffer ring's size), a power of two */
+	uint32_t ready; /* buffers provided so far (ids 0..ready-1) */
+	bool starved; /* the kernel ran out of buffers since the last grow */
+	uint64_t completions; /* buffers the kernel has filled, ever */
+	uint64_t last_starved; /* completions at the last starvation, or UINT64_MAX */
+	uint64_t datagrams_at_starve; /* stats.datagrams_received then */
+	struct msghdr msg; /* the multishot template: name space, control space with GRO */
+	struct rx_done *q; /* ring of count */
+	uint32_t q_head, q_len;
+	uint32_t *held; /* buffers the last recv handed out */
+	uint32_t held_len;
+	struct rudp_io_datagram *out;
+	int error; /* a receive error to report from the next recv call */
+};
+
+/* The sockets (slot[0] is base.fd), each with its own multishot receive
+ * drawing from the one buffer ring. A receive that ended (a CQE without
+ * F_MORE) puts its socket on the rearm queue; the next recv call re-arms
+ * them all once buffers are back. */
+struct uring_socks {
+	struct ring_sock *slot;
+	uint32_t n, cap; /* slots in use (live or not), allocated */
+	/* Live sockets whose receive is not armed, in two FIFO rings of cap
+	 * each (rearm[0..cap) and rearm[cap..2 cap)): those whose receive
+	 * ended before it got a buffer, then those it served. Re-armed in that
+	 * order, so that when the pool runs dry the sockets that found none go
+	 * first next time, in the order they ended, and a socket that always
+	 * has data cannot take every buffer round after round. (A stack
+	 * re-armed the same sockets first each round, and those in its middle
+	 * starved until their connections timed out.) */
 	uint32_t *rearm;
 	uint32_t rearm_head[2], rearm_qlen[2];
 	uint32_t rearm_len; /* both */
 	uint32_t armed; /* receives posted (live sockets or ones being cancelled) */
-	uint32_t max_socks; /* sockets the owner expects to add: room in the CQ for their receives' ends */
-	struct rx_done *rx_q; /* ring of rx_count */
-	uint32_t rx_q_head, rx_q_len;
-	uint32_t *rx_held; /* buffers the last recv handed out */
-	uint32_t rx_held_len;
-	struct rudp_io_datagram *rx_out;
-	/* send */
-	struct tx_slot *tx;
+};
+
+/* The send side: the slots, the area their datagrams are packed in, and
+ * the GSO run being built. */
+struct uring_tx {
+	struct tx_slot *slot;
 	/* Datagram bytes, packed: each committed datagram takes its length
-	 * from tx_area_used, back to back with the one before (no padding),
-	 * so the segments of a GSO run are usually one vector of the
-	 * sendmsg (chain_hdr) instead of one per datagram: the kernel then
-	 * imports and walks one iovec, not one per segment. The area starts
-	 * again at 0 whenever nothing is queued or in the kernel, which with
-	 * sends that complete at once is after every flush. tx_cap slots of
+	 * from area_used, back to back with the one before (no padding), so
+	 * the segments of a GSO run are usually one vector of the sendmsg
+	 * (chain_hdr) instead of one per datagram: the kernel then imports
+	 * and walks one iovec, not one per segment. The area starts again at
+	 * 0 whenever nothing is queued or in the kernel, which with sends that
+	 * complete at once is after every flush. cap slots of
 	 * RUDP_IO_SLOT_SIZE bytes, plus one more at the end as scratch for a
 	 * broken ring (written, never sent). */
-	uint8_t *tx_bufs;
-	size_t tx_area_used;
-	size_t tx_cur_off; /* where the tx_cur slot's datagram is being written */
-	uint32_t tx_cap;
-	uint32_t *tx_free; /* stack of free slot indexes */
-	uint32_t tx_free_len;
-	uint32_t tx_cur; /* slot given by tx_slot and not yet committed, or UINT32_MAX */
-	uint32_t tx_queued; /* datagrams committed, not yet submitted */
-	uint32_t tx_inflight; /* datagrams submitted, CQE not yet reaped */
+	uint8_t *area;
+	size_t area_used;
+	size_t cur_off; /* where the cur slot's datagram is being written */
+	uint32_t cap;
+	uint32_t *free; /* stack of free slot indexes */
+	uint32_t free_len;
+	uint32_t cur; /* slot given by tx_slot and not yet committed, or UINT32_MAX */
+	uint32_t queued; /* datagrams committed, not yet submitted */
+	uint32_t inflight; /* datagrams submitted, CQE not yet reaped */
 	uint32_t sqes_queued, sqes_inflight; /* the same in send requests (a GSO run is one) */
 	/* The run being built: datagrams committed but not yet in an SQE. */
 	uint32_t run_first, run_last, run_segs;
@@ -233,14 +238,27 @@ struct io_ring {
 	 * run. UINT32_MAX when none. An open run is always to its peer. */
 	uint32_t movable;
 	bool gso; /* runs of more than one datagram allowed */
-	struct iovec *tx_iovs; /* scratch iovecs of the runs prepared since the last submit */
-	uint32_t tx_iovs_used;
-	/* Wake-up timers in the kernel (IORING_OP_TIMEOUT, CLOCK_MONOTONIC
-	 * absolute): each one's deadline in ns, 0 when free (fired, or never
-	 * armed). The timespec is read when the request is submitted. */
-	uint64_t wake_at_ns[WAKE_TIMERS];
-	struct __kernel_timespec wake_ts[WAKE_TIMERS];
-	int rx_error; /* a receive error to report from the next recv call */
+	struct iovec *iovs; /* scratch iovecs of the runs prepared since the last submit */
+	uint32_t iovs_used;
+};
+
+/* Wake-up timers in the kernel (IORING_OP_TIMEOUT, CLOCK_MONOTONIC
+ * absolute): each one's deadline in ns, 0 when free (fired, or never
+ * armed). The timespec is read when the request is submitted. */
+struct uring_wake {
+	uint64_t at_ns[WAKE_TIMERS];
+	struct __kernel_timespec ts[WAKE_TIMERS];
+};
+
+struct io_ring {
+	struct rudp_io base;
+	struct io_uring ring;
+	bool ring_ready;
+	struct uring_rx rx;
+	struct uring_socks socks;
+	uint32_t max_socks; /* sockets the owner expects to add: room in the CQ for their receives' ends */
+	struct uring_tx tx;
+	struct uring_wake wake;
 	unsigned fork_gen; /* fork_generation when the ring was made */
 	int broken; /* errno of a failed rebuild after fork: every call fails */
 };
@@ -262,21 +280,21 @@ static int ring_check(struct io_ring *r)
 
 static uint8_t *rx_buf(struct io_ring *r, uint32_t bid)
 {
-	return r->rx_mem + (size_t)bid * r->rx_stride;
+	return r->rx.mem + (size_t)bid * r->rx.stride;
 }
 
-/* The kernel ran out of buffers: double them (up to rx_count) and hand the
+/* The kernel ran out of buffers: double them (up to rx.count) and hand the
  * new ones to the buffer ring. */
 static void rx_grow(struct io_ring *r)
 {
-	uint32_t first = r->rx_ready;
-	r->rx_ready = r->rx_ready * 2 < r->rx_count ? r->rx_ready * 2 : r->rx_count;
-	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
+	uint32_t first = r->rx.ready;
+	r->rx.ready = r->rx.ready * 2 < r->rx.count ? r->rx.ready * 2 : r->rx.count;
+	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx.count);
 	int offset = 0;
-	for (uint32_t bid = first; bid < r->rx_ready; bid++)
-		io_uring_buf_ring_add(r->br, rx_buf(r, bid), (unsigned)r->rx_stride, (unsigned short)bid,
+	for (uint32_t bid = first; bid < r->rx.ready; bid++)
+		io_uring_buf_ring_add(r->rx.br, rx_buf(r, bid), (unsigned)r->rx.stride, (unsigned short)bid,
 				      (int)mask, offset++);
-	io_uring_buf_ring_advance(r->br, offset);
+	io_uring_buf_ring_advance(r->rx.br, offset);
 	r->base.stats.rx_buffer_grows += offset > 0;
 }
 
@@ -284,21 +302,22 @@ static void rx_grow(struct io_ring *r)
  * found no buffer last time, else the second. */
 static void push_rearm(struct io_ring *r, uint32_t i, bool starved)
 {
-	struct ring_sock *so = &r->socks[i];
+	struct ring_sock *so = &r->socks.slot[i];
 	if (so->on_rearm)
 		return;
 	so->on_rearm = true;
 	uint32_t q = starved ? 0 : 1;
-	r->rearm[q * r->socks_cap + (r->rearm_head[q] + r->rearm_qlen[q]++) % r->socks_cap] = i;
-	r->rearm_len++;
+	r->socks.rearm[q * r->socks.cap +
+		       (r->socks.rearm_head[q] + r->socks.rearm_qlen[q]++) % r->socks.cap] = i;
+	r->socks.rearm_len++;
 }
 
 /* Gives the slots of a send request's chain back; returns how many. */
 static uint32_t free_chain(struct io_ring *r, uint32_t first)
 {
 	uint32_t segs = 0;
-	for (uint32_t i = first; i != UINT32_MAX && segs < r->tx_cap; i = r->tx[i].next) {
-		r->tx_free[r->tx_free_len++] = i;
+	for (uint32_t i = first; i != UINT32_MAX && segs < r->tx.cap; i = r->tx.slot[i].next) {
+		r->tx.free[r->tx.free_len++] = i;
 		segs++;
 	}
 	return segs;
@@ -313,7 +332,7 @@ static void send_done(struct io_ring *r, uint32_t segs, int res)
 		/* A kernel or device that cannot do this GSO send will not do
 		 * the next one either: send one by one from now on. */
 		if (segs > 1 && (res == -EIO || res == -EINVAL || res == -EOPNOTSUPP))
-			r->gso = false;
+			r->tx.gso = false;
 	} else {
 		r->base.stats.bytes_sent += (uint64_t)res;
 		if (segs > 1)
@@ -331,28 +350,28 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 		 * ring: free again. (An update's own completion says nothing:
 		 * if it came too late, the timer's completion follows.) */
 		if (ud < WAKE_TAG_BASE + WAKE_TIMERS)
-			r->wake_at_ns[ud - WAKE_TAG_BASE] = 0;
+			r->wake.at_ns[ud - WAKE_TAG_BASE] = 0;
 		return;
 	}
 	if (ud < RECV_TAG_BASE) {
 		uint32_t segs = 0;
-		if (ud < r->tx_cap) {
+		if (ud < r->tx.cap) {
 			segs = free_chain(r, (uint32_t)ud);
-			r->tx_inflight -= segs;
-			r->sqes_inflight--;
+			r->tx.inflight -= segs;
+			r->tx.sqes_inflight--;
 		}
 		send_done(r, segs, cqe->res);
 		return;
 	}
 	uint64_t i = ud - RECV_TAG_BASE;
-	if (i >= r->nsocks)
+	if (i >= r->socks.n)
 		return; /* not ours: cannot happen */
-	struct ring_sock *so = &r->socks[i];
+	struct ring_sock *so = &r->socks.slot[i];
 	if (cqe->flags & IORING_CQE_F_BUFFER)
 		so->got = true;
 	if (!(cqe->flags & IORING_CQE_F_MORE) && so->armed) {
 		so->armed = false;
-		r->armed--;
+		r->socks.armed--;
 		if (so->live)
 			push_rearm(r, (uint32_t)i, !so->got);
 	}
@@ -361,16 +380,16 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 		if (!so->live) {
 			/* A socket being removed: its data goes, the buffer goes
 			 * back to the ring at the next recv call. */
-			r->rx_held[r->rx_held_len++] = bid;
+			r->rx.held[r->rx.held_len++] = bid;
 			return;
 		}
-		struct rx_done *d = &r->rx_q[(r->rx_q_head + r->rx_q_len) % r->rx_count];
+		struct rx_done *d = &r->rx.q[(r->rx.q_head + r->rx.q_len) % r->rx.count];
 		d->bid = bid;
 		d->sock = (uint32_t)i;
 		d->len = cqe->res;
 		d->taken = 0;
-		r->rx_q_len++;
-		r->rx_completions++;
+		r->rx.q_len++;
+		r->rx.completions++;
 		return;
 	}
 	if (!so->live)
@@ -379,7 +398,7 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 	case ENOBUFS:
 		/* Every buffer is out: the datagram waits in the socket, and
 		 * the next recv makes more buffers before re-arming. */
-		r->rx_starved = true;
+		r->rx.starved = true;
 		break;
 	case EINTR:
 	case EAGAIN:
@@ -390,7 +409,7 @@ static void on_cqe(struct io_ring *r, const struct io_uring_cqe *cqe)
 	case ECANCELED: break;
 	default:
 		if (cqe->res < 0)
-			r->rx_error = cqe->res;
+			r->rx.error = cqe->res;
 	}
 }
 
@@ -435,13 +454,13 @@ static bool arm_recv(struct io_ring *r, uint32_t i)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 	if (!sqe)
 		return false;
-	io_uring_prep_recvmsg_multishot(sqe, r->socks[i].fd, &r->rx_msg, 0);
+	io_uring_prep_recvmsg_multishot(sqe, r->socks.slot[i].fd, &r->rx.msg, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = BUF_GROUP;
 	io_uring_sqe_set_data64(sqe, RECV_TAG_BASE + i);
-	r->socks[i].armed = true;
-	r->socks[i].got = false;
-	r->armed++;
+	r->socks.slot[i].armed = true;
+	r->socks.slot[i].got = false;
+	r->socks.armed++;
 	r->base.stats.rx_rearms++;
 	return true;
 }
@@ -453,19 +472,19 @@ static int submit(struct io_ring *r);
  * connection can have thousands to re-arm after the buffers ran out). */
 static void arm_all(struct io_ring *r, uint32_t budget)
 {
-	while (r->rearm_len > 0 && budget-- > 0) {
-		uint32_t q = r->rearm_qlen[0] > 0 ? 0 : 1;
-		uint32_t i = r->rearm[q * r->socks_cap + r->rearm_head[q]];
-		struct ring_sock *so = &r->socks[i];
+	while (r->socks.rearm_len > 0 && budget-- > 0) {
+		uint32_t q = r->socks.rearm_qlen[0] > 0 ? 0 : 1;
+		uint32_t i = r->socks.rearm[q * r->socks.cap + r->socks.rearm_head[q]];
+		struct ring_sock *so = &r->socks.slot[i];
 		if (so->live && !so->armed && !arm_recv(r, i)) {
 			submit(r);
 			if (!arm_recv(r, i))
 				return; /* a broken ring: the next call tries again */
 		}
 		so->on_rearm = false;
-		r->rearm_head[q] = (r->rearm_head[q] + 1) % r->socks_cap;
-		r->rearm_qlen[q]--;
-		r->rearm_len--;
+		r->socks.rearm_head[q] = (r->socks.rearm_head[q] + 1) % r->socks.cap;
+		r->socks.rearm_qlen[q]--;
+		r->socks.rearm_len--;
 	}
 }
 
@@ -493,26 +512,27 @@ static bool same_peer(const struct tx_slot *a, const struct tx_slot *b)
  * segment in it yet (only the last may be shorter). */
 static bool run_takes(const struct io_ring *r, size_t len)
 {
-	return r->gso && !r->base.gso_off && r->run_segs > 0 && len <= r->run_len &&
-	       r->tx[r->run_last].iov.iov_len == r->run_len && r->run_segs < GSO_MAX_SEGMENTS &&
-	       (r->run_segs + 1) * r->run_len <= GSO_MAX_BYTES;
+	return r->tx.gso && !r->base.gso_off && r->tx.run_segs > 0 && len <= r->tx.run_len &&
+	       r->tx.slot[r->tx.run_last].iov.iov_len == r->tx.run_len && r->tx.run_segs < GSO_MAX_SEGMENTS &&
+	       (r->tx.run_segs + 1) * r->tx.run_len <= GSO_MAX_BYTES;
 }
 
 /* Links committed datagram i behind the open run (run_takes said yes). */
 static void run_append(struct io_ring *r, uint32_t i)
 {
-	r->tx[r->run_last].next = i;
-	r->run_last = i;
-	r->run_segs++;
+	r->tx.slot[r->tx.run_last].next = i;
+	r->tx.run_last = i;
+	r->tx.run_segs++;
 }
 
 /* Whether the held movable datagram can end the open run (same peer,
  * and room for it as the last segment). */
 static bool movable_joins_run(const struct io_ring *r)
 {
-	uint32_t m = r->movable;
-	return m != UINT32_MAX && r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[m]) &&
-	       run_takes(r, r->tx[m].iov.iov_len);
+	uint32_t m = r->tx.movable;
+	return m != UINT32_MAX && r->tx.run_segs > 0 &&
+	       same_peer(&r->tx.slot[r->tx.run_first], &r->tx.slot[m]) &&
+	       run_takes(r, r->tx.slot[m].iov.iov_len);
 }
 
 /* Fills in the msghdr of a chain of segs committed datagrams from first
@@ -520,7 +540,7 @@ static bool movable_joins_run(const struct io_ring *r)
  * scratch array, which has room: the caller checked). */
 static struct msghdr *chain_hdr(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len)
 {
-	struct tx_slot *t = &r->tx[first];
+	struct tx_slot *t = &r->tx.slot[first];
 	memset(&t->hdr, 0, sizeof(t->hdr));
 	t->hdr.msg_name = &t->addr;
 	t->hdr.msg_namelen = t->addrlen;
@@ -528,10 +548,10 @@ static struct msghdr *chain_hdr(struct io_ring *r, uint32_t first, uint32_t segs
 		t->hdr.msg_iov = &t->iov;
 		t->hdr.msg_iovlen = 1;
 	} else {
-		struct iovec *v = r->tx_iovs + r->tx_iovs_used;
+		struct iovec *v = r->tx.iovs + r->tx.iovs_used;
 		uint32_t k = 0;
-		for (uint32_t i = first; i != UINT32_MAX; i = r->tx[i].next) {
-			const struct iovec *d = &r->tx[i].iov;
+		for (uint32_t i = first; i != UINT32_MAX; i = r->tx.slot[i].next) {
+			const struct iovec *d = &r->tx.slot[i].iov;
 			/* Segments that lie back to back in the send area go
 			 * as one vector. */
 			if (k > 0 &&
@@ -540,7 +560,7 @@ static struct msghdr *chain_hdr(struct io_ring *r, uint32_t first, uint32_t segs
 			else
 				v[k++] = *d;
 		}
-		r->tx_iovs_used += k;
+		r->tx.iovs_used += k;
 		t->hdr.msg_iov = v;
 		t->hdr.msg_iovlen = k;
 		t->hdr.msg_control = t->control.buf;
@@ -562,19 +582,19 @@ static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t
  * can, else goes first in a send of its own. */
 static void close_run(struct io_ring *r)
 {
-	if (r->movable != UINT32_MAX) {
-		uint32_t m = r->movable;
+	if (r->tx.movable != UINT32_MAX) {
+		uint32_t m = r->tx.movable;
 		if (movable_joins_run(r)) {
 			run_append(r, m);
 		} else {
-			queue_chain(r, m, 1, r->tx[m].iov.iov_len);
+			queue_chain(r, m, 1, r->tx.slot[m].iov.iov_len);
 		}
-		r->movable = UINT32_MAX;
+		r->tx.movable = UINT32_MAX;
 	}
-	if (r->run_segs == 0)
+	if (r->tx.run_segs == 0)
 		return;
-	queue_chain(r, r->run_first, r->run_segs, r->run_len);
-	r->run_segs = 0;
+	queue_chain(r, r->tx.run_first, r->tx.run_segs, r->tx.run_len);
+	r->tx.run_segs = 0;
 }
 
 /* Prepares one sendmsg SQE for a chain of segs committed datagrams from
@@ -583,10 +603,10 @@ static void close_run(struct io_ring *r)
  * returns, so a submit made here to free an SQE counts it right. */
 static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t seg_len)
 {
-	int fd = r->socks[r->tx[first].sock].fd;
+	int fd = r->socks.slot[r->tx.slot[first].sock].fd;
 	struct io_uring_sqe *sqe = fd >= 0 ? io_uring_get_sqe(&r->ring) : NULL;
 	if (!sqe && fd >= 0) {
-		/* The SQ holds tx_cap + 2 entries, so only pending re-arms can
+		/* The SQ holds tx.cap + 2 entries, so only pending re-arms can
 		 * make it full; submitting what is prepared makes room. */
 		submit_prepared(r, &r->base.stats.send_calls);
 		sqe = io_uring_get_sqe(&r->ring);
@@ -596,16 +616,16 @@ static void queue_chain(struct io_ring *r, uint32_t first, uint32_t segs, size_t
 		 * with sends of its own still open, which remove prevents): drop
 		 * the run (reliability resends) and give its slots back. */
 		free_chain(r, first);
-		r->tx_queued -= segs;
+		r->tx.queued -= segs;
 		r->base.stats.send_errors += segs;
 		return;
 	}
-	if (segs > 1 && r->tx_iovs_used + segs > r->tx_cap)
+	if (segs > 1 && r->tx.iovs_used + segs > r->tx.cap)
 		submit_prepared(r, &r->base.stats.send_calls); /* not reached: submits empty the SQ */
 	struct msghdr *hdr = chain_hdr(r, first, segs, seg_len);
 	io_uring_prep_sendmsg(sqe, fd, hdr, 0);
 	io_uring_sqe_set_data64(sqe, first);
-	r->sqes_queued++;
+	r->tx.sqes_queued++;
 }
 
 /* Bookkeeping once the kernel has taken every prepared SQE. */
@@ -613,15 +633,15 @@ static void submitted(struct io_ring *r)
 {
 	/* Counted when handed to the kernel, as the mmsg backend does; the
 	 * open run (if any) is not in an SQE yet. */
-	uint32_t handed = r->tx_queued - r->run_segs - (r->movable != UINT32_MAX);
+	uint32_t handed = r->tx.queued - r->tx.run_segs - (r->tx.movable != UINT32_MAX);
 	r->base.stats.datagrams_sent += handed;
-	r->tx_inflight += handed;
-	r->tx_queued -= handed;
-	r->sqes_inflight += r->sqes_queued;
-	r->sqes_queued = 0;
+	r->tx.inflight += handed;
+	r->tx.queued -= handed;
+	r->tx.sqes_inflight += r->tx.sqes_queued;
+	r->tx.sqes_queued = 0;
 	/* SUBMIT_STABLE: the kernel has copied the iovecs it was given. */
 	if (io_uring_sq_ready(&r->ring) == 0)
-		r->tx_iovs_used = 0;
+		r->tx.iovs_used = 0;
 }
 
 /* One io_uring_enter for what is prepared, without closing the open run;
@@ -675,15 +695,15 @@ static size_t gro_segment_size(struct io_uring_recvmsg_out *o, struct msghdr *ms
  * reported too. Returns whether the completion is now wholly handed out. */
 static bool take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring_recvmsg_out *o, int *n)
 {
-	uint8_t *payload = io_uring_recvmsg_payload(o, &r->rx_msg);
-	size_t total = io_uring_recvmsg_payload_length(o, d->len, &r->rx_msg);
-	size_t seg = r->gro ? gro_segment_size(o, &r->rx_msg) : 0;
+	uint8_t *payload = io_uring_recvmsg_payload(o, &r->rx.msg);
+	size_t total = io_uring_recvmsg_payload_length(o, d->len, &r->rx.msg);
+	size_t seg = r->rx.gro ? gro_segment_size(o, &r->rx.msg) : 0;
 	if (seg == 0 || seg > total)
 		seg = total;
 	socklen_t nl = o->namelen < NAME_SPACE ? o->namelen : NAME_SPACE;
 	do {
 		size_t len = total - d->taken < seg ? total - d->taken : seg;
-		struct rudp_io_datagram *dg = &r->rx_out[(*n)++];
+		struct rudp_io_datagram *dg = &r->rx.out[(*n)++];
 		memcpy(&dg->addr, io_uring_recvmsg_name(o), nl);
 		if (nl < sizeof(sa_family_t))
 			dg->addr.ss_family = AF_UNSPEC; /* no source: nothing stale to match */
@@ -717,21 +737,21 @@ static bool take_datagrams(struct io_ring *r, struct rx_done *d, struct io_uring
 #define GRO_STARVE_LAPS 8u
 static bool worth_growing(struct io_ring *r)
 {
-	if (!r->gro)
+	if (!r->rx.gro)
 		return true;
 	/* Several sockets: every starvation costs a re-arm per socket that got
 	 * data meanwhile, so running out again soon is reason enough. */
-	if (r->nsocks > 1) {
-		bool soon = r->rx_last_starved != UINT64_MAX &&
-			    r->rx_completions - r->rx_last_starved < (uint64_t)GRO_STARVE_LAPS * r->rx_ready;
-		r->rx_last_starved = r->rx_completions;
+	if (r->socks.n > 1) {
+		bool soon = r->rx.last_starved != UINT64_MAX &&
+			    r->rx.completions - r->rx.last_starved < (uint64_t)GRO_STARVE_LAPS * r->rx.ready;
+		r->rx.last_starved = r->rx.completions;
 		return soon;
 	}
-	uint64_t completions = r->rx_completions - r->rx_last_starved;
-	uint64_t datagrams = r->base.stats.datagrams_received - r->rx_datagrams_at_starve;
-	bool soon = r->rx_last_starved != UINT64_MAX && completions < (uint64_t)GRO_STARVE_LAPS * r->rx_ready;
-	r->rx_last_starved = r->rx_completions;
-	r->rx_datagrams_at_starve = r->base.stats.datagrams_received;
+	uint64_t completions = r->rx.completions - r->rx.last_starved;
+	uint64_t datagrams = r->base.stats.datagrams_received - r->rx.datagrams_at_starve;
+	bool soon = r->rx.last_starved != UINT64_MAX && completions < (uint64_t)GRO_STARVE_LAPS * r->rx.ready;
+	r->rx.last_starved = r->rx.completions;
+	r->rx.datagrams_at_starve = r->base.stats.datagrams_received;
 	return soon && datagrams < 2 * completions;
 }
 
@@ -741,54 +761,54 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
 	int c = ring_check(r);
 	if (c < 0)
 		return c;
-	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
-	for (uint32_t i = 0; i < r->rx_held_len; i++)
-		io_uring_buf_ring_add(r->br, rx_buf(r, r->rx_held[i]), (unsigned)r->rx_stride,
-				      (unsigned short)r->rx_held[i], (int)mask, (int)i);
-	io_uring_buf_ring_advance(r->br, (int)r->rx_held_len);
-	r->rx_held_len = 0;
+	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx.count);
+	for (uint32_t i = 0; i < r->rx.held_len; i++)
+		io_uring_buf_ring_add(r->rx.br, rx_buf(r, r->rx.held[i]), (unsigned)r->rx.stride,
+				      (unsigned short)r->rx.held[i], (int)mask, (int)i);
+	io_uring_buf_ring_advance(r->rx.br, (int)r->rx.held_len);
+	r->rx.held_len = 0;
 
 	reap(r);
-	if (r->rx_error) {
-		int e = r->rx_error;
-		r->rx_error = 0;
+	if (r->rx.error) {
+		int e = r->rx.error;
+		r->rx.error = 0;
 		return e;
 	}
 	/* Re-arm once buffers are back; rare (ENOBUFS or an error ended the
 	 * last one), so submitting at once costs nothing in steady state. Not
-	 * while every buffer still waits in rx_q to be handed out: the receive
+	 * while every buffer still waits in rx.q to be handed out: the receive
 	 * would end at once with ENOBUFS, a system call for nothing and a false
 	 * sign of starvation; a later call, once the host has taken some, does. */
-	if (r->rx_starved && r->rearm_len > 0) {
-		r->rx_starved = false;
-		if (r->rx_ready < r->rx_count && worth_growing(r))
+	if (r->rx.starved && r->socks.rearm_len > 0) {
+		r->rx.starved = false;
+		if (r->rx.ready < r->rx.count && worth_growing(r))
 			rx_grow(r);
 	}
-	if (r->rearm_len > 0 && r->rx_q_len < r->rx_ready) {
+	if (r->socks.rearm_len > 0 && r->rx.q_len < r->rx.ready) {
 		/* With several sockets, no more of them than there are buffers
 		 * in the ring: each one armed takes a buffer at once if it has
 		 * data waiting, and the rest would end with ENOBUFS, each a
 		 * wasted re-arm (sockets left over go first next time). */
-		arm_all(r, r->nsocks > 1 ? r->rx_ready - r->rx_q_len : UINT32_MAX);
+		arm_all(r, r->socks.n > 1 ? r->rx.ready - r->rx.q_len : UINT32_MAX);
 		int s = submit_counted(r, &io->stats.recv_calls);
 		if (s < 0)
 			return s;
 	}
 
 	int n = 0;
-	while ((uint32_t)n < io->batch && r->rx_q_len) {
-		struct rx_done *d = &r->rx_q[r->rx_q_head];
+	while ((uint32_t)n < io->batch && r->rx.q_len) {
+		struct rx_done *d = &r->rx.q[r->rx.q_head];
 		struct io_uring_recvmsg_out *o =
-			io_uring_recvmsg_validate(rx_buf(r, d->bid), d->len, &r->rx_msg);
+			io_uring_recvmsg_validate(rx_buf(r, d->bid), d->len, &r->rx.msg);
 		if (!o || take_datagrams(r, d, o, &n)) {
 			/* Done with this buffer: it goes back at the next call. */
-			r->rx_q_head = (r->rx_q_head + 1) % r->rx_count;
-			r->rx_q_len--;
-			r->rx_held[r->rx_held_len++] = d->bid;
+			r->rx.q_head = (r->rx.q_head + 1) % r->rx.count;
+			r->rx.q_len--;
+			r->rx.held[r->rx.held_len++] = d->bid;
 		}
 	}
 	io->stats.datagrams_received += (uint64_t)n;
-	*out = r->rx_out;
+	*out = r->rx.out;
 	return n;
 }
 
@@ -812,43 +832,43 @@ static int uring_recv(struct rudp_io *io, struct rudp_io_datagram **out)
  */
 static bool flush_direct(struct io_ring *r)
 {
-	if (io_uring_sq_ready(&r->ring) != 0 || r->sqes_inflight != 0)
+	if (io_uring_sq_ready(&r->ring) != 0 || r->tx.sqes_inflight != 0)
 		return false;
-	uint32_t m = r->movable;
-	bool lone_movable = m != UINT32_MAX && r->run_segs == 0;
+	uint32_t m = r->tx.movable;
+	bool lone_movable = m != UINT32_MAX && r->tx.run_segs == 0;
 	if (m != UINT32_MAX && !lone_movable) {
 		if (!movable_joins_run(r))
 			return false; /* two requests */
 		run_append(r, m); /* as close_run would */
-		r->movable = UINT32_MAX;
+		r->tx.movable = UINT32_MAX;
 	}
-	if (!lone_movable && r->run_segs == 0)
+	if (!lone_movable && r->tx.run_segs == 0)
 		return false;
-	uint32_t first = lone_movable ? m : r->run_first;
-	uint32_t segs = lone_movable ? 1 : r->run_segs;
+	uint32_t first = lone_movable ? m : r->tx.run_first;
+	uint32_t segs = lone_movable ? 1 : r->tx.run_segs;
 	if (segs > DIRECT_MAX_SEGMENTS)
 		return false;
-	size_t seg_len = lone_movable ? r->tx[m].iov.iov_len : r->run_len;
-	int fd = r->socks[r->tx[first].sock].fd;
+	size_t seg_len = lone_movable ? r->tx.slot[m].iov.iov_len : r->tx.run_len;
+	int fd = r->socks.slot[r->tx.slot[first].sock].fd;
 	if (fd < 0)
 		return false;
 	ssize_t n;
-	r->tx_iovs_used = 0; /* nothing prepared uses the scratch iovecs */
+	r->tx.iovs_used = 0; /* nothing prepared uses the scratch iovecs */
 	do {
 		n = sendmsg(fd, chain_hdr(r, first, segs, seg_len), MSG_DONTWAIT);
 	} while (n < 0 && errno == EINTR);
 	int res = n < 0 ? -errno : (int)n;
-	r->tx_iovs_used = 0;
+	r->tx.iovs_used = 0;
 	if (res == -EAGAIN || res == -EWOULDBLOCK)
 		return false;
 	if (lone_movable)
-		r->movable = UINT32_MAX;
+		r->tx.movable = UINT32_MAX;
 	else
-		r->run_segs = 0;
+		r->tx.run_segs = 0;
 	r->base.stats.send_calls++;
 	r->base.stats.direct_sends++;
 	r->base.stats.datagrams_sent += segs;
-	r->tx_queued -= free_chain(r, first);
+	r->tx.queued -= free_chain(r, first);
 	send_done(r, segs, res);
 	return true;
 }
@@ -859,7 +879,7 @@ static int uring_flush(struct rudp_io *io)
 	int c = ring_check(r);
 	if (c < 0)
 		return c;
-	uint32_t queued = r->tx_queued;
+	uint32_t queued = r->tx.queued;
 	int s = flush_direct(r) ? 0 : submit(r);
 	reap(r);
 	if (s < 0) {
@@ -874,7 +894,7 @@ static int uring_flush(struct rudp_io *io)
 /* The scratch datagram buffer: never in a send. */
 static uint8_t *tx_scratch(struct io_ring *r)
 {
-	return r->tx_bufs + (size_t)r->tx_cap * RUDP_IO_SLOT_SIZE;
+	return r->tx.area + (size_t)r->tx.cap * RUDP_IO_SLOT_SIZE;
 }
 
 /* Submits and waits until every send is back from the kernel, so the
@@ -884,7 +904,7 @@ static bool drain_sends(struct io_ring *r)
 {
 	submit(r);
 	reap(r);
-	while (r->tx_inflight > 0) {
+	while (r->tx.inflight > 0) {
 		struct io_uring_cqe *cqe;
 		int e = io_uring_wait_cqe(&r->ring, &cqe);
 		r->base.stats.send_calls++;
@@ -892,7 +912,7 @@ static bool drain_sends(struct io_ring *r)
 			return false; /* cannot happen short of a broken ring */
 		reap(r);
 	}
-	return r->tx_queued == 0;
+	return r->tx.queued == 0;
 }
 
 /* Submits and waits until at least one send slot is free again. */
@@ -900,7 +920,7 @@ static void wait_for_slot(struct io_ring *r)
 {
 	submit(r);
 	reap(r);
-	while (r->tx_free_len == 0) {
+	while (r->tx.free_len == 0) {
 		struct io_uring_cqe *cqe;
 		int e = io_uring_wait_cqe(&r->ring, &cqe);
 		r->base.stats.send_calls++;
@@ -915,51 +935,51 @@ static uint8_t *uring_tx_slot(struct rudp_io *io)
 	struct io_ring *r = (struct io_ring *)io;
 	if (ring_check(r) < 0)
 		return tx_scratch(r); /* commit drops it */
-	if (r->tx_cur == UINT32_MAX) {
+	if (r->tx.cur == UINT32_MAX) {
 		/* Hand the kernel a full batch before taking more slots: io_batch
 		 * datagrams per enter, as with sendmmsg. */
-		if (r->tx_queued >= io->batch || r->tx_free_len == 0)
+		if (r->tx.queued >= io->batch || r->tx.free_len == 0)
 			wait_for_slot(r);
-		if (r->tx_free_len == 0)
+		if (r->tx.free_len == 0)
 			return tx_scratch(r); /* broken ring: commit will drop it */
 		/* Nothing queued or in the kernel: the area is free again, so
 		 * the pages written stay the few a flush needs (a window of
 		 * 800-byte datagrams takes 53 KB instead of 64 slots' 96 KiB). */
-		if (r->tx_queued == 0 && r->tx_inflight == 0)
-			r->tx_area_used = 0;
-		if (r->tx_area_used + RUDP_IO_SLOT_SIZE > (size_t)r->tx_cap * RUDP_IO_SLOT_SIZE) {
+		if (r->tx.queued == 0 && r->tx.inflight == 0)
+			r->tx.area_used = 0;
+		if (r->tx.area_used + RUDP_IO_SLOT_SIZE > (size_t)r->tx.cap * RUDP_IO_SLOT_SIZE) {
 			if (!drain_sends(r))
 				return tx_scratch(r); /* broken ring: commit will drop it */
-			r->tx_area_used = 0;
+			r->tx.area_used = 0;
 		}
-		r->tx_cur = r->tx_free[--r->tx_free_len];
-		r->tx_cur_off = r->tx_area_used;
+		r->tx.cur = r->tx.free[--r->tx.free_len];
+		r->tx.cur_off = r->tx.area_used;
 	}
-	return r->tx_bufs + r->tx_cur_off;
+	return r->tx.area + r->tx.cur_off;
 }
 
-/* Fills in the slot tx_slot gave (tx_cur) and counts it committed.
+/* Fills in the slot tx_slot gave (tx.cur) and counts it committed.
  * Returns its index, or UINT32_MAX when there is none or the commit is
- * invalid (then the slot stays taken by tx_cur and is reused). */
+ * invalid (then the slot stays taken by tx.cur and is reused). */
 static uint32_t tx_take(struct io_ring *r, uint32_t sock, size_t len, const struct sockaddr *addr,
 			socklen_t addrlen)
 {
-	uint32_t i = r->tx_cur;
+	uint32_t i = r->tx.cur;
 	if (i == UINT32_MAX)
 		return UINT32_MAX;
-	struct tx_slot *t = &r->tx[i];
-	if (len == 0 || len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr) || sock >= r->nsocks ||
-	    !r->socks[sock].live)
+	struct tx_slot *t = &r->tx.slot[i];
+	if (len == 0 || len > RUDP_IO_SLOT_SIZE || addrlen > sizeof(t->addr) || sock >= r->socks.n ||
+	    !r->socks.slot[sock].live)
 		return UINT32_MAX;
 	memcpy(&t->addr, addr, addrlen);
 	t->addrlen = addrlen;
 	t->sock = sock;
-	t->iov.iov_base = r->tx_bufs + r->tx_cur_off;
+	t->iov.iov_base = r->tx.area + r->tx.cur_off;
 	t->iov.iov_len = len;
-	r->tx_area_used = r->tx_cur_off + len;
+	r->tx.area_used = r->tx.cur_off + len;
 	t->next = UINT32_MAX;
-	r->tx_cur = UINT32_MAX;
-	r->tx_queued++;
+	r->tx.cur = UINT32_MAX;
+	r->tx.queued++;
 	return i;
 }
 
@@ -973,20 +993,20 @@ static void uring_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const
 		return;
 	}
 	/* A held movable datagram waits only for its own peer's run. */
-	if (r->movable != UINT32_MAX && !same_peer(&r->tx[r->movable], &r->tx[i]))
+	if (r->tx.movable != UINT32_MAX && !same_peer(&r->tx.slot[r->tx.movable], &r->tx.slot[i]))
 		close_run(r);
-	if (r->run_segs > 0) {
-		if (same_peer(&r->tx[r->run_first], &r->tx[i]) && run_takes(r, len)) {
+	if (r->tx.run_segs > 0) {
+		if (same_peer(&r->tx.slot[r->tx.run_first], &r->tx.slot[i]) && run_takes(r, len)) {
 			run_append(r, i);
-			if (len < r->run_len)
+			if (len < r->tx.run_len)
 				close_run(r); /* only the last segment may be shorter */
 			return;
 		}
 		close_run(r);
 	}
-	r->run_first = r->run_last = i;
-	r->run_segs = 1;
-	r->run_len = len;
+	r->tx.run_first = r->tx.run_last = i;
+	r->tx.run_segs = 1;
+	r->tx.run_len = len;
 }
 
 /* A datagram whose place among the others does not matter (an ACK): it
@@ -997,7 +1017,7 @@ static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t le
 				    const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct io_ring *r = (struct io_ring *)io;
-	if (!r->gso || io->gso_off) {
+	if (!r->tx.gso || io->gso_off) {
 		uring_tx_commit(io, sock, len, addr, addrlen);
 		return;
 	}
@@ -1006,16 +1026,16 @@ static void uring_tx_commit_movable(struct rudp_io *io, uint32_t sock, size_t le
 		io->stats.send_errors++;
 		return;
 	}
-	bool to_run = r->run_segs > 0 && same_peer(&r->tx[r->run_first], &r->tx[i]);
-	if (to_run && r->movable == UINT32_MAX && run_takes(r, len)) {
+	bool to_run = r->tx.run_segs > 0 && same_peer(&r->tx.slot[r->tx.run_first], &r->tx.slot[i]);
+	if (to_run && r->tx.movable == UINT32_MAX && run_takes(r, len)) {
 		run_append(r, i);
 		close_run(r);
 		return;
 	}
 	/* One held at a time; a run to another peer goes now. */
-	if (r->movable != UINT32_MAX || (r->run_segs > 0 && !to_run))
+	if (r->tx.movable != UINT32_MAX || (r->tx.run_segs > 0 && !to_run))
 		close_run(r);
-	r->movable = i;
+	r->tx.movable = i;
 }
 
 static void cpu_relax(void)
@@ -1064,7 +1084,7 @@ static int wake_timer_within(struct io_ring *r, int timeout_ms)
 	uint64_t due = now + horizon;
 	int free_slot = -1, soon = -1;
 	for (int i = 0; i < WAKE_TIMERS; i++) {
-		uint64_t at = r->wake_at_ns[i];
+		uint64_t at = r->wake.at_ns[i];
 		if (at == 0)
 			free_slot = i;
 		else if (at <= due && at > now + horizon / 4)
@@ -1078,20 +1098,20 @@ static int wake_timer_within(struct io_ring *r, int timeout_ms)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 	if (!sqe)
 		return soon >= 0 ? 0 : -1;
-	r->wake_ts[slot].tv_sec = (long long)(due / 1000000000u);
-	r->wake_ts[slot].tv_nsec = (long long)(due % 1000000000u);
-	r->wake_at_ns[slot] = due;
+	r->wake.ts[slot].tv_sec = (long long)(due / 1000000000u);
+	r->wake.ts[slot].tv_nsec = (long long)(due % 1000000000u);
+	r->wake.at_ns[slot] = due;
 	r->base.stats.wake_timers++;
 	if (soon >= 0) {
 		/* If it has fired meanwhile, the update fails and the
 		 * timer's own completion frees the slot. */
-		io_uring_prep_timeout_update(sqe, &r->wake_ts[slot], WAKE_TAG_BASE + (uint64_t)slot,
+		io_uring_prep_timeout_update(sqe, &r->wake.ts[slot], WAKE_TAG_BASE + (uint64_t)slot,
 					     IORING_TIMEOUT_ABS);
 		io_uring_sqe_set_data64(sqe, WAKE_UPDATE_TAG);
 		return 1;
 	}
 	/* No completion count: a pure timer, which ends only by firing. */
-	io_uring_prep_timeout(sqe, &r->wake_ts[slot], 0, IORING_TIMEOUT_ABS);
+	io_uring_prep_timeout(sqe, &r->wake.ts[slot], 0, IORING_TIMEOUT_ABS);
 	io_uring_sqe_set_data64(sqe, WAKE_TAG_BASE + (uint64_t)slot);
 	return 0;
 }
@@ -1103,7 +1123,7 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	if (c < 0)
 		return c;
 	reap(r);
-	if (timeout_ms <= 0 || r->rx_q_len > 0 || r->rx_error || r->rearm_len > 0) {
+	if (timeout_ms <= 0 || r->rx.q_len > 0 || r->rx.error || r->socks.rearm_len > 0) {
 		uring_flush(io);
 		return 0;
 	}
@@ -1129,13 +1149,13 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 	 * sender has its window's sends queued here on every wait, and slept
 	 * in every one before.) A refusal (it should not happen) leaves them
 	 * queued for the wait's own enter below, which reports it. */
-	if (r->sqes_queued > 0 && watch) {
+	if (r->tx.sqes_queued > 0 && watch) {
 		(void)submit(r);
 		reap(r);
-		if (r->rx_q_len > 0 || r->rx_error || r->rearm_len > 0)
+		if (r->rx.q_len > 0 || r->rx.error || r->socks.rearm_len > 0)
 			return 0;
 	}
-	unsigned want = r->sqes_inflight + r->sqes_queued + 1;
+	unsigned want = r->tx.sqes_inflight + r->tx.sqes_queued + 1;
 	int e;
 	/* With nothing of ours in the kernel, first watch for input a few
 	 * microseconds (spin_for_input), then sleep without a timeout of the
@@ -1173,7 +1193,7 @@ static int uring_wait(struct rudp_io *io, int timeout_ms)
 
 static uint32_t uring_pending(const struct rudp_io *io)
 {
-	return ((const struct io_ring *)io)->tx_queued;
+	return ((const struct io_ring *)io)->tx.queued;
 }
 
 /* Completions in the CQ, receives queued, or task work the kernel holds
@@ -1183,7 +1203,7 @@ static bool uring_input_waiting(struct rudp_io *io)
 	struct io_ring *r = (struct io_ring *)io;
 	if (r->fork_gen != fork_generation || r->broken)
 		return true; /* let the next call find out */
-	return r->rx_q_len > 0 || r->rx_error || r->rearm_len > 0 || io_uring_cq_ready(&r->ring) > 0 ||
+	return r->rx.q_len > 0 || r->rx.error || r->socks.rearm_len > 0 || io_uring_cq_ready(&r->ring) > 0 ||
 	       (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
 
@@ -1200,17 +1220,17 @@ static void uring_destroy(struct rudp_io *io)
 		 * kernel tears a ring down in the background: without a cancel
 		 * the port stays bound for a while after the host is gone, and a
 		 * server restarted at once fails with EADDRINUSE. */
-		for (uint32_t i = 0; i < r->nsocks; i++) {
-			r->socks[i].live = false;
-			if (r->socks[i].armed)
+		for (uint32_t i = 0; i < r->socks.n; i++) {
+			r->socks.slot[i].live = false;
+			if (r->socks.slot[i].armed)
 				cancel_recv(r, i);
 		}
 		submit(r);
-		/* Sends still in the kernel point into tx_bufs: let them finish;
+		/* Sends still in the kernel point into tx.area: let them finish;
 		 * and wait for the receives' last completions. */
 		uint64_t give_up = rudp_io_now_ns() + DESTROY_DRAIN_MS * 1000000ull;
 		reap(r);
-		while (r->tx_inflight > 0 || r->armed > 0) {
+		while (r->tx.inflight > 0 || r->socks.armed > 0) {
 			struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
 			struct io_uring_cqe *cqe;
 			io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
@@ -1218,23 +1238,23 @@ static void uring_destroy(struct rudp_io *io)
 			if (rudp_io_now_ns() > give_up)
 				break;
 		}
-		if (r->br_registered)
+		if (r->rx.br_registered)
 			io_uring_unregister_buf_ring(&r->ring, BUF_GROUP);
 		io_uring_queue_exit(&r->ring);
 	}
-	if (r->br)
-		munmap(r->br, r->br_bytes);
-	if (r->rx_mem)
-		munmap(r->rx_mem, r->rx_mem_bytes);
-	free(r->rx_q);
-	free(r->rx_held);
-	free(r->rx_out);
-	free(r->tx);
-	free(r->tx_bufs);
-	free(r->tx_free);
-	free(r->tx_iovs);
-	free(r->socks);
-	free(r->rearm);
+	if (r->rx.br)
+		munmap(r->rx.br, r->rx.br_bytes);
+	if (r->rx.mem)
+		munmap(r->rx.mem, r->rx.mem_bytes);
+	free(r->rx.q);
+	free(r->rx.held);
+	free(r->rx.out);
+	free(r->tx.slot);
+	free(r->tx.area);
+	free(r->tx.free);
+	free(r->tx.iovs);
+	free(r->socks.slot);
+	free(r->socks.rearm);
 	free(r);
 }
 
@@ -1254,45 +1274,46 @@ static int uring_add_socket(struct rudp_io *io, int fd)
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return -errno;
-	if (r->gro)
+	if (r->rx.gro)
 		set_gro(fd, true);
 	uint32_t i = 1;
-	while (i < r->nsocks && (r->socks[i].fd >= 0 || r->socks[i].zombie))
+	while (i < r->socks.n && (r->socks.slot[i].fd >= 0 || r->socks.slot[i].zombie))
 		i++;
-	if (i == r->socks_cap) {
-		if (r->socks_cap >= (1u << 24))
+	if (i == r->socks.cap) {
+		if (r->socks.cap >= (1u << 24))
 			return -EMFILE;
-		uint32_t cap = r->socks_cap * 2;
-		struct ring_sock *socks = realloc(r->socks, cap * sizeof(*socks));
+		uint32_t cap = r->socks.cap * 2;
+		struct ring_sock *socks = realloc(r->socks.slot, cap * sizeof(*socks));
 		if (!socks)
 			return -ENOMEM;
-		r->socks = socks;
+		r->socks.slot = socks;
 		uint32_t *rearm = malloc(2 * (size_t)cap * sizeof(*rearm));
 		if (!rearm)
 			return -ENOMEM;
 		/* The queues wrap at the old size: unwrap them into the new. */
 		for (uint32_t q = 0; q < 2; q++) {
-			for (uint32_t k = 0; k < r->rearm_qlen[q]; k++)
+			for (uint32_t k = 0; k < r->socks.rearm_qlen[q]; k++)
 				rearm[q * cap + k] =
-					r->rearm[q * r->socks_cap + (r->rearm_head[q] + k) % r->socks_cap];
-			r->rearm_head[q] = 0;
+					r->socks.rearm[q * r->socks.cap +
+						       (r->socks.rearm_head[q] + k) % r->socks.cap];
+			r->socks.rearm_head[q] = 0;
 		}
-		free(r->rearm);
-		r->rearm = rearm;
-		r->socks_cap = cap;
+		free(r->socks.rearm);
+		r->socks.rearm = rearm;
+		r->socks.cap = cap;
 	}
-	if (i == r->nsocks) {
-		r->nsocks++;
-		r->socks[i].on_rearm = false;
+	if (i == r->socks.n) {
+		r->socks.n++;
+		r->socks.slot[i].on_rearm = false;
 	}
 	/* A removed socket's index may still be on the rearm queue: it stays
 	 * there once, for the new socket. */
-	bool queued = r->socks[i].on_rearm;
-	r->socks[i] = (struct ring_sock){.fd = fd, .live = true, .on_rearm = queued};
+	bool queued = r->socks.slot[i].on_rearm;
+	r->socks.slot[i] = (struct ring_sock){.fd = fd, .live = true, .on_rearm = queued};
 	push_rearm(r, i, true); /* armed by the next recv call */
 	/* A buffer per socket at least: a starved pool ends the receive of
 	 * every socket that gets data meanwhile. */
-	while (r->rx_ready < r->rx_count && r->rx_ready < r->nsocks)
+	while (r->rx.ready < r->rx.count && r->rx.ready < r->socks.n)
 		rx_grow(r);
 	return (int)i;
 }
@@ -1305,9 +1326,9 @@ static int uring_add_socket(struct rudp_io *io, int fd)
 static void uring_remove_socket(struct rudp_io *io, uint32_t i)
 {
 	struct io_ring *r = (struct io_ring *)io;
-	if (i == 0 || i >= r->nsocks || !r->socks[i].live)
+	if (i == 0 || i >= r->socks.n || !r->socks.slot[i].live)
 		return;
-	struct ring_sock *so = &r->socks[i];
+	struct ring_sock *so = &r->socks.slot[i];
 	so->live = false;
 	if (ring_check(r) == 0) {
 		submit(r);
@@ -1327,14 +1348,14 @@ static void uring_remove_socket(struct rudp_io *io, uint32_t i)
 		}
 	}
 	uint32_t kept = 0;
-	for (uint32_t k = 0; k < r->rx_q_len; k++) {
-		struct rx_done d = r->rx_q[(r->rx_q_head + k) % r->rx_count];
+	for (uint32_t k = 0; k < r->rx.q_len; k++) {
+		struct rx_done d = r->rx.q[(r->rx.q_head + k) % r->rx.count];
 		if (d.sock == i)
-			r->rx_held[r->rx_held_len++] = d.bid; /* back to the ring at the next call */
+			r->rx.held[r->rx.held_len++] = d.bid; /* back to the ring at the next call */
 		else
-			r->rx_q[(r->rx_q_head + kept++) % r->rx_count] = d;
+			r->rx.q[(r->rx.q_head + kept++) % r->rx.count] = d;
 	}
-	r->rx_q_len = kept;
+	r->rx.q_len = kept;
 	/* A receive that did not end in time may still post: never reuse. */
 	so->zombie = so->armed;
 	so->fd = -1;
@@ -1383,7 +1404,7 @@ static int ring_start(struct io_ring *r)
 	 * per buffer and per send slot, plus the re-arm), so it never
 	 * overflows and multishot is never ended by overflow. */
 	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = pow2_at_least(r->rx_count + r->tx_cap + 4 + WAKE_TIMERS + r->max_socks);
+	p.cq_entries = pow2_at_least(r->rx.count + r->tx.cap + 4 + WAKE_TIMERS + r->max_socks);
 	/* Cooperative task running: a datagram that arrives while this thread
 	 * runs in user space no longer interrupts it (by default the kernel
 	 * forces it into the kernel at once to run the receive, a large share
@@ -1394,10 +1415,10 @@ static int ring_start(struct io_ring *r)
 	 * flags; they also lack multishot recvmsg, so the retry without them
 	 * only reaches the usual EINVAL fallback. */
 	p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
-	int e = io_uring_queue_init_params(pow2_at_least(r->tx_cap + 2), &r->ring, &p);
+	int e = io_uring_queue_init_params(pow2_at_least(r->tx.cap + 2), &r->ring, &p);
 	if (e == -EINVAL) {
 		p.flags &= ~(unsigned)(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
-		e = io_uring_queue_init_params(pow2_at_least(r->tx_cap + 2), &r->ring, &p);
+		e = io_uring_queue_init_params(pow2_at_least(r->tx.cap + 2), &r->ring, &p);
 	}
 	if (e < 0)
 		return -e;
@@ -1406,47 +1427,48 @@ static int ring_start(struct io_ring *r)
 
 	struct io_uring_buf_reg reg;
 	memset(&reg, 0, sizeof(reg));
-	reg.ring_addr = (uint64_t)(uintptr_t)r->br;
-	reg.ring_entries = r->rx_count;
+	reg.ring_addr = (uint64_t)(uintptr_t)r->rx.br;
+	reg.ring_entries = r->rx.count;
 	reg.bgid = BUF_GROUP;
 	e = io_uring_register_buf_ring(&r->ring, &reg, 0);
 	if (e < 0)
 		return -e; /* EINVAL before 5.19 */
-	r->br_registered = true;
-	io_uring_buf_ring_init(r->br);
-	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx_count);
-	for (uint32_t i = 0; i < r->rx_ready; i++)
-		io_uring_buf_ring_add(r->br, rx_buf(r, i), (unsigned)r->rx_stride, (unsigned short)i,
+	r->rx.br_registered = true;
+	io_uring_buf_ring_init(r->rx.br);
+	uint32_t mask = (uint32_t)io_uring_buf_ring_mask(r->rx.count);
+	for (uint32_t i = 0; i < r->rx.ready; i++)
+		io_uring_buf_ring_add(r->rx.br, rx_buf(r, i), (unsigned)r->rx.stride, (unsigned short)i,
 				      (int)mask, (int)i);
-	io_uring_buf_ring_advance(r->br, (int)r->rx_ready);
-	r->rx_starved = false;
-	r->rx_last_starved = UINT64_MAX;
-	r->rx_q_head = r->rx_q_len = r->rx_held_len = 0;
-	for (uint32_t i = 0; i < r->tx_cap; i++)
-		r->tx_free[i] = r->tx_cap - 1 - i;
-	r->tx_free_len = r->tx_cap;
-	r->tx_cur = UINT32_MAX;
-	r->tx_area_used = 0;
-	r->tx_queued = r->tx_inflight = 0;
-	r->sqes_queued = r->sqes_inflight = 0;
-	r->run_segs = 0;
-	r->movable = UINT32_MAX;
-	r->tx_iovs_used = 0;
-	r->gso = (p.features & IORING_FEAT_SUBMIT_STABLE) != 0;
-	r->rx_error = 0;
-	memset(r->wake_at_ns, 0, sizeof(r->wake_at_ns));
+	io_uring_buf_ring_advance(r->rx.br, (int)r->rx.ready);
+	r->rx.starved = false;
+	r->rx.last_starved = UINT64_MAX;
+	r->rx.q_head = r->rx.q_len = r->rx.held_len = 0;
+	for (uint32_t i = 0; i < r->tx.cap; i++)
+		r->tx.free[i] = r->tx.cap - 1 - i;
+	r->tx.free_len = r->tx.cap;
+	r->tx.cur = UINT32_MAX;
+	r->tx.area_used = 0;
+	r->tx.queued = r->tx.inflight = 0;
+	r->tx.sqes_queued = r->tx.sqes_inflight = 0;
+	r->tx.run_segs = 0;
+	r->tx.movable = UINT32_MAX;
+	r->tx.iovs_used = 0;
+	r->tx.gso = (p.features & IORING_FEAT_SUBMIT_STABLE) != 0;
+	r->rx.error = 0;
+	memset(r->wake.at_ns, 0, sizeof(r->wake.at_ns));
 
-	r->rx_msg.msg_namelen = NAME_SPACE;
-	r->rx_msg.msg_controllen = r->gro ? GRO_CONTROL_SPACE : 0;
+	r->rx.msg.msg_namelen = NAME_SPACE;
+	r->rx.msg.msg_controllen = r->rx.gro ? GRO_CONTROL_SPACE : 0;
 	/* A new ring has no receive posted (after fork the old ones were
 	 * cancelled): the first socket's is posted and checked here, the
 	 * others' at the next recv call. */
-	r->armed = 0;
-	r->rearm_head[0] = r->rearm_head[1] = r->rearm_qlen[0] = r->rearm_qlen[1] = r->rearm_len = 0;
-	for (uint32_t i = 0; i < r->nsocks; i++) {
-		r->socks[i].armed = r->socks[i].on_rearm = r->socks[i].zombie = false;
-		if (r->socks[i].fd < 0)
-			r->socks[i].live = false;
+	r->socks.armed = 0;
+	r->socks.rearm_head[0] = r->socks.rearm_head[1] = r->socks.rearm_qlen[0] = r->socks.rearm_qlen[1] =
+		r->socks.rearm_len = 0;
+	for (uint32_t i = 0; i < r->socks.n; i++) {
+		r->socks.slot[i].armed = r->socks.slot[i].on_rearm = r->socks.slot[i].zombie = false;
+		if (r->socks.slot[i].fd < 0)
+			r->socks.slot[i].live = false;
 	}
 	arm_recv(r, 0);
 	e = submit_counted(r, &r->base.stats.recv_calls);
@@ -1455,10 +1477,10 @@ static int ring_start(struct io_ring *r)
 	/* A kernel without multishot recvmsg (before 6.0) rejects the request
 	 * at once, so its CQE is already here. */
 	reap(r);
-	if (!r->socks[0].armed || r->rx_error)
-		return r->rx_error ? -r->rx_error : EINVAL;
-	for (uint32_t i = 1; i < r->nsocks; i++)
-		if (r->socks[i].live)
+	if (!r->socks.slot[0].armed || r->rx.error)
+		return r->rx.error ? -r->rx.error : EINVAL;
+	for (uint32_t i = 1; i < r->socks.n; i++)
+		if (r->socks.slot[i].live)
 			push_rearm(r, i, true);
 	r->fork_gen = fork_generation;
 	return 0;
@@ -1471,8 +1493,8 @@ static int ring_start(struct io_ring *r)
  * its own ring. */
 static int adopt_after_fork(struct io_ring *r)
 {
-	for (uint32_t i = 0; i < r->nsocks; i++) {
-		if (!r->socks[i].armed)
+	for (uint32_t i = 0; i < r->socks.n; i++) {
+		if (!r->socks.slot[i].armed)
 			continue;
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 		if (!sqe) {
@@ -1488,7 +1510,7 @@ static int adopt_after_fork(struct io_ring *r)
 	/* Only this process's mapping and fd go; the parent keeps its ring. */
 	io_uring_queue_exit(&r->ring);
 	r->ring_ready = false;
-	r->br_registered = false;
+	r->rx.br_registered = false;
 	int e = ring_start(r);
 	if (e != 0) {
 		r->broken = e;
@@ -1534,15 +1556,15 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	r->base.fd = fd;
 	r->base.batch = batch;
 	r->base.recv_is_free = true;
-	r->tx_cur = UINT32_MAX;
+	r->tx.cur = UINT32_MAX;
 	r->max_socks = more_sockets;
 	/* The first socket; more come with add_socket (arrays grown then). */
-	r->socks = calloc(1, sizeof(*r->socks));
-	r->rearm = calloc(2, sizeof(*r->rearm));
-	r->socks_cap = 1;
-	r->nsocks = 1;
-	if (r->socks)
-		r->socks[0] = (struct ring_sock){.fd = fd, .live = true};
+	r->socks.slot = calloc(1, sizeof(*r->socks.slot));
+	r->socks.rearm = calloc(2, sizeof(*r->socks.rearm));
+	r->socks.cap = 1;
+	r->socks.n = 1;
+	if (r->socks.slot)
+		r->socks.slot[0] = (struct ring_sock){.fd = fd, .live = true};
 	/* At most two batches of receive buffers: the host holds one while
 	 * the kernel fills the other. More would only be memory, since a burst
 	 * beyond them waits in the socket's receive buffer (multishot ends
@@ -1551,7 +1573,7 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	 * provided as needed, RX_INITIAL or RX_INITIAL_GRO first (see the top
 	 * of this file). The owner may cap them lower (rx_buffers): a client
 	 * among hundreds in one process rarely needs a window's worth at once. */
-	r->rx_count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
+	r->rx.count = pow2_at_least(rx_buffers ? rx_buffers : batch * 2 < 64 ? 64 : batch * 2);
 	/* Sockets added later share the pool. By default it may grow to two
 	 * buffers per socket, rounded up to a power of two (the ring's size):
 	 * a starved pool ends the receive of every socket that gets data
@@ -1563,48 +1585,48 @@ static struct rudp_io *uring_create(int fd, uint32_t batch, uint32_t rx_buffers,
 	if (more_sockets > 0) {
 		uint64_t want = ((uint64_t)more_sockets + 1) * 2;
 		if (!rx_buffers)
-			r->rx_count = pow2_at_least(want < 32768 ? (uint32_t)want : 32768);
+			r->rx.count = pow2_at_least(want < 32768 ? (uint32_t)want : 32768);
 		gro = false;
 	}
 	/* Two batches of send slots: one being filled while the last one's
 	 * completions, nearly always immediate, come back. */
-	r->tx_cap = batch * 2;
+	r->tx.cap = batch * 2;
 
-	r->br_bytes = (size_t)r->rx_count * sizeof(struct io_uring_buf);
-	void *br = mmap(NULL, r->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	r->rx.br_bytes = (size_t)r->rx.count * sizeof(struct io_uring_buf);
+	void *br = mmap(NULL, r->rx.br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
 	/* A kernel without UDP_GRO (before 5.0; io_uring multishot needs 6.0,
 	 * so not expected) leaves the buffers one datagram each. */
-	r->gro = gro && set_gro(fd, true);
-	r->rx_stride = r->gro ? gro_stride() : RX_STRIDE;
-	r->rx_ready = r->gro ? RX_INITIAL_GRO : RX_INITIAL;
-	if (r->rx_ready > r->rx_count)
-		r->rx_ready = r->rx_count;
+	r->rx.gro = gro && set_gro(fd, true);
+	r->rx.stride = r->rx.gro ? gro_stride() : RX_STRIDE;
+	r->rx.ready = r->rx.gro ? RX_INITIAL_GRO : RX_INITIAL;
+	if (r->rx.ready > r->rx.count)
+		r->rx.ready = r->rx.count;
 	/* Address space for the whole pool, reserved but not committed
 	 * (NORESERVE): pages become memory when the kernel writes a datagram
 	 * into them. No huge pages: one would make 2 MiB resident at the first
 	 * write into a pool of 64 KiB buffers. */
-	r->rx_mem_bytes = (size_t)r->rx_count * r->rx_stride;
-	void *rx_mem = mmap(NULL, r->rx_mem_bytes, PROT_READ | PROT_WRITE,
+	r->rx.mem_bytes = (size_t)r->rx.count * r->rx.stride;
+	void *rx_mem = mmap(NULL, r->rx.mem_bytes, PROT_READ | PROT_WRITE,
 			    MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
 	if (rx_mem != MAP_FAILED) {
-		r->rx_mem = rx_mem;
-		madvise(rx_mem, r->rx_mem_bytes, MADV_NOHUGEPAGE);
+		r->rx.mem = rx_mem;
+		madvise(rx_mem, r->rx.mem_bytes, MADV_NOHUGEPAGE);
 	}
-	r->rx_q = calloc(r->rx_count, sizeof(*r->rx_q));
-	r->rx_held = calloc(r->rx_count, sizeof(*r->rx_held));
+	r->rx.q = calloc(r->rx.count, sizeof(*r->rx.q));
+	r->rx.held = calloc(r->rx.count, sizeof(*r->rx.held));
 	/* malloc, not calloc: every field of an output datagram and of a send
 	 * slot is written before it is read (tx_commit and close_run fill a
 	 * slot), so only the slots in use become resident, and the free stack
 	 * below hands out the same few again and again. */
-	r->rx_out = malloc(batch * sizeof(*r->rx_out));
-	r->tx = malloc(r->tx_cap * sizeof(*r->tx));
-	r->tx_bufs = malloc((size_t)(r->tx_cap + 1) * RUDP_IO_SLOT_SIZE);
-	r->tx_free = calloc(r->tx_cap, sizeof(*r->tx_free));
-	r->tx_iovs = calloc(r->tx_cap, sizeof(*r->tx_iovs));
+	r->rx.out = malloc(batch * sizeof(*r->rx.out));
+	r->tx.slot = malloc(r->tx.cap * sizeof(*r->tx.slot));
+	r->tx.area = malloc((size_t)(r->tx.cap + 1) * RUDP_IO_SLOT_SIZE);
+	r->tx.free = calloc(r->tx.cap, sizeof(*r->tx.free));
+	r->tx.iovs = calloc(r->tx.cap, sizeof(*r->tx.iovs));
 	if (br != MAP_FAILED)
-		r->br = br;
-	if (!r->br || !r->rx_mem || !r->rx_q || !r->rx_held || !r->rx_out || !r->tx || !r->tx_bufs ||
-	    !r->tx_free || !r->tx_iovs || !r->socks || !r->rearm) {
+		r->rx.br = br;
+	if (!r->rx.br || !r->rx.mem || !r->rx.q || !r->rx.held || !r->rx.out || !r->tx.slot || !r->tx.area ||
+	    !r->tx.free || !r->tx.iovs || !r->socks.slot || !r->socks.rearm) {
 		*err = ENOMEM;
 		uring_destroy(&r->base);
 		return NULL;
