@@ -44,7 +44,7 @@ struct rudp_io_stats {
 	 * otherwise unsendable. */
 	uint64_t send_errors;
 	uint64_t gso_sends; /* send requests that carried two or more datagrams */
-	uint64_t direct_sends; /* io_uring: send requests made with a plain sendmsg (flush_direct) */
+	uint64_t direct_sends; /* io_uring: send requests made with a plain sendmsg (uring_tx_flush_direct) */
 	uint64_t rx_buffer_grows; /* io_uring: times the receive buffers were doubled */
 	uint64_t gro_receives; /* io_uring: receive completions that carried a run of two or more datagrams */
 	uint64_t rx_rearms; /* io_uring: receives posted again after they ended (mostly for want of a buffer)

@@ -258,7 +258,7 @@ bool uring_tx_flush_direct(struct io_ring *r)
 	if (m != UINT32_MAX && !lone_movable) {
 		if (!movable_joins_run(tx, r->base.gso_off))
 			return false; /* two requests */
-		run_append(tx, m); /* as close_run would */
+		run_append(tx, m); /* as uring_tx_close_run would */
 		tx->movable = UINT32_MAX;
 	}
 	if (!lone_movable && tx->run_segs == 0)
@@ -472,9 +472,9 @@ bool uring_tx_alloc(struct uring_tx *tx, uint32_t batch)
 	tx->cap = batch * 2;
 	tx->cur = UINT32_MAX;
 	/* malloc, not calloc: every field of a send slot is written before it
-	 * is read (tx_commit and close_run fill a slot), so only the slots in
-	 * use become resident, and the free stack hands out the same few
-	 * again and again. */
+	 * is read (tx_commit and uring_tx_close_run fill a slot), so only the
+	 * slots in use become resident, and the free stack hands out the same
+	 * few again and again. */
 	tx->slot = malloc(tx->cap * sizeof(*tx->slot));
 	tx->area = malloc((size_t)(tx->cap + 1) * RUDP_IO_SLOT_SIZE);
 	tx->free = calloc(tx->cap, sizeof(*tx->free));
