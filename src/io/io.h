@@ -44,7 +44,7 @@ struct rudp_io_stats {
 	 * otherwise unsendable. */
 	uint64_t send_errors;
 	uint64_t gso_sends; /* send requests that carried two or more datagrams */
-	uint64_t direct_sends; /* io_uring: send requests made with a plain sendmsg (flush_direct) */
+	uint64_t direct_sends; /* io_uring: send requests made with a plain sendmsg (uring_tx_flush_direct) */
 	uint64_t rx_buffer_grows; /* io_uring: times the receive buffers were doubled */
 	uint64_t gro_receives; /* io_uring: receive completions that carried a run of two or more datagrams */
 	uint64_t rx_rearms; /* io_uring: receives posted again after they ended (mostly for want of a buffer)
@@ -140,8 +140,7 @@ static inline uint64_t rudp_io_now_ns(void)
  * wait_spin_ns is set and no pause is on. Every wait counts towards a
  * pause's end, whether it watches or not and whether it carries sends or
  * not: counted only in waits that could watch, a stream in which every
- * wait hands over answers never watched again once paused
- * (docs/benchmarks.md, "A watch pause that never ended"). */
+ * wait hands over answers never watched again once paused. */
 static inline bool rudp_io_watch_allowed(struct rudp_io *io)
 {
 	bool watch = io->wait_spin_ns > 0 && io->spin_pause_left == 0;
