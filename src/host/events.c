@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Event queue. Message bytes are copied into one growable ring of bodies
- * (conn/body_ring.h), kept as positions (so growth may move the block),
+ * (common/body_ring.h), kept as positions (so growth may move the block),
  * and released in bulk at the start of the next service call: the
  * application gets plain pointers that stay valid until then, with no
  * allocation per message once the ring has grown.
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/body_ring.h"
+#include "common/body_ring.h"
 #include "host_internal.h"
 
 void event_queue_init(struct event_queue *q, uint32_t max)
@@ -118,7 +118,7 @@ static int grow_items(struct event_queue *q)
 }
 
 /* Makes room in the arena for a body of len bytes. The ring grows (its
- * block by the steps of conn/body_ring.h) only when the body does not fit
+ * block by the steps of common/body_ring.h) only when the body does not fit
  * in the room the released bodies left, and to hold what it holds plus the
  * body twice (it may skip up to one body at the ring's end). */
 static int arena_make_room(struct event_queue *q, uint64_t len)

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "conn/body_ring.h"
+#include "common/body_ring.h"
 #include "conn/conn.h"
 #include "host/guard.h"
 #include "io/io.h"
@@ -141,7 +141,7 @@ struct event_queue {
 	uint32_t head, count, cap; /* ring; cap is a power of two (index & (cap - 1)) */
 	uint32_t non_receive; /* queued events that are not RUDP_EVENT_RECEIVE */
 	uint32_t max;
-	/* Message bodies, a ring (conn/body_ring.h): [tail, head) holds the
+	/* Message bodies, a ring (common/body_ring.h): [tail, head) holds the
 	 * data of queued events and of those returned by the current call. */
 	struct body_ring arena;
 	/* Message bytes of the queued events (not yet popped), and the most
