@@ -7,13 +7,10 @@
  * allocation per message once the ring has grown.
  *
  * Why a ring: a host whose application reads more slowly than messages
- * arrive (a busy server) always has events queued, so the bytes of the
- * oldest are released while new ones are added behind them. A ring reuses
- * the released room at its start; the flat arena it replaced added at the
- * end and slid its live bytes back only when the released part passed half
- * its size, so it doubled with half of it free and touched up to twice
- * what it held: rudp-bench's server of 2,048 connections grew it to 64 MiB,
- * 57 MiB resident, holding at most about 25 MiB.
+ * arrive (a busy server) always has events queued, so the oldest bodies
+ * are released while new ones are added behind them. A ring reuses the
+ * released room at its start; an arena that only appends grows to about
+ * twice what it holds, all of it resident.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +34,7 @@ void event_queue_free(struct event_queue *q)
 /* How often an empty queue looks at whether its arena and event array can
  * shrink, and the least each keeps. Why: a burst the application reads
  * slowly grows the arena to what it held at once (up to max_pending_events
- * messages: 64 MiB of 1,000 B ones at the default), and without this that
- * stays resident for the host's life. Each shrinks to what the busiest
+ * messages), and without this that stays resident for the host's life. Each shrinks to what the busiest
  * moment since the last look needed, not to the floor, so a host that is
  * steadily busy keeps its working size and pays no page faults or system
  * calls for it; one that went quiet shrinks within two periods. */

@@ -222,17 +222,12 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 {
 	h->now_us = rudp_now_us();
 	host_flush_dirty(h);
-	/* Hand over what the application queued since the last call, and
-	 * what that call left (see the end): with io_uring the same enter
-	 * also collects what arrived meanwhile, so the read below is free.
-	 * When nothing has arrived (seen in shared memory, no system call)
-	 * and the call may wait, this call is going to wait, and the wait
-	 * hands them over: in its own enter when it sleeps at once, or in a
-	 * submit just before it watches for input (uring_wait). Either way
-	 * one system call when the answer comes within the watch, and they
-	 * leave only the few microseconds of the empty read round later.
-	 * Input already there means work before any wait: send first. (A
-	 * backend that cannot tell, recvmmsg, always says input may wait.) */
+	/* Hand over what the application queued since the last call and what
+	 * that call left (see the end). When this call may wait and nothing
+	 * has arrived (io_uring sees that without a system call), the wait
+	 * hands them over in its own io_uring_enter: one system call for both.
+	 * Input already there means work before any wait, so send first; a
+	 * backend that cannot tell (recvmmsg) always says input may wait. */
 	bool sent_first = !(want_events && timeout_ms != 0 && !rudp_io_input_waiting(h->io));
 	if (sent_first)
 		rudp_io_flush(h->io);
@@ -251,19 +246,14 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 			break;
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
-	/* A call that hands the application messages, and nothing else, may
-	 * leave what it produced (their ACKs, mostly) queued when reading is
-	 * free (io_uring): the application answers and calls again (service,
-	 * receive or flush), and that call's first io_uring_enter carries the
-	 * ACKs with the answers: one enter per round instead of two, and one
-	 * wake-up for the peer. rudp_host_next_timeout_ms() says 0 meanwhile.
-	 * Any other call sends everything before returning: after a connect
-	 * or disconnect, or with nothing to hand over, the application may
-	 * turn to other work for long. (With recvmmsg the read costs a call
-	 * anyway, and the receive round has sent these already.) What the
-	 * application queued before the call is never left: if the first
-	 * flush was saved for a wait that did not happen (input came between
-	 * the look and the read), it goes now. */
+	/* A call that hands out messages and nothing else may leave their
+	 * ACKs queued when reading is free (io_uring): the application's next
+	 * call sends them with its answers in one io_uring_enter, one wake-up
+	 * for the peer; rudp_host_next_timeout_ms() says 0 meanwhile. Any other
+	 * call sends everything: after a connect or disconnect, or with nothing
+	 * to hand over, the application may turn to other work for long. What
+	 * it queued before this call is never left: if the first flush was
+	 * saved for a wait that did not happen, it goes now. */
 	bool leave_own = want_events && h->events.count > 0 && h->events.non_receive == 0 &&
 			 h->io->recv_is_free && (sent_first || waited);
 	if (!leave_own)
