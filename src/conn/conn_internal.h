@@ -15,7 +15,7 @@
 #ifndef RUDP_CONN_INTERNAL_H
 #define RUDP_CONN_INTERNAL_H
 
-#include "conn/body_ring.h"
+#include "common/body_ring.h"
 #include "conn/conn.h"
 #include "rudp_version.h"
 

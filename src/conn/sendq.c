@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/body_ring.h"
+#include "common/body_ring.h"
 #include "conn/conn_internal.h"
 #if RUDP_HAVE_SEND_POLICY
 #include "policy/policy.h"

@@ -1,24 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Event queue. Message bytes are copied into one growable ring of bodies
- * (conn/body_ring.h), kept as positions (so growth may move the block),
+ * (common/body_ring.h), kept as positions (so growth may move the block),
  * and released in bulk at the start of the next service call: the
  * application gets plain pointers that stay valid until then, with no
  * allocation per message once the ring has grown.
  *
  * Why a ring: a host whose application reads more slowly than messages
- * arrive (a busy server) always has events queued, so the bytes of the
- * oldest are released while new ones are added behind them. A ring reuses
- * the released room at its start; the flat arena it replaced added at the
- * end and slid its live bytes back only when the released part passed half
- * its size, so it doubled with half of it free and touched up to twice
- * what it held: rudp-bench's server of 2,048 connections grew it to 64 MiB,
- * 57 MiB resident, holding at most about 25 MiB.
+ * arrive (a busy server) always has events queued, so the oldest bodies
+ * are released while new ones are added behind them. A ring reuses the
+ * released room at its start; an arena that only appends grows to about
+ * twice what it holds, all of it resident.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/body_ring.h"
+#include "common/body_ring.h"
 #include "host_internal.h"
 
 void event_queue_init(struct event_queue *q, uint32_t max)
@@ -37,8 +34,7 @@ void event_queue_free(struct event_queue *q)
 /* How often an empty queue looks at whether its arena and event array can
  * shrink, and the least each keeps. Why: a burst the application reads
  * slowly grows the arena to what it held at once (up to max_pending_events
- * messages: 64 MiB of 1,000 B ones at the default), and without this that
- * stays resident for the host's life. Each shrinks to what the busiest
+ * messages), and without this that stays resident for the host's life. Each shrinks to what the busiest
  * moment since the last look needed, not to the floor, so a host that is
  * steadily busy keeps its working size and pays no page faults or system
  * calls for it; one that went quiet shrinks within two periods. */
@@ -118,7 +114,7 @@ static int grow_items(struct event_queue *q)
 }
 
 /* Makes room in the arena for a body of len bytes. The ring grows (its
- * block by the steps of conn/body_ring.h) only when the body does not fit
+ * block by the steps of common/body_ring.h) only when the body does not fit
  * in the room the released bodies left, and to hold what it holds plus the
  * body twice (it may skip up to one body at the ring's end). */
 static int arena_make_room(struct event_queue *q, uint64_t len)

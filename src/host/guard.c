@@ -48,11 +48,9 @@ int guard_init(struct host_guard *g, const struct rudp_config *cfg, uint64_t see
 	g->cookie_secret = secret;
 	/* At most max_pending addresses are live at once; twice that many
 	 * slots keeps linear probe runs short. The table starts at
-	 * GUARD_COUNTS_FIRST slots and doubles as addresses come (count_grow):
-	 * a server allowing thousands of pending handshakes that sees a few
-	 * clients at a time keeps 384 bytes, not the 48 KiB a table for 1,024
-	 * pending handshakes takes (rudp-bench's one-connection server held
-	 * all of it resident: calloc writes what it hands out). */
+	 * GUARD_COUNTS_FIRST slots and doubles as addresses come (count_grow),
+	 * so a server that allows thousands of pending handshakes but sees a
+	 * few clients at a time does not keep a table for all of them. */
 	g->count_cap_max = GUARD_COUNTS_FIRST;
 	while (g->count_cap_max < 2 * g->max_pending)
 		g->count_cap_max <<= 1;

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The host: socket set-up, the service loop, peers' lives, and conn glue. */
+/* The host: socket set-up, the service loop, and the API calls that drive them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -14,7 +12,6 @@
 
 #include "host_internal.h"
 
-#define NOT_IN_HEAP UINT32_MAX
 /* Receive batches handled before timers and sends get their turn, so a
  * flood on the socket cannot starve retransmission and ACKs. */
 #define RECV_BATCHES_PER_ROUND 16
@@ -26,113 +23,12 @@ uint64_t rudp_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-void host_log(struct rudp_host *h, int level, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-	if (!h->cfg.log || level >= h->cfg.log_level_max)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	h->cfg.log(h->cfg.log_userdata, level, msg);
-}
-
 static uint64_t random_u64(void)
 {
 	uint64_t v = 0;
 	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
 		v = rudp_now_us() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
 	return v;
-}
-
-/* ---- conn callbacks: ud is the peer ---- */
-
-static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
-{
-	struct rudp_peer *p = ud;
-	struct rudp_host *h = p->host;
-	if (len > RUDP_IO_SLOT_SIZE)
-		return -1;
-	uint8_t *slot = rudp_io_tx_slot(h->io);
-	if (slot != data) /* built in place (cb_datagram_buffer) unless the conn had to use its own */
-		memcpy(slot, data, len);
-	/* ACKs and NACKs carry no datagram sequence number, so the backend
-	 * may move them behind data to the same peer: the ACK of a request,
-	 * built when it arrives, then ends the GSO send of the answer. */
-	if (slot[0] & (RUDP_DGRAM_ACK | RUDP_DGRAM_NACK))
-		rudp_io_tx_commit_movable_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr,
-					     p->send_addrlen);
-	else
-		rudp_io_tx_commit_on(h->io, p->sock, len, (const struct sockaddr *)&p->send_addr,
-				     p->send_addrlen);
-	return 0;
-}
-
-/* The conn builds its next datagram right in the I/O send slot, which stays
- * the same until it is committed (cb_send_datagram). */
-static uint8_t *cb_datagram_buffer(void *ud, size_t len)
-{
-	struct rudp_peer *p = ud;
-	return len <= RUDP_IO_SLOT_SIZE ? rudp_io_tx_slot(p->host->io) : NULL;
-}
-
-static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel)
-{
-	struct rudp_peer *p = ud;
-	struct pending_event e = {.type = RUDP_EVENT_RECEIVE,
-				  .peer = p,
-				  .len = len,
-				  .reliability = reliability,
-				  .channel = channel};
-	/* Reliable messages had their room made (cb_reserve_delivery); an
-	 * unreliable one may be dropped, as the network may drop it. */
-	if (event_queue_push(&p->host->events, &e, data) != 0)
-		host_log(p->host, 1, "out of memory queueing an unreliable message; dropped");
-}
-
-/* Before the conn acknowledges a reliable frame: room in the event queue
- * for every event the frame may cause (and a close event after them). */
-static bool cb_reserve_delivery(void *ud, uint32_t messages, uint64_t bytes)
-{
-	struct rudp_peer *p = ud;
-	return event_queue_reserve(&p->host->events, messages + 1, bytes) == 0;
-}
-
-static void cb_connected(void *ud)
-{
-	struct rudp_peer *p = ud;
-	struct pending_event e = {.type = RUDP_EVENT_CONNECT, .peer = p};
-	guard_pending_remove(&p->host->guard, p);
-	/* Its room was made with the frame that finished the handshake. */
-	event_queue_push(&p->host->events, &e, NULL);
-}
-
-static int map_close_reason(enum rudp_conn_close_reason r)
-{
-	switch (r) {
-	case RUDP_CONN_CLOSE_LOCAL: return RUDP_REASON_LOCAL;
-	case RUDP_CONN_CLOSE_REMOTE: return RUDP_REASON_REMOTE;
-	case RUDP_CONN_CLOSE_TIMEOUT: return RUDP_REASON_TIMEOUT;
-	case RUDP_CONN_CLOSE_CONNECT_FAILED: return RUDP_REASON_CONNECT_FAILED;
-	default: return RUDP_REASON_PROTOCOL;
-	}
-}
-
-static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
-{
-	/* The conn is still on the stack: finish the close once it returns. */
-	struct rudp_peer *p = ud;
-	p->closing_pending = true;
-	p->close_reason = map_close_reason(reason);
-}
-
-/* Send policy: a refused sender may send again. */
-static void cb_writable(void *ud)
-{
-	struct rudp_peer *p = ud;
-	struct pending_event e = {.type = RUDP_EVENT_WRITABLE, .peer = p};
-	event_queue_push(&p->host->events, &e, NULL);
 }
 
 /* Re-arms the peer's timer and finishes a close the conn asked for. Call
@@ -183,150 +79,6 @@ void host_flush_dirty(struct rudp_host *h)
 			continue;
 		rudp_conn_flush(p->conn, h->now_us);
 		after_conn_call(h, p);
-	}
-}
-
-struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, uint32_t sock,
-				bool outgoing)
-{
-	struct rudp_peer *p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->host = h;
-	p->addr = *norm;
-	p->sock = sock;
-	p->own_fd = -1;
-	p->outgoing = outgoing;
-	p->heap_index = NOT_IN_HEAP;
-	p->deadline_us = UINT64_MAX;
-	p->protocol = h->cfg.protocol_version;
-	p->has_send_opts = h->has_send_opts;
-	p->send_opts = h->send_opts;
-	if (!rudp_addr_for_socket(norm, h->family, &p->send_addr, &p->send_addrlen)) {
-		free(p);
-		return NULL;
-	}
-	p->addr_hash = peer_table_hash(&h->table, norm, sock);
-	if (peer_table_insert(&h->table, p) != 0) {
-		free(p);
-		return NULL;
-	}
-	h->peer_count++;
-	return p;
-}
-
-static void peer_free(struct rudp_host *h, struct rudp_peer *p)
-{
-	host_peer_policy_closing(p);
-	if (p->conn)
-		rudp_conn_destroy(p->conn);
-	host_peer_policy_free(p);
-	if (p->own_fd >= 0) {
-		/* Its socket goes with it (the io is gone when the host is). */
-		if (h->io)
-			rudp_io_remove_socket(h->io, p->sock);
-		close(p->own_fd);
-	}
-	free(p);
-}
-
-int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn_role role, uint16_t mtu)
-{
-	struct rudp_conn_config cc = h->conn_cfg;
-	struct rudp_conn_callbacks cb = {.ud = p,
-					 .send_datagram = cb_send_datagram,
-					 .datagram_buffer = cb_datagram_buffer,
-					 .deliver = cb_deliver,
-					 .reserve_delivery = cb_reserve_delivery,
-					 .connected = cb_connected,
-					 .closed = cb_closed,
-					 .writable = cb_writable};
-	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid,
-					.remote_guid = (int64_t)p->remote_guid};
-	struct sockaddr_storage local, own;
-	socklen_t own_len = sizeof(own);
-	if (p->own_fd >= 0 && getsockname(p->own_fd, (struct sockaddr *)&own, &own_len) == 0)
-		rudp_addr_normalize((const struct sockaddr *)&own, &local);
-	else
-		rudp_addr_normalize((const struct sockaddr *)&h->local_addr, &local);
-	rudp_addr_to_wire(&local, &id.local_addr);
-	rudp_addr_to_wire(&p->addr, &id.remote_addr);
-	/* RakNet's MTU probing cannot see the first hop: the kernel fragments
-	 * an oversized probe locally and it arrives, so a host on a link with
-	 * a smaller MTU (a cloud VM at 1460, a tunnel) agrees on 1492 and then
-	 * sends every full datagram as IP fragments; worse, a UDP GSO run of
-	 * such datagrams is not fragmented but lost. Never send datagrams
-	 * larger than the kernel's route to the peer allows (each side only
-	 * limits what it sends, so the two may differ). */
-	unsigned route = rudp_addr_route_mtu(&p->addr);
-	if (route && route < mtu)
-		mtu = (uint16_t)(route < 576 ? 576 : route);
-	cc.mtu = mtu;
-	cc.ip_udp_overhead = p->addr.ss_family == AF_INET6 ? 48 : 28;
-	if (role == RUDP_CONN_CLIENT) {
-		/* The connect timeout covers the whole handshake, offline part too. */
-		uint64_t spent = h->now_us - p->handshake_started_us;
-		cc.connect_timeout_us = spent < cc.connect_timeout_us ? cc.connect_timeout_us - spent : 1;
-	} else {
-		/* An incoming handshake holds a pending slot (guard.c): keep it short. */
-		cc.connect_timeout_us = (uint64_t)h->cfg.handshake_timeout_ms * 1000;
-	}
-	p->mtu = mtu;
-	p->conn = rudp_conn_create(&cc, &cb, role, &id, h->now_us);
-	if (!p->conn || host_peer_policy_attach(p) != 0) {
-		host_peer_close(h, p, RUDP_REASON_CONNECT_FAILED);
-		return RUDP_E_NOMEM;
-	}
-	p->stage = PEER_ONLINE;
-	host_mark_dirty(h, p);
-	host_peer_touch(h, p);
-	return 0;
-}
-
-void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason)
-{
-	if (p->stage == PEER_DEAD)
-		return;
-	p->stage = PEER_DEAD;
-	if (p->guard_pending) {
-		/* An incoming handshake that never finished (timed out or evicted):
-		 * the application never saw it connect, so it hears nothing now. */
-		guard_pending_remove(&h->guard, p);
-		p->silent_close = true;
-		if (reason == RUDP_REASON_CONNECT_FAILED)
-			h->guard.pending_timed_out++;
-	}
-	peer_table_remove(&h->table, p);
-	timer_heap_set(&h->timers, p, UINT64_MAX);
-	h->peer_count--;
-	if (p->conn) {
-		rudp_conn_get_stats(p->conn, &p->final_stats);
-		p->has_final_stats = true;
-		host_peer_policy_closing(p);
-		rudp_conn_destroy(p->conn);
-		p->conn = NULL;
-	}
-	p->dead_next = h->dead_head;
-	h->dead_head = p;
-	if (p->silent_close)
-		return;
-	struct pending_event e = {.type = RUDP_EVENT_DISCONNECT, .peer = p, .reason = reason};
-	if (event_queue_push(&h->events, &e, NULL) != 0)
-		p->event_seen = true; /* no way to report it; free it next round */
-}
-
-/* Frees closed peers whose DISCONNECT event the application has had. */
-static void free_seen_dead(struct rudp_host *h)
-{
-	struct rudp_peer **link = &h->dead_head;
-	while (*link) {
-		struct rudp_peer *p = *link;
-		if ((p->event_seen || p->silent_close) && !p->dirty) {
-			*link = p->dead_next;
-			peer_free(h, p);
-		} else {
-			link = &p->dead_next;
-		}
 	}
 }
 
@@ -449,7 +201,7 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 }
 
 /* pump_round() that always leaves nothing unsent. */
-static int pump(struct rudp_host *h, uint64_t wait_us)
+int host_pump(struct rudp_host *h, uint64_t wait_us)
 {
 	int r = pump_round(h, wait_us, NULL);
 	rudp_io_flush(h->io);
@@ -470,21 +222,16 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 {
 	h->now_us = rudp_now_us();
 	host_flush_dirty(h);
-	/* Hand over what the application queued since the last call, and
-	 * what that call left (see the end): with io_uring the same enter
-	 * also collects what arrived meanwhile, so the read below is free.
-	 * When nothing has arrived (seen in shared memory, no system call)
-	 * and the call may wait, this call is going to wait, and the wait
-	 * hands them over: in its own enter when it sleeps at once, or in a
-	 * submit just before it watches for input (uring_wait). Either way
-	 * one system call when the answer comes within the watch, and they
-	 * leave only the few microseconds of the empty read round later.
-	 * Input already there means work before any wait: send first. (A
-	 * backend that cannot tell, recvmmsg, always says input may wait.) */
+	/* Hand over what the application queued since the last call and what
+	 * that call left (see the end). When this call may wait and nothing
+	 * has arrived (io_uring sees that without a system call), the wait
+	 * hands them over in its own io_uring_enter: one system call for both.
+	 * Input already there means work before any wait, so send first; a
+	 * backend that cannot tell (recvmmsg) always says input may wait. */
 	bool sent_first = !(want_events && timeout_ms != 0 && !rudp_io_input_waiting(h->io));
 	if (sent_first)
 		rudp_io_flush(h->io);
-	free_seen_dead(h);
+	host_free_seen_dead(h);
 	event_queue_release(&h->events, h->now_us);
 
 	uint64_t start = h->now_us;
@@ -499,19 +246,14 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 			break;
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
-	/* A call that hands the application messages, and nothing else, may
-	 * leave what it produced (their ACKs, mostly) queued when reading is
-	 * free (io_uring): the application answers and calls again (service,
-	 * receive or flush), and that call's first io_uring_enter carries the
-	 * ACKs with the answers: one enter per round instead of two, and one
-	 * wake-up for the peer. rudp_host_next_timeout_ms() says 0 meanwhile.
-	 * Any other call sends everything before returning: after a connect
-	 * or disconnect, or with nothing to hand over, the application may
-	 * turn to other work for long. (With recvmmsg the read costs a call
-	 * anyway, and the receive round has sent these already.) What the
-	 * application queued before the call is never left: if the first
-	 * flush was saved for a wait that did not happen (input came between
-	 * the look and the read), it goes now. */
+	/* A call that hands out messages and nothing else may leave their
+	 * ACKs queued when reading is free (io_uring): the application's next
+	 * call sends them with its answers in one io_uring_enter, one wake-up
+	 * for the peer; rudp_host_next_timeout_ms() says 0 meanwhile. Any other
+	 * call sends everything: after a connect or disconnect, or with nothing
+	 * to hand over, the application may turn to other work for long. What
+	 * it queued before this call is never left: if the first flush was
+	 * saved for a wait that did not happen, it goes now. */
 	bool leave_own = want_events && h->events.count > 0 && h->events.non_receive == 0 &&
 			 h->io->recv_is_free && (sent_first || waited);
 	if (!leave_own)
@@ -813,12 +555,12 @@ void rudp_host_destroy(rudp_host *h)
 	for (uint32_t i = 0; h->table.slots && i < h->table.cap; i++) {
 		struct rudp_peer *p = h->table.slots[i];
 		if (p && (uintptr_t)p != 1)
-			peer_free(h, p);
+			host_peer_free(h, p);
 	}
 	while (h->dead_head) {
 		struct rudp_peer *p = h->dead_head;
 		h->dead_head = p->dead_next;
-		peer_free(h, p);
+		host_peer_free(h, p);
 	}
 	peer_table_free(&h->table);
 	timer_heap_free(&h->timers);
@@ -977,58 +719,4 @@ void rudp_peer_reset(rudp_peer *p)
 	} else {
 		p->silent_close = true;
 	}
-}
-
-int rudp_ping(rudp_host *h, const char *address, int timeout_ms, rudp_pong *out)
-{
-	struct sockaddr_storage addr, norm;
-	socklen_t alen;
-	/* Servers never answer with a pong larger than the ping (no reflection
-	 * amplification, docs/security.md), so the ping is padded to the largest
-	 * pong: 33 bytes of header plus the 1400 of rudp_host_set_pong_data(). */
-	uint8_t buf[33 + 1400];
-	if (!h || !address || !out || timeout_ms < 0)
-		return RUDP_E_INVALID;
-	int r = rudp_addr_parse(address, &addr, &alen);
-	if (r != 0)
-		return r;
-	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
-	h->now_us = rudp_now_us();
-	struct rudp_wire_unconnected_ping ping = {.id = RUDP_ID_UNCONNECTED_PING,
-						  .time = (int64_t)(h->now_us / 1000),
-						  .client_guid = (int64_t)h->guid};
-	int n = rudp_wire_encode_unconnected_ping(buf, sizeof(buf), &ping);
-	if (n < 0)
-		return RUDP_E_INVALID;
-	memset(buf + n, 0, sizeof(buf) - (size_t)n);
-	n = (int)sizeof(buf);
-	struct sockaddr_storage probe;
-	socklen_t plen;
-	if (!rudp_addr_for_socket(&norm, h->family, &probe, &plen))
-		return RUDP_E_ADDRESS;
-	h->ping_waiting = true;
-	h->ping_got = false;
-	h->ping_addr = norm;
-	h->ping_sent_time = (int64_t)h->now_us;
-	memset(&h->ping_result, 0, sizeof(h->ping_result));
-	uint64_t limit = h->now_us + (uint64_t)timeout_ms * 1000;
-	uint64_t next_send = 0;
-	while (!h->ping_got && h->now_us < limit) {
-		if (h->now_us >= next_send) {
-			/* Resend now and then: one lost datagram should not fail the ping. */
-			host_send_raw(h, NULL, &norm, buf, (size_t)n);
-			rudp_io_flush(h->io);
-			next_send = h->now_us + 500000;
-		}
-		uint64_t wait = limit - h->now_us;
-		if (wait > next_send - h->now_us)
-			wait = next_send - h->now_us;
-		if (pump(h, wait) < 0)
-			break;
-	}
-	h->ping_waiting = false;
-	if (!h->ping_got)
-		return RUDP_E_NOT_CONNECTED;
-	*out = h->ping_result;
-	return 0;
 }

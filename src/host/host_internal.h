@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "conn/body_ring.h"
+#include "common/body_ring.h"
 #include "conn/conn.h"
 #include "host/guard.h"
 #include "io/io.h"
@@ -141,7 +141,7 @@ struct event_queue {
 	uint32_t head, count, cap; /* ring; cap is a power of two (index & (cap - 1)) */
 	uint32_t non_receive; /* queued events that are not RUDP_EVENT_RECEIVE */
 	uint32_t max;
-	/* Message bodies, a ring (conn/body_ring.h): [tail, head) holds the
+	/* Message bodies, a ring (common/body_ring.h): [tail, head) holds the
 	 * data of queued events and of those returned by the current call. */
 	struct body_ring arena;
 	/* Message bytes of the queued events (not yet popped), and the most
@@ -204,7 +204,8 @@ struct rudp_host {
 	struct host_guard guard; /* handshake admission (guard.c) */
 };
 
-uint64_t rudp_now_us(void);
+uint64_t rudp_now_us(void); /* host.c */
+/* log.c: to the application's log callback when level < log_level_max. */
 void host_log(struct rudp_host *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* offline.c */
@@ -215,14 +216,27 @@ void offline_client_timer(struct rudp_host *h, struct rudp_peer *p);
 void host_send_raw(struct rudp_host *h, const struct rudp_peer *p_or_null,
 		   const struct sockaddr_storage *to_norm, const uint8_t *data, size_t len);
 
-/* host.c */
+/* peer_life.c: a peer's life. new: makes a peer and enters it in the
+ * table (NULL without memory or when the host's socket cannot reach the
+ * address); go_online: gives it its conn (0, or RUDP_E_NOMEM and the peer
+ * is closed); close: ends it, with a DISCONNECT event unless silent; free:
+ * frees it and what it owns; free_seen_dead: frees closed peers whose
+ * DISCONNECT event the application has had. */
 struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, uint32_t sock,
 				bool outgoing);
 int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn_role role, uint16_t mtu);
 void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason);
+void host_peer_free(struct rudp_host *h, struct rudp_peer *p);
+void host_free_seen_dead(struct rudp_host *h);
+
+/* host.c */
 void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);
 void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p);
 void host_flush_dirty(struct rudp_host *h);
+/* One round of the service loop's work (flush, read, timers), first
+ * waiting up to wait_us when nothing is due; everything is sent when it
+ * returns (rudp_ping). Returns 0 or RUDP_E_SYSTEM. */
+int host_pump(struct rudp_host *h, uint64_t wait_us);
 
 /* api.c: send-policy glue (no-ops without the module). attach: gives the
  * peer's new conn the policy its options ask for (0 or RUDP_E_NOMEM);

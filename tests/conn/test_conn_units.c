@@ -216,7 +216,7 @@ static void ring_check(const struct sendq *q, uint32_t oldest)
  * its start, the tail moves round), then the backlog doubles and the ring
  * must grow with part of its bodies wrapped and its tail several laps from
  * where it started: in place inside its block, and with the block
- * reallocated (4, 16, 64, 128, 256 KiB; conn/body_ring.h). Every body held
+ * reallocated (4, 16, 64, 128, 256 KiB; common/body_ring.h). Every body held
  * stays intact. */
 static void test_sendq_ring_grows_while_wrapped(void **state)
 {
@@ -289,7 +289,7 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 	}
 	/* 19 held: 15,200 B plus up to 800 skipped; two 1,200 B bodies more
 	 * cannot fit in 16 KiB. The ring grows with its bodies intact, the
-	 * block it leaves given back (conn/body_ring.h). */
+	 * block it leaves given back (common/body_ring.h). */
 	assert_int_equal(sendq_reserve(&q, 2, 2400, 1200, 0), 0);
 	assert_int_equal(q.ring.cap, 32768);
 	for (uint32_t i = 0; i < q.frames_count; i++) {

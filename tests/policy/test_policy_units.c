@@ -350,7 +350,7 @@ static bool never(struct psim *s)
 /* A stage class's byte ring runs laps while the window drains it, then
  * grows with part of it wrapped and its tail laps from where it started:
  * in place inside its block, and with the block reallocated
- * (conn/body_ring.h). Every message must come out whole and in order
+ * (common/body_ring.h). Every message must come out whole and in order
  * (psim checks each byte of each body). */
 static void test_stage_ring_grows_while_wrapped(void **state)
 {
@@ -392,7 +392,7 @@ static void test_stage_ring_grows_while_wrapped(void **state)
 /* A class's stage ring grows only when a body does not fit where it would
  * be placed: twenty 800 B bodies stay in 16 KiB lap after lap (each lap
  * skips 384 B at the ring's end), where reserving a whole body of slack
- * would double the ring to 32 KiB at the twentieth (conn/body_ring.h). */
+ * would double the ring to 32 KiB at the twentieth (common/body_ring.h). */
 static void test_stage_ring_holds_bodies_that_fit_exactly(void **state)
 {
 	struct psim *s = pair(1, &fast);

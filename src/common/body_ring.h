@@ -1,35 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The byte rings that hold message bodies (struct body_ring): the send
- * queue's (sendq.c), the send policy's stage classes' (policy.c) and the
- * host's event arena (host/events.c), each of which keeps its records
- * beside it. The rings keep bodies at absolute positions, never wrapped
- * (a body that would wrap starts at the ring's beginning), in a
- * power-of-two ring: physical offset = position & (cap - 1).
+ * Shared by every layer (src/common): the byte rings that hold message
+ * bodies (struct body_ring) for the conn's send queue (sendq.c), the send
+ * policy's stage classes (policy.c) and the host's event arena
+ * (host/events.c), each keeping its records beside it. Bodies sit at
+ * absolute positions in a power-of-two ring, never wrapped (a body that
+ * would wrap starts at the ring's beginning): offset = position & (cap - 1).
  *
- * Why not plain doubling into a new block: every block left behind has
- * been written, so it stays resident in the heap. A ring that grows from
- * 4 KiB to 64 KiB by doubling leaves 60 KiB of such holes, which in a
- * process with few connections is most of what the rings cost. So the
- * ring doubles, but its block grows fourfold (BODY_RING_BLOCK_GROWTH: 4,
- * 16, 64 KiB, then the ring's own size) by realloc (in place when the heap
- * allows; glibc moves a block of 128 KiB or more with mremap), and between
- * two reallocations the ring doubles inside its block: pages of the block
- * the ring has not reached yet are address space only, never written, so
- * they cost no memory. A ring growing to 64 KiB leaves at most 20 KiB
- * behind, and of that the 16 KiB block goes back to the system but for
- * its first and last page (body_ring_release_pages: it is copied, not
- * realloc'd, so its pages can be released before the free). Measured on
- * the one-connection rudp-bench server (800 B, the rudp-batch-policy
- * column): heap 468 -> 348 KiB. A single 64 KiB block
- * from the first growth on did no better there and spread a process with
- * 1,024 client hosts over four times the address space (rudp-send 10 %
- * slower in six of six alternations), so the block grows step by step.
- * After each growth the ring is unwrapped in its block: the bodies that
- * had wrapped to its start move to just past its old end.
+ * Why the block grows in steps: a block left behind by plain doubling was
+ * written, so it stays resident. The ring doubles inside a block that
+ * grows fourfold (BODY_RING_BLOCK_GROWTH) up to BODY_RING_STEP_MAX; pages
+ * the ring has not reached are never written and cost nothing, and a
+ * larger block left behind gives its pages back (body_ring_release_pages).
+ * One large block from the start would cost a process of many hosts far
+ * more address space. After each growth the ring is unwrapped in its block.
  */
-#ifndef RUDP_CONN_BODY_RING_H
-#define RUDP_CONN_BODY_RING_H
+#ifndef RUDP_COMMON_BODY_RING_H
+#define RUDP_COMMON_BODY_RING_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -116,11 +103,9 @@ static inline void body_ring_release_range(uint8_t *from, uint8_t *to)
  * first and last bytes, where the allocator keeps its free-list links and
  * sizes. Why: the blocks a ring leaves behind were written, so they stay
  * resident, and in a process of many connections the allocator rarely has
- * a later request they fit (the rings grow past them). With 2,048
- * connections, each ring that outgrew 16 KiB left one, hundreds a run,
- * several MiB of the client's peak. The pages read as zeros if the
- * allocator hands them out again. One madvise per growth from 16 KiB,
- * never on a message's path.
+ * a later request they fit (the rings grow past them). The pages read as
+ * zeros if the allocator hands them out again. One madvise per growth
+ * from BODY_RING_RELEASE_MIN, never on a message's path.
  */
 static inline void body_ring_release_pages(uint8_t *block, uint64_t size)
 {
