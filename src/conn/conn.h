@@ -74,12 +74,15 @@ struct rudp_conn_config {
 	uint8_t protocol_version; /* selects 10 vs 20 internal addresses (>= 11: 20) */
 	bool congestion_control; /* hold reliable frames to a congestion window (cc.c), default off */
 };
-/* Fills defaults: MTU 1492 (IPv4 overhead 28), window 64 frames, 8 frames per
- * datagram, max_queue_bytes 16 MiB, max_split_count 8192, max_split_ids 64,
- * max_reassembly_bytes 8 MiB, max_message_size 4 MiB, max_order_hold 4096,
- * recv_window 8192, max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 500 ms initial / 50 ms min / 2 s
- * max, keepalive 2 s, timeout 10 s, connect timeout 10 s, linger 5 s,
- * protocol 11, congestion control off. With these a 4 MiB message goes through at MTU 576 too. */
+/* Fills the defaults, the same as the public rudp_config_init's (both take
+ * them from conn/defaults.h): MTU 1492 (IPv4 overhead 28), window 64
+ * frames, 8 frames per datagram, max_queue_bytes 32 MiB, max_split_count
+ * 8192, max_split_ids 32, max_reassembly_bytes 8 MiB, max_message_size
+ * 4 MiB, max_order_hold 4096, recv_window 8192 (the host widens it to four
+ * windows), max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 200 ms
+ * initial / 30 ms min / 2 s max, keepalive 2 s, timeout 10 s, connect
+ * timeout 5 s, linger 2 s, protocol 11, congestion control off. With these
+ * a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);
 
 struct rudp_conn_callbacks {

@@ -2,6 +2,7 @@
 /* Public API pieces that need no socket: defaults, strings, statistics. */
 #include <string.h>
 
+#include "conn/defaults.h"
 #include "host_internal.h"
 
 void rudp_config_init(rudp_config *c)
@@ -9,27 +10,29 @@ void rudp_config_init(rudp_config *c)
 	if (!c)
 		return;
 	memset(c, 0, sizeof(*c));
+	/* A connection's limits and timers: conn/defaults.h, which the conn's
+	 * own rudp_conn_config_init uses too. */
 	c->max_peers = 1024;
-	c->mtu = 1492;
-	c->protocol_version = 11;
+	c->mtu = RUDP_DEFAULT_MTU;
+	c->protocol_version = RUDP_DEFAULT_PROTOCOL_VERSION;
 	c->protocol_min = 6;
 	c->protocol_max = 11;
-	c->window_frames = 64;
-	c->max_frames_per_datagram = 8;
-	c->max_message_size = 4u << 20;
-	c->max_queue_bytes = 32u << 20;
-	c->max_split_count = 8192;
-	c->max_split_ids = 32;
-	c->max_reassembly_bytes = 8u << 20;
-	c->max_order_hold = 4096;
-	c->max_ack_ranges = 256;
-	c->rto_min_ms = 30;
-	c->rto_max_ms = 2000;
-	c->rto_initial_ms = 200;
-	c->keepalive_ms = 2000;
-	c->timeout_ms = 10000;
-	c->connect_timeout_ms = 5000;
-	c->disconnect_linger_ms = 2000;
+	c->window_frames = RUDP_DEFAULT_WINDOW_FRAMES;
+	c->max_frames_per_datagram = RUDP_DEFAULT_MAX_FRAMES_PER_DATAGRAM;
+	c->max_message_size = RUDP_DEFAULT_MAX_MESSAGE_SIZE;
+	c->max_queue_bytes = RUDP_DEFAULT_MAX_QUEUE_BYTES;
+	c->max_split_count = RUDP_DEFAULT_MAX_SPLIT_COUNT;
+	c->max_split_ids = RUDP_DEFAULT_MAX_SPLIT_IDS;
+	c->max_reassembly_bytes = RUDP_DEFAULT_MAX_REASSEMBLY_BYTES;
+	c->max_order_hold = RUDP_DEFAULT_MAX_ORDER_HOLD;
+	c->max_ack_ranges = RUDP_DEFAULT_MAX_ACK_RANGES;
+	c->rto_min_ms = RUDP_DEFAULT_RTO_MIN_MS;
+	c->rto_max_ms = RUDP_DEFAULT_RTO_MAX_MS;
+	c->rto_initial_ms = RUDP_DEFAULT_RTO_INITIAL_MS;
+	c->keepalive_ms = RUDP_DEFAULT_KEEPALIVE_MS;
+	c->timeout_ms = RUDP_DEFAULT_TIMEOUT_MS;
+	c->connect_timeout_ms = RUDP_DEFAULT_CONNECT_TIMEOUT_MS;
+	c->disconnect_linger_ms = RUDP_DEFAULT_DISCONNECT_LINGER_MS;
 	c->socket_rcvbuf = 4u << 20;
 	c->socket_sndbuf = 4u << 20;
 	c->io_batch = 32;
@@ -44,7 +47,7 @@ void rudp_config_init(rudp_config *c)
 	c->offline_rate_per_address = 64;
 	c->congestion_control = RUDP_CC_NONE;
 	c->wait_spin_us = 50;
-	c->max_datagram_seq_jump = 1024;
+	c->max_datagram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 }
 
 const char *rudp_strerror(int e)
