@@ -291,7 +291,7 @@ static void evict_oldest_unreliable(struct send_policy *p)
  * 16-message burst of 800 B, peaked at 153 MiB against 107 without a
  * policy: a 16 KiB ring and 2 KiB of records each). So a message goes
  * straight in when nothing reliable waits staged (FIFO and priority order
- * among waiting messages stay whole) and, with it, each limit policy_feed
+ * among waiting messages stay whole) and, with it, each limit feed()
  * checks is still at most half used: the window's frames, the unsent bytes
  * against the flush budget, the bytes in flight against their cap, and the
  * congestion window. Such a message would have entered at the next flush
