@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "conn/conn_internal.h"
+#include "conn/defaults.h"
 
 #define CONN_ACK_RANGES 512u
 #define CONN_NACK_RANGES 256u
@@ -28,32 +29,27 @@
 void rudp_conn_config_init(struct rudp_conn_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->mtu = 1492;
+	cfg->mtu = RUDP_DEFAULT_MTU;
 	cfg->ip_udp_overhead = RUDP_WIRE_UDP_IP_OVERHEAD;
-	cfg->window_frames = 64;
-	cfg->max_frames_per_datagram = 8;
-	/* 16 MiB: a 4 MiB message plus plenty of ordinary traffic behind it. */
-	cfg->max_queue_bytes = 16u << 20;
-	/* 8192 fragments carry 4 MiB even at MTU 576 (521-byte fragments). */
-	cfg->max_split_count = 8192;
-	/* At least half the window: near-MTU messages split in two could otherwise
-	 * fill every slot with one window of traffic. */
-	cfg->max_split_ids = 64;
-	/* One 4 MiB message reserves about 4.2 MiB (count * largest fragment). */
-	cfg->max_reassembly_bytes = 8u << 20;
-	cfg->max_message_size = 4u << 20;
-	cfg->max_order_hold = 4096;
-	cfg->recv_window = 8192;
-	cfg->max_ack_ranges = 256;
-	cfg->rto_initial_us = 500000;
-	cfg->rto_min_us = 50000;
-	cfg->rto_max_us = 2000000;
-	cfg->keepalive_us = 2000000;
-	cfg->timeout_us = 10000000;
-	cfg->connect_timeout_us = 10000000;
-	cfg->disconnect_linger_us = 5000000;
-	cfg->max_dgram_seq_jump = 1024;
-	cfg->protocol_version = 11;
+	cfg->window_frames = RUDP_DEFAULT_WINDOW_FRAMES;
+	cfg->max_frames_per_datagram = RUDP_DEFAULT_MAX_FRAMES_PER_DATAGRAM;
+	cfg->max_queue_bytes = RUDP_DEFAULT_MAX_QUEUE_BYTES;
+	cfg->max_split_count = RUDP_DEFAULT_MAX_SPLIT_COUNT;
+	cfg->max_split_ids = RUDP_DEFAULT_MAX_SPLIT_IDS;
+	cfg->max_reassembly_bytes = RUDP_DEFAULT_MAX_REASSEMBLY_BYTES;
+	cfg->max_message_size = RUDP_DEFAULT_MAX_MESSAGE_SIZE;
+	cfg->max_order_hold = RUDP_DEFAULT_MAX_ORDER_HOLD;
+	cfg->recv_window = RUDP_DEFAULT_RECV_WINDOW;
+	cfg->max_ack_ranges = RUDP_DEFAULT_MAX_ACK_RANGES;
+	cfg->rto_initial_us = RUDP_DEFAULT_RTO_INITIAL_MS * 1000ull;
+	cfg->rto_min_us = RUDP_DEFAULT_RTO_MIN_MS * 1000ull;
+	cfg->rto_max_us = RUDP_DEFAULT_RTO_MAX_MS * 1000ull;
+	cfg->keepalive_us = RUDP_DEFAULT_KEEPALIVE_MS * 1000ull;
+	cfg->timeout_us = RUDP_DEFAULT_TIMEOUT_MS * 1000ull;
+	cfg->connect_timeout_us = RUDP_DEFAULT_CONNECT_TIMEOUT_MS * 1000ull;
+	cfg->disconnect_linger_us = RUDP_DEFAULT_DISCONNECT_LINGER_MS * 1000ull;
+	cfg->max_dgram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
+	cfg->protocol_version = RUDP_DEFAULT_PROTOCOL_VERSION;
 	cfg->congestion_control = false; /* rudp_config_init's default: see include/rudp.h */
 }
 

@@ -74,12 +74,15 @@ struct rudp_conn_config {
 	uint8_t protocol_version; /* selects 10 vs 20 internal addresses (>= 11: 20) */
 	bool congestion_control; /* hold reliable frames to a congestion window (cc.c), default off */
 };
-/* Fills defaults: MTU 1492 (IPv4 overhead 28), window 64 frames, 8 frames per
- * datagram, max_queue_bytes 16 MiB, max_split_count 8192, max_split_ids 64,
- * max_reassembly_bytes 8 MiB, max_message_size 4 MiB, max_order_hold 4096,
- * recv_window 8192, max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 500 ms initial / 50 ms min / 2 s
- * max, keepalive 2 s, timeout 10 s, connect timeout 10 s, linger 5 s,
- * protocol 11, congestion control off. With these a 4 MiB message goes through at MTU 576 too. */
+/* Fills the defaults, the same as the public rudp_config_init's (both take
+ * them from conn/defaults.h): MTU 1492 (IPv4 overhead 28), window 64
+ * frames, 8 frames per datagram, max_queue_bytes 32 MiB, max_split_count
+ * 8192, max_split_ids 32, max_reassembly_bytes 8 MiB, max_message_size
+ * 4 MiB, max_order_hold 4096, recv_window 8192 (the host widens it to four
+ * windows), max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 200 ms
+ * initial / 30 ms min / 2 s max, keepalive 2 s, timeout 10 s, connect
+ * timeout 5 s, linger 2 s, protocol 11, congestion control off. With these
+ * a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);
 
 struct rudp_conn_callbacks {
@@ -109,10 +112,6 @@ struct rudp_conn_callbacks {
 	void (*connected)(void *ud);
 	/* The connection is closed (state CLOSED); called once. */
 	void (*closed)(void *ud, enum rudp_conn_close_reason reason);
-	/* Send policy only (may be NULL): a send was refused with
-	 * RUDP_CONN_E_WOULD_BLOCK and the reliable queue has drained below its
-	 * soft budget since; called once per refusal episode, from flush. */
-	void (*writable)(void *ud);
 };
 
 struct rudp_conn_stats {
@@ -179,11 +178,12 @@ enum {
 	RUDP_CONN_E_TOO_LARGE = -103,
 	RUDP_CONN_E_QUEUE_FULL = -104,
 	RUDP_CONN_E_NOMEM = -105,
-	RUDP_CONN_E_WOULD_BLOCK = -106, /* send policy: reliable queue over its soft budget */
+	/* -106 and below: left to the layers above (src/policy) */
 };
 
-/* Message priorities (RakNet's), used only while a send policy is attached
- * (src/policy/policy.h); without one every message is plain FIFO. */
+/* Message priorities (RakNet's). The conn checks them and queues every
+ * message in FIFO order; a send scheduler above it (src/policy) is what
+ * gives them a meaning. */
 enum rudp_conn_priority {
 	RUDP_CONN_PRIO_IMMEDIATE = 0,
 	RUDP_CONN_PRIO_HIGH = 1,
@@ -192,9 +192,8 @@ enum rudp_conn_priority {
 	RUDP_CONN_PRIORITIES = 4,
 };
 
-/* rudp_conn_send with a priority (rudp_conn_send uses MEDIUM). With a send
- * policy attached it may also return RUDP_CONN_E_WOULD_BLOCK (nothing
- * queued); priority >= RUDP_CONN_PRIORITIES is RUDP_CONN_E_ARG. */
+/* rudp_conn_send with a priority (rudp_conn_send uses MEDIUM): the same
+ * returns, and priority >= RUDP_CONN_PRIORITIES is RUDP_CONN_E_ARG. */
 int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel, uint8_t priority, uint64_t now_us);
 
@@ -204,6 +203,35 @@ int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint
  * without waiting to fill one), keepalive pings; detects timeouts. Returns
  * the number of datagrams emitted. */
 int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us);
+
+/*
+ * rudp_conn_flush in two steps, for a send scheduler that queues messages
+ * between them (src/policy): it sees the room left after the control step
+ * and queues only what may go out now.
+ *
+ * rudp_conn_flush_control: timeouts, ACKs and NACKs, keepalive. Returns the
+ * number of datagrams emitted; *data_next is true when data frames may
+ * follow (false: the conn closed, or the owner refused a datagram, and
+ * this flush ends here, as rudp_conn_flush would).
+ *
+ * rudp_conn_flush_data: resends, new reliable frames within the window,
+ * unreliable frames; call it only after flush_control set *data_next.
+ * limits NULL: no byte budget, reliable frames before unreliable ones
+ * (rudp_conn_flush). Returns the number of datagrams emitted; sets
+ * *budget_spent (may be NULL) when the byte budget stopped it.
+ */
+struct rudp_conn_flush_limits {
+	/* Datagram bytes this flush may emit; UINT64_MAX: no limit. The first
+	 * datagram always goes, so a budget below one datagram still makes
+	 * progress. */
+	uint64_t max_bytes;
+	/* New unreliable frames before new reliable ones (they are worthless
+	 * late); resends still go first. */
+	bool unreliable_first;
+};
+int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_next);
+int rudp_conn_flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
+			 bool *budget_spent);
 
 /* Absolute time at which rudp_conn_flush() has work even if nothing arrives;
  * UINT64_MAX when none. Valid after any call above. */
@@ -223,5 +251,73 @@ void rudp_conn_abort(struct rudp_conn *c, enum rudp_conn_close_reason reason);
 
 enum rudp_conn_state rudp_conn_state(const struct rudp_conn *c);
 void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out);
+
+/*
+ * ---- for a send scheduler layered above the conn (src/policy) ----
+ *
+ * A scheduler holds messages back and queues them later, in an order of its
+ * own. It asks the conn how much room is left, and it takes a message's
+ * order and sequenced indexes when the application sends it, so an ordered
+ * channel still delivers in send order whatever order the messages are
+ * queued in. Sizes named "encoded" count frame headers too, as on the wire.
+ */
+
+/* The reliable window (config window_frames), and the reliable frames it
+ * holds now: queued, or sent and not yet released by ACKs. */
+uint32_t rudp_conn_window_frames(const struct rudp_conn *c);
+uint32_t rudp_conn_window_frames_used(const struct rudp_conn *c);
+/* Encoded bytes of those reliable frames, and of those never sent. */
+uint64_t rudp_conn_reliable_bytes(const struct rudp_conn *c);
+uint64_t rudp_conn_reliable_unsent_bytes(const struct rudp_conn *c);
+/* Encoded bytes of the unreliable frames waiting to be sent. */
+uint64_t rudp_conn_unreliable_bytes(const struct rudp_conn *c);
+/* Message bytes the queues still take before max_queue_bytes (0 when full
+ * or beyond: control messages do not count against it). */
+uint64_t rudp_conn_queue_room(const struct rudp_conn *c);
+/* Congestion room: whether the congestion window lets reliable frames of
+ * `bytes` encoded bytes go out now (always with congestion control off or
+ * nothing in flight); and whether the unsent reliable bytes plus `bytes`
+ * would still leave half the window free (always when off). */
+bool rudp_conn_congestion_allows(const struct rudp_conn *c, uint64_t bytes);
+bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes);
+
+/* Frames a message of len bytes takes (more than one: split), and their
+ * encoded bytes with the given (effective) reliability. */
+uint32_t rudp_conn_message_frames(const struct rudp_conn *c, size_t len);
+uint64_t rudp_conn_message_encoded_bytes(const struct rudp_conn *c, size_t len, uint8_t reliability);
+/* The reliability a message of len bytes travels with: the ack-receipt
+ * kinds as their plain ones, and a split unreliable message reliably (a
+ * lost fragment would lose it all). */
+uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability);
+
+/* The checks rudp_conn_send makes before looking at sizes, without queueing
+ * anything: advances the conn's time to now_us, then 0, or
+ * RUDP_CONN_E_STATE (not connected) or RUDP_CONN_E_ARG (no data, bad
+ * reliability or channel, a control first byte). */
+int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			 uint8_t channel, uint64_t now_us);
+/* 0, or RUDP_CONN_E_TOO_LARGE when len exceeds max_message_size or would
+ * need more than max_split_count fragments. */
+int rudp_conn_check_size(const struct rudp_conn *c, size_t len);
+
+/* A message's order and sequenced indexes on its channel. */
+struct rudp_conn_msg_indexes {
+	uint32_t order_index;
+	uint32_t sequenced_index;
+};
+/* Takes the next indexes of the channel for a message of the given
+ * (effective) reliability (zeros for kinds that have none), and counts the
+ * message as sent (stats.messages_sent): the application sent it now,
+ * whenever it is queued. */
+void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel,
+			    struct rudp_conn_msg_indexes *ix);
+/* Queues a message checked already, without the queue budget check. ix:
+ * the indexes taken when it was sent; NULL takes them now, once the queue
+ * has room (so a failure takes none) and counts it as sent, as
+ * rudp_conn_take_indexes does. Returns 0, RUDP_CONN_E_QUEUE_FULL (too many
+ * reliable frames for the 24-bit index space) or RUDP_CONN_E_NOMEM;
+ * nothing is queued on failure. */
+int rudp_conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			    uint8_t channel, const struct rudp_conn_msg_indexes *ix);
 
 #endif

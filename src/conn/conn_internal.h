@@ -78,7 +78,7 @@ bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes);
 /* The same test without noting anything, for "is there work" checks. */
 bool cc_would_send(const struct congestion *cc, uint32_t bytes);
 /* Off, or `pending` + `bytes` more would leave at least half the window
- * free (the send policy's direct path, policy.c). */
+ * free (rudp_conn_congestion_half_free). */
 bool cc_leaves_half_free(const struct congestion *cc, uint64_t pending, uint64_t bytes);
 void cc_on_sent(struct congestion *cc, uint32_t bytes);
 /* A frame left flight: acknowledged, or declared lost. */
@@ -179,7 +179,7 @@ static inline const uint8_t *sendq_body(const struct sendq *q, const struct send
 }
 void sendq_pop_front(struct sendq *q);
 /* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
- * for BODY_RING_TRIM_AFTER_US shrinks back to it (conn/body_ring.h); one
+ * for BODY_RING_TRIM_AFTER_US shrinks back to it (common/body_ring.h); one
  * that nothing was queued on for that long also gives all the ring's pages
  * back, once until its next use. */
 void sendq_trim_idle(struct sendq *q, uint64_t now_us);
@@ -457,13 +457,6 @@ struct rudp_conn {
 	uint64_t newest_sent_us;
 	uint64_t rto_due_us;
 
-	/* Optional send policy (src/policy, borrowed: its owner frees it after
-	 * the conn). NULL: the plain FIFO with the window. The per-flush budget
-	 * is copied here so flush.c needs no policy internals; it only applies
-	 * while policy is set. */
-	struct send_policy *policy;
-	uint64_t policy_flush_budget; /* datagram bytes one rudp_conn_flush may emit */
-
 	/* acknowledgements */
 	struct ackq acks;
 	struct ackq nacks;
@@ -572,25 +565,6 @@ uint8_t *conn_datagram_buffer(struct rudp_conn *c);
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget);
 
-/* sendq.c, for the send policy: a message's order and sequenced indexes,
- * taken when the application sends it (so ordered delivery follows send
- * order whatever the priorities), used when the policy moves it into the
- * engine's queue later. */
-struct conn_msg_indexes {
-	uint32_t order_index;
-	uint32_t sequenced_index;
-};
-/* The reliability a message of len bytes travels with (split unreliable
- * messages travel reliably). */
-uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability);
-/* RUDP_CONN_E_TOO_LARGE when len exceeds max_message_size or max_split_count. */
-int conn_check_size(const struct rudp_conn *c, size_t len);
-void conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel,
-		       struct conn_msg_indexes *ix);
-/* Queues frames with indexes taken earlier (ix NULL: takes them now, once
- * the queue has room, so a failure uses none); no budget checks. */
-int conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		       uint8_t channel, const struct conn_msg_indexes *ix);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
 /* Before a reliable frame counts as received: room in the send queue for
  * the reliable answer its control message asks for (a server's 0x10 to a
@@ -618,9 +592,11 @@ void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us);
 
 /* flush.c: when a tail-loss probe is due (UINT64_MAX: none). */
 uint64_t flush_probe_deadline(const struct rudp_conn *c);
-/* flush.c: builds and sends data datagrams; sets *blocked when the owner
- * refused one. Returns the number sent. */
-int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked);
+/* flush.c: builds and sends data datagrams within limits (NULL: none);
+ * sets *blocked when the owner refused one, *budget_spent when the byte
+ * budget stopped it. Returns the number sent. */
+int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
+	       bool *blocked, bool *budget_spent);
 
 /* Test hook: start the counters somewhere (e.g. near 2^24 to cross the wrap).
  * Sets both what this side sends next and what it expects from the peer, so

@@ -14,22 +14,15 @@
  * datagram, so a refusal from send_datagram loses nothing: the same frames
  * are picked again at the next flush.
  *
- * With a send policy attached (src/policy) three things change: the policy
- * first moves its staged messages into the queues by priority (only as many
- * as the window and its encoded in-flight cap admit, so no frame waits in
- * the queue for the cap: the conn never claims work it cannot do),
- * unreliable frames go before new reliable ones (they are worthless late;
- * the unreliable reserve keeps them from taking a whole flush), and
- * everything stops at the per-flush byte budget. Without a policy, each of
- * these costs one test of a NULL pointer or a compare against UINT64_MAX.
+ * The owner may limit a flush (struct rudp_conn_flush_limits, for a send
+ * scheduler above the conn): a byte budget, at which everything stops, and
+ * unreliable frames before new reliable ones. Without limits each of these
+ * costs a compare against UINT64_MAX or a test of a flag.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn/conn_internal.h"
-#if RUDP_HAVE_SEND_POLICY
-#include "policy/policy.h"
-#endif
 
 enum flush_kind {
 	FLUSH_NEW,
@@ -50,7 +43,7 @@ struct dgram_builder {
 	uint32_t unrel_frames; /* FLUSH_UNREL refs: unrel[0 .. unrel_frames) */
 	uint64_t new_wire; /* encoded bytes of the FLUSH_NEW frames in this datagram */
 	uint32_t cc_bytes; /* encoded bytes of its reliable frames, new or resent */
-	uint64_t budget; /* datagram bytes this flush may still emit (UINT64_MAX: no policy) */
+	uint64_t budget; /* datagram bytes this flush may still emit (UINT64_MAX: no limit) */
 	int emitted;
 	bool blocked;
 	bool budget_spent;
@@ -309,7 +302,7 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		if (!builder_emit(c, b, now_us))
 			return false;
 	}
-	/* Per-flush budget (policy only): stop before the frame that would take
+	/* Per-flush budget (limits only): stop before the frame that would take
 	 * this flush past it, but always let one datagram out so a budget
 	 * smaller than a datagram still makes progress. */
 	if (b->len + need > b->budget && (b->nframes > 0 || b->emitted > 0)) {
@@ -441,16 +434,13 @@ static bool add_unreliable(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	return true;
 }
 
-int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
+int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
+	       bool *blocked, bool *budget_spent)
 {
 	struct dgram_builder b = {0};
 
 	builder_reset(&b);
-	b.budget = c->policy ? c->policy_flush_budget : UINT64_MAX;
-#if RUDP_HAVE_SEND_POLICY
-	if (c->policy)
-		policy_feed(c);
-#endif
+	b.budget = limits ? limits->max_bytes : UINT64_MAX;
 	c->cc.window_limited = false;
 	if (flush_probe_deadline(c) <= now_us) {
 		struct sendq_frame *f = newest_in_flight(c);
@@ -521,7 +511,7 @@ int flush_data(struct rudp_conn *c, uint64_t now_us, bool *blocked)
 	}
 	if (walk)
 		c->resend_pending = nacked_left;
-	if (c->policy) {
+	if (limits && limits->unreliable_first) {
 		if (!add_unreliable(c, &b, now_us) || !add_new_reliable(c, &b, now_us))
 			goto out;
 	} else {
@@ -535,18 +525,17 @@ out:
 	/* Resends put in a datagram that did not go out are still marked. */
 	if (b.blocked || b.nframes > 0)
 		c->resend_pending = true;
-#if RUDP_HAVE_SEND_POLICY
-	if (c->policy)
-		policy_after_flush(c, b.budget_spent);
-#endif
+	if (budget_spent)
+		*budget_spent = b.budget_spent;
 	return b.emitted;
 }
 
-int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
+int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_next)
 {
 	bool blocked = false;
 	int emitted = 0;
 
+	*data_next = false;
 	if (c->state == RUDP_CONN_STATE_CLOSED)
 		return 0;
 	/* Time never runs backwards inside the engine, whatever the owner passes. */
@@ -565,10 +554,37 @@ int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
 		return emitted;
 
 	conn_maybe_queue_keepalive(c, now_us);
-	emitted += flush_data(c, now_us, &blocked);
+	*data_next = true;
+	return emitted;
+}
+
+int rudp_conn_flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
+			 bool *budget_spent)
+{
+	bool blocked = false;
+	int emitted;
+
+	if (budget_spent)
+		*budget_spent = false;
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return 0;
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	now_us = c->now_us;
+	emitted = flush_data(c, now_us, limits, &blocked, budget_spent);
 	/* Idle connections flush at least for their keepalive, so a ring a
 	 * burst grew is given back within a keepalive interval or so. */
 	sendq_trim_idle(&c->rel, now_us);
 	sendq_trim_idle(&c->unrel, now_us);
+	return emitted;
+}
+
+int rudp_conn_flush(struct rudp_conn *c, uint64_t now_us)
+{
+	bool data_next;
+	int emitted = rudp_conn_flush_control(c, now_us, &data_next);
+
+	if (data_next)
+		emitted += rudp_conn_flush_data(c, now_us, NULL, NULL);
 	return emitted;
 }

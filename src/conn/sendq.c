@@ -14,9 +14,6 @@
 
 #include "common/body_ring.h"
 #include "conn/conn_internal.h"
-#if RUDP_HAVE_SEND_POLICY
-#include "policy/policy.h"
-#endif
 
 /* The record ring starts small and doubles: a connection with a few
  * messages in flight (a game client, each of 2,048 in one process) needs
@@ -64,7 +61,7 @@ static int sendq_grow_frames(struct sendq *q, uint32_t need)
 	return 0;
 }
 
-/* Doubles the ring (conn/body_ring.h) and moves every position with it. */
+/* Doubles the ring (common/body_ring.h) and moves every position with it. */
 static int sendq_grow_bytes(struct sendq *q, uint64_t need, uint64_t now_us)
 {
 	uint64_t base;
@@ -175,7 +172,7 @@ static uint8_t plain_reliability(uint8_t r)
 	}
 }
 
-uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
+uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
 {
 	uint8_t rel = plain_reliability(reliability);
 
@@ -190,7 +187,7 @@ uint8_t conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_
 	return rel;
 }
 
-int conn_check_size(const struct rudp_conn *c, size_t len)
+int rudp_conn_check_size(const struct rudp_conn *c, size_t len)
 {
 	size_t nfrags = conn_frag_count(c, len);
 
@@ -199,7 +196,7 @@ int conn_check_size(const struct rudp_conn *c, size_t len)
 	return 0;
 }
 
-void conn_take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, struct conn_msg_indexes *ix)
+static void take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, struct rudp_conn_msg_indexes *ix)
 {
 	ix->order_index = 0;
 	ix->sequenced_index = 0;
@@ -218,12 +215,19 @@ void conn_take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, struct
 	}
 }
 
-/* rel is already effective (see conn_effective_reliability). */
+void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel,
+			    struct rudp_conn_msg_indexes *ix)
+{
+	take_indexes(c, reliability, channel, ix);
+	c->stats.messages_sent++;
+}
+
+/* rel is already effective (see rudp_conn_effective_reliability). */
 static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
-			const struct conn_msg_indexes *ix_or_null)
+			const struct rudp_conn_msg_indexes *ix_or_null)
 {
 	size_t nfrags = conn_frag_count(c, len);
-	struct conn_msg_indexes ix;
+	struct rudp_conn_msg_indexes ix;
 	struct sendq_frame tmpl;
 	struct sendq *q;
 	int rc;
@@ -241,7 +245,7 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	if (ix_or_null)
 		ix = *ix_or_null;
 	else
-		conn_take_indexes(c, rel, channel, &ix);
+		take_indexes(c, rel, channel, &ix);
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.reliability = rel;
 	tmpl.state = FRAME_QUEUED;
@@ -273,51 +277,47 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	return 0;
 }
 
-int conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		       uint8_t channel, const struct conn_msg_indexes *ix)
+int rudp_conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			    uint8_t channel, const struct rudp_conn_msg_indexes *ix)
 {
-	return queue_frames(c, data, len, conn_effective_reliability(c, len, reliability), channel, ix);
+	int rc =
+		queue_frames(c, data, len, rudp_conn_effective_reliability(c, len, reliability), channel, ix);
+
+	if (rc == 0 && !ix)
+		c->stats.messages_sent++;
+	return rc;
 }
 
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget)
 {
-	uint8_t rel = conn_effective_reliability(c, len, reliability);
+	uint8_t rel = rudp_conn_effective_reliability(c, len, reliability);
 
 	if (enforce_budget) {
 		size_t nfrags = conn_frag_count(c, len);
 		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
 		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
 		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
-		int rc = conn_check_size(c, len);
+		int rc = rudp_conn_check_size(c, len);
 
 		if (rc < 0)
 			return rc;
 		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
 			return RUDP_CONN_E_QUEUE_FULL;
 	}
-#if RUDP_HAVE_SEND_POLICY
-	/* A reliable control message once connected is the 0x15 of a graceful
-	 * disconnect: it must go behind everything the application sent,
-	 * including what the policy still holds. */
-	if (c->policy && !enforce_budget && rudp_wire_is_reliable(rel))
-		policy_drain_all(c);
-#endif
 	return queue_frames(c, data, len, rel, channel, NULL);
 }
 
-int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		      uint8_t channel, uint8_t priority, uint64_t now_us)
+int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			 uint8_t channel, uint64_t now_us)
 {
 	uint8_t rel;
-	int rc;
 
 	if (now_us > c->now_us)
 		c->now_us = now_us;
 	if (c->state != RUDP_CONN_STATE_CONNECTED)
 		return RUDP_CONN_E_STATE;
-	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT ||
-	    priority >= RUDP_CONN_PRIORITIES)
+	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT)
 		return RUDP_CONN_E_ARG;
 	rel = plain_reliability(reliability);
 	if (rudp_wire_is_ordered_or_sequenced(rel) && channel >= CONN_CHANNELS)
@@ -325,14 +325,23 @@ int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint
 	/* The peer's conn would consume such a message as a control message. */
 	if (rudp_wire_is_control_id(data[0]))
 		return RUDP_CONN_E_ARG;
+	return 0;
+}
+
+int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		      uint8_t channel, uint8_t priority, uint64_t now_us)
+{
+	uint8_t rel = plain_reliability(reliability);
+	int rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
+
+	/* Priority is checked with the other arguments, after the state. */
+	if (rc == 0 && priority >= RUDP_CONN_PRIORITIES)
+		rc = RUDP_CONN_E_ARG;
+	if (rc < 0)
+		return rc;
 	if (!rudp_wire_is_ordered_or_sequenced(rel))
 		channel = 0;
-#if RUDP_HAVE_SEND_POLICY
-	if (c->policy)
-		rc = policy_stage(c, data, len, rel, channel, priority);
-	else
-#endif
-		rc = conn_queue_message(c, data, len, rel, channel, true);
+	rc = conn_queue_message(c, data, len, rel, channel, true);
 	if (rc == 0)
 		c->stats.messages_sent++;
 	return rc;
@@ -342,4 +351,60 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 		   uint64_t now_us)
 {
 	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
+}
+
+/* ---- the room a send scheduler above asks for (conn.h) ---- */
+
+uint32_t rudp_conn_window_frames(const struct rudp_conn *c)
+{
+	return c->cfg.window_frames;
+}
+
+uint32_t rudp_conn_window_frames_used(const struct rudp_conn *c)
+{
+	return c->rel.frames_count;
+}
+
+uint64_t rudp_conn_reliable_bytes(const struct rudp_conn *c)
+{
+	return c->rel.wire_bytes;
+}
+
+uint64_t rudp_conn_reliable_unsent_bytes(const struct rudp_conn *c)
+{
+	return c->rel_unsent_wire;
+}
+
+uint64_t rudp_conn_unreliable_bytes(const struct rudp_conn *c)
+{
+	return c->unrel.wire_bytes;
+}
+
+uint64_t rudp_conn_queue_room(const struct rudp_conn *c)
+{
+	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
+
+	return queued < c->cfg.max_queue_bytes ? c->cfg.max_queue_bytes - queued : 0;
+}
+
+bool rudp_conn_congestion_allows(const struct rudp_conn *c, uint64_t bytes)
+{
+	return cc_would_send(&c->cc, (uint32_t)bytes);
+}
+
+bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes)
+{
+	return cc_leaves_half_free(&c->cc, c->rel_unsent_wire, bytes);
+}
+
+uint32_t rudp_conn_message_frames(const struct rudp_conn *c, size_t len)
+{
+	return (uint32_t)conn_frag_count(c, len);
+}
+
+uint64_t rudp_conn_message_encoded_bytes(const struct rudp_conn *c, size_t len, uint8_t reliability)
+{
+	uint64_t nfrags = conn_frag_count(c, len);
+
+	return len + nfrags * rudp_wire_frame_header_len_of(plain_reliability(reliability), nfrags > 1);
 }

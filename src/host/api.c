@@ -2,37 +2,37 @@
 /* Public API pieces that need no socket: defaults, strings, statistics. */
 #include <string.h>
 
+#include "conn/defaults.h"
 #include "host_internal.h"
-#if RUDP_HAVE_SEND_POLICY
-#include "policy/policy.h"
-#endif
 
 void rudp_config_init(rudp_config *c)
 {
 	if (!c)
 		return;
 	memset(c, 0, sizeof(*c));
+	/* A connection's limits and timers: conn/defaults.h, which the conn's
+	 * own rudp_conn_config_init uses too. */
 	c->max_peers = 1024;
-	c->mtu = 1492;
-	c->protocol_version = 11;
+	c->mtu = RUDP_DEFAULT_MTU;
+	c->protocol_version = RUDP_DEFAULT_PROTOCOL_VERSION;
 	c->protocol_min = 6;
 	c->protocol_max = 11;
-	c->window_frames = 64;
-	c->max_frames_per_datagram = 8;
-	c->max_message_size = 4u << 20;
-	c->max_queue_bytes = 32u << 20;
-	c->max_split_count = 8192;
-	c->max_split_ids = 32;
-	c->max_reassembly_bytes = 8u << 20;
-	c->max_order_hold = 4096;
-	c->max_ack_ranges = 256;
-	c->rto_min_ms = 30;
-	c->rto_max_ms = 2000;
-	c->rto_initial_ms = 200;
-	c->keepalive_ms = 2000;
-	c->timeout_ms = 10000;
-	c->connect_timeout_ms = 5000;
-	c->disconnect_linger_ms = 2000;
+	c->window_frames = RUDP_DEFAULT_WINDOW_FRAMES;
+	c->max_frames_per_datagram = RUDP_DEFAULT_MAX_FRAMES_PER_DATAGRAM;
+	c->max_message_size = RUDP_DEFAULT_MAX_MESSAGE_SIZE;
+	c->max_queue_bytes = RUDP_DEFAULT_MAX_QUEUE_BYTES;
+	c->max_split_count = RUDP_DEFAULT_MAX_SPLIT_COUNT;
+	c->max_split_ids = RUDP_DEFAULT_MAX_SPLIT_IDS;
+	c->max_reassembly_bytes = RUDP_DEFAULT_MAX_REASSEMBLY_BYTES;
+	c->max_order_hold = RUDP_DEFAULT_MAX_ORDER_HOLD;
+	c->max_ack_ranges = RUDP_DEFAULT_MAX_ACK_RANGES;
+	c->rto_min_ms = RUDP_DEFAULT_RTO_MIN_MS;
+	c->rto_max_ms = RUDP_DEFAULT_RTO_MAX_MS;
+	c->rto_initial_ms = RUDP_DEFAULT_RTO_INITIAL_MS;
+	c->keepalive_ms = RUDP_DEFAULT_KEEPALIVE_MS;
+	c->timeout_ms = RUDP_DEFAULT_TIMEOUT_MS;
+	c->connect_timeout_ms = RUDP_DEFAULT_CONNECT_TIMEOUT_MS;
+	c->disconnect_linger_ms = RUDP_DEFAULT_DISCONNECT_LINGER_MS;
 	c->socket_rcvbuf = 4u << 20;
 	c->socket_sndbuf = 4u << 20;
 	c->io_batch = 32;
@@ -47,7 +47,7 @@ void rudp_config_init(rudp_config *c)
 	c->offline_rate_per_address = 64;
 	c->congestion_control = RUDP_CC_NONE;
 	c->wait_spin_us = 50;
-	c->max_datagram_seq_jump = 1024;
+	c->max_datagram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 }
 
 const char *rudp_strerror(int e)
@@ -177,168 +177,3 @@ void *rudp_peer_get_userdata(const rudp_peer *p)
 {
 	return p ? p->userdata : NULL;
 }
-
-/* ---- send policy glue (the policy itself is src/policy) ---- */
-
-void rudp_send_options_init(rudp_send_options *o)
-{
-	if (!o)
-		return;
-	memset(o, 0, sizeof(*o));
-	/* The same values as rudp_policy_config_init(), which explains them;
-	 * kept here too so the defaults can be read without the module. */
-	o->max_in_flight_bytes = 64u << 20;
-	o->reliable_soft_budget = 256u << 10;
-	o->unreliable_reserve = 64u << 10;
-	o->flush_budget = 256u << 10;
-	o->starvation_limit = 16;
-}
-
-#if RUDP_HAVE_SEND_POLICY
-static void to_policy_config(const rudp_send_options *o, struct rudp_policy_config *c)
-{
-	rudp_policy_config_init(c);
-	c->max_in_flight_bytes = o->max_in_flight_bytes;
-	c->reliable_soft_budget = o->reliable_soft_budget;
-	c->unreliable_reserve = o->unreliable_reserve;
-	c->flush_budget = o->flush_budget;
-	c->starvation_limit = o->starvation_limit;
-}
-
-static bool send_options_valid(const rudp_send_options *o)
-{
-	struct rudp_policy_config c;
-
-	to_policy_config(o, &c);
-	return rudp_policy_config_check(&c) == 0;
-}
-
-int host_peer_policy_attach(struct rudp_peer *p)
-{
-	struct rudp_policy_config c;
-
-	if (!p->has_send_opts || !p->conn)
-		return 0;
-	to_policy_config(&p->send_opts, &c);
-	if (p->policy)
-		rudp_policy_reconfigure(p->policy, &c);
-	else
-		p->policy = rudp_policy_create(&c);
-	if (!p->policy)
-		return RUDP_E_NOMEM;
-	return rudp_conn_set_policy(p->conn, p->policy) == 0 ? 0 : RUDP_E_NOMEM;
-}
-
-void host_peer_policy_closing(struct rudp_peer *p)
-{
-	if (p->policy && p->conn)
-		rudp_policy_conn_closing(p->conn);
-}
-
-void host_peer_policy_free(struct rudp_peer *p)
-{
-	/* The conn is gone already (host_peer_policy_closing came first). */
-	rudp_policy_destroy(p->policy);
-	p->policy = NULL;
-}
-
-int rudp_peer_set_send_options(rudp_peer *p, const rudp_send_options *o)
-{
-	if (!p || (o && !send_options_valid(o)))
-		return RUDP_E_INVALID;
-	if (p->stage == PEER_DEAD)
-		return RUDP_E_NOT_CONNECTED;
-	if (!o) {
-		p->has_send_opts = false;
-		if (p->policy && p->conn) {
-			if (rudp_conn_set_policy(p->conn, NULL) < 0)
-				return RUDP_E_NOMEM;
-			/* What the policy held is in the plain queue now. */
-			host_mark_dirty(p->host, p);
-		}
-		rudp_policy_destroy(p->policy);
-		p->policy = NULL;
-		return 0;
-	}
-	p->send_opts = *o;
-	p->has_send_opts = true;
-	return host_peer_policy_attach(p);
-}
-
-int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
-{
-	if (!h || (o && !send_options_valid(o)))
-		return RUDP_E_INVALID;
-	h->has_send_opts = o != NULL;
-	if (o)
-		h->send_opts = *o;
-	return 0;
-}
-
-int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
-{
-	struct rudp_policy_stats s;
-
-	if (!p || !out)
-		return RUDP_E_INVALID;
-	memset(out, 0, sizeof(*out));
-	if (!p->policy)
-		return 0;
-	rudp_policy_get_stats(p->policy, &s);
-	out->enabled = 1;
-	for (int i = 0; i < RUDP_PRIORITIES; i++) {
-		out->reliable_queued_bytes[i] = s.reliable_staged_bytes[i];
-		out->unreliable_queued_bytes[i] = s.unreliable_staged_bytes[i];
-	}
-	out->reliable_queue_bytes = s.reliable_queue_bytes;
-	out->unreliable_queue_bytes = s.unreliable_queue_bytes;
-	out->in_flight_bytes = s.in_flight_bytes;
-	out->dropped[RUDP_DROP_UNRELIABLE_RESERVE] = s.dropped[RUDP_POLICY_DROP_RESERVE];
-	out->dropped[RUDP_DROP_CLOSED] = s.dropped[RUDP_POLICY_DROP_CLOSED];
-	out->sends_refused = s.sends_refused;
-	out->writable_events = s.writable_signals;
-	out->flushes_budget_limited = s.flushes_budget_limited;
-	out->peak_reliable_queue_bytes = s.peak_reliable_queue_bytes;
-	out->peak_unreliable_queue_bytes = s.peak_unreliable_queue_bytes;
-	out->peak_in_flight_bytes = s.peak_in_flight_bytes;
-	return 0;
-}
-#else
-/* Built with -Dsend_policy=false: the API exists and says so. */
-int host_peer_policy_attach(struct rudp_peer *p)
-{
-	(void)p;
-	return 0;
-}
-
-void host_peer_policy_closing(struct rudp_peer *p)
-{
-	(void)p;
-}
-
-void host_peer_policy_free(struct rudp_peer *p)
-{
-	(void)p;
-}
-
-int rudp_peer_set_send_options(rudp_peer *p, const rudp_send_options *o)
-{
-	(void)p;
-	(void)o;
-	return RUDP_E_UNSUPPORTED;
-}
-
-int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
-{
-	(void)h;
-	(void)o;
-	return RUDP_E_UNSUPPORTED;
-}
-
-int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
-{
-	(void)p;
-	(void)out;
-	return RUDP_E_UNSUPPORTED;
-}
-#endif

@@ -77,7 +77,7 @@ void host_flush_dirty(struct rudp_host *h)
 		p->dirty_next = NULL;
 		if (p->stage != PEER_ONLINE)
 			continue;
-		rudp_conn_flush(p->conn, h->now_us);
+		host_peer_flush(h, p);
 		after_conn_call(h, p);
 	}
 }
@@ -153,7 +153,7 @@ static void run_timers(struct rudp_host *h)
 	struct rudp_peer *p;
 	while (budget-- && (p = timer_heap_top(&h->timers)) && p->deadline_us <= h->now_us) {
 		if (p->stage == PEER_ONLINE) {
-			rudp_conn_flush(p->conn, h->now_us);
+			host_peer_flush(h, p);
 			after_conn_call(h, p);
 		} else if (p->stage == PEER_OFFLINE_1 || p->stage == PEER_OFFLINE_2) {
 			offline_client_timer(h, p);
@@ -660,8 +660,7 @@ int rudp_send_ex(rudp_peer *p, const void *data, size_t len, int reliability, in
 	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
 		return RUDP_E_NOT_CONNECTED;
 	struct rudp_host *h = p->host;
-	int r = rudp_conn_send_ex(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel,
-				  (uint8_t)priority, h->now_us);
+	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority);
 	switch (r) {
 	case 0:
 		host_mark_dirty(h, p);
@@ -675,7 +674,7 @@ int rudp_send_ex(rudp_peer *p, const void *data, size_t len, int reliability, in
 	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
 	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
 	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
-	case RUDP_CONN_E_WOULD_BLOCK: return RUDP_E_WOULD_BLOCK;
+	case RUDP_E_WOULD_BLOCK: return RUDP_E_WOULD_BLOCK; /* the send policy's */
 	case RUDP_CONN_E_NOMEM: return RUDP_E_NOMEM;
 	default: return RUDP_E_INVALID;
 	}
@@ -693,7 +692,7 @@ int rudp_disconnect(rudp_peer *p)
 		host_peer_close(h, p, RUDP_REASON_LOCAL);
 		return 0;
 	}
-	rudp_conn_disconnect(p->conn, h->now_us);
+	host_peer_disconnect(p);
 	host_mark_dirty(h, p);
 	after_conn_call(h, p);
 	return 0;

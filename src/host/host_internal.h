@@ -90,9 +90,9 @@ struct rudp_peer {
 	 * readable while the application handles the DISCONNECT event. */
 	bool has_final_stats;
 	struct rudp_conn_stats final_stats;
-	/* send policy (api.c; src/policy): options to apply when the conn
-	 * starts, and the policy object, which outlives the conn so its final
-	 * statistics stay readable */
+	/* send policy (send_policy.c; src/policy): options to apply when the
+	 * conn starts, and the policy object, which outlives the conn so its
+	 * final statistics stay readable */
 	bool has_send_opts;
 	rudp_send_options send_opts;
 	struct send_policy *policy;
@@ -238,10 +238,20 @@ void host_flush_dirty(struct rudp_host *h);
  * returns (rudp_ping). Returns 0 or RUDP_E_SYSTEM. */
 int host_pump(struct rudp_host *h, uint64_t wait_us);
 
-/* api.c: send-policy glue (no-ops without the module). attach: gives the
- * peer's new conn the policy its options ask for (0 or RUDP_E_NOMEM);
- * closing: right before the conn is destroyed; free: after that, when the
- * peer is freed. */
+/* send_policy.c: the peer's conn through its send policy when it has one
+ * (straight to the conn without one, or without the module), at the
+ * host's now_us; the peer must be online. send: rudp_conn_send_ex's
+ * codes, and the policy's refusal as the public RUDP_E_WOULD_BLOCK;
+ * flush: as rudp_conn_flush, and queues the WRITABLE event the policy
+ * asks for; disconnect: as rudp_conn_disconnect, behind what the policy
+ * holds. */
+int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
+		   uint8_t priority);
+void host_peer_flush(struct rudp_host *h, struct rudp_peer *p);
+void host_peer_disconnect(struct rudp_peer *p);
+/* send_policy.c (no-ops without the module). attach: gives the peer's new
+ * conn the policy its options ask for (0 or RUDP_E_NOMEM); closing: right
+ * before the conn is destroyed; free: after that, when the peer is freed. */
 int host_peer_policy_attach(struct rudp_peer *p);
 void host_peer_policy_closing(struct rudp_peer *p);
 void host_peer_policy_free(struct rudp_peer *p);

@@ -94,13 +94,6 @@ static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
 	p->close_reason = map_close_reason(reason);
 }
 
-/* Send policy: a refused sender may send again. */
-static void cb_writable(void *ud)
-{
-	struct rudp_peer *p = ud;
-	struct pending_event e = {.type = RUDP_EVENT_WRITABLE, .peer = p};
-	event_queue_push(&p->host->events, &e, NULL);
-}
 struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, uint32_t sock,
 				bool outgoing)
 {
@@ -154,8 +147,7 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 					 .deliver = cb_deliver,
 					 .reserve_delivery = cb_reserve_delivery,
 					 .connected = cb_connected,
-					 .closed = cb_closed,
-					 .writable = cb_writable};
+					 .closed = cb_closed};
 	struct rudp_conn_identity id = {.local_guid = (int64_t)h->guid,
 					.remote_guid = (int64_t)p->remote_guid};
 	struct sockaddr_storage local, own;

@@ -3,7 +3,9 @@
  * The send policy: staging FIFOs per (kind, priority), admission against the
  * soft budget and the unreliable reserve, feeding the conn by priority with
  * the anti-starvation rule, the writable signal, and statistics. policy.h
- * states the rules; this file keeps them.
+ * states the rules; this file keeps them. It sees the conn only through
+ * conn.h: the room left (window, unsent bytes, congestion) and queueing
+ * with indexes taken at send time.
  *
  * Staged messages live in one byte ring per class (bodies never wrap, as in
  * sendq.c), so steady traffic allocates nothing once the rings have grown
@@ -13,7 +15,7 @@
 #include <string.h>
 
 #include "common/body_ring.h"
-#include "conn/conn_internal.h"
+#include "conn/conn.h"
 #include "policy/policy.h"
 
 #define STAGE_MIN_MSGS 64u
@@ -33,7 +35,7 @@ struct stage_class {
 	uint32_t cap; /* power of two */
 	uint32_t head;
 	uint32_t count;
-	struct body_ring ring; /* the bodies; its times are conn time (policy_trim_idle) */
+	struct body_ring ring; /* the bodies; its times are the owner's (policy_trim_idle) */
 	uint64_t body_bytes;
 	uint32_t passed; /* picks that went elsewhere while this class waited */
 };
@@ -42,7 +44,8 @@ enum { KIND_REL = 0, KIND_UNREL = 1 };
 
 struct send_policy {
 	struct rudp_policy_config cfg;
-	struct rudp_conn *conn;
+	struct rudp_conn *conn; /* the conn it serves, NULL when detached */
+	uint64_t now_us; /* latest time the owner passed in */
 	struct stage_class cls[2][RUDP_CONN_PRIORITIES];
 	uint32_t staged_msgs[2];
 	uint64_t staged_bytes[2];
@@ -101,18 +104,11 @@ void rudp_policy_destroy(struct send_policy *p)
 	free(p);
 }
 
-static void copy_limits(struct rudp_conn *c, const struct send_policy *p)
-{
-	c->policy_flush_budget = p->cfg.flush_budget;
-}
-
 int rudp_policy_reconfigure(struct send_policy *p, const struct rudp_policy_config *cfg)
 {
 	if (!p || rudp_policy_config_check(cfg) < 0)
 		return RUDP_CONN_E_ARG;
 	p->cfg = *cfg;
-	if (p->conn)
-		copy_limits(p->conn, p);
 	return 0;
 }
 
@@ -154,7 +150,7 @@ static int class_reserve(struct stage_class *q, uint32_t len, uint64_t now_us)
 		uint64_t cap = body_ring_cap_for(need);
 		uint64_t base;
 
-		/* In place where the block allows (conn/body_ring.h). */
+		/* In place where the block allows (common/body_ring.h). */
 		if (body_ring_grow(&q->ring, cap, now_us, &base) != 0)
 			return RUDP_CONN_E_NOMEM;
 		for (uint32_t i = 0; i < q->count; i++)
@@ -236,27 +232,14 @@ static int pick_class(struct send_policy *p, int kind)
 	return best;
 }
 
-static uint64_t frag_count(const struct rudp_conn *c, uint64_t len)
-{
-	return (len + c->frag_body_max - 1) / c->frag_body_max;
-}
-
-/* Encoded bytes a message of len bytes takes in the conn's queue. */
-static uint64_t wire_bytes(const struct rudp_conn *c, uint64_t len, uint8_t reliability)
-{
-	uint64_t nfrags = frag_count(c, len);
-	struct rudp_wire_frame wf = {.reliability = reliability, .split = nfrags > 1};
-
-	return len + nfrags * rudp_wire_frame_header_len(&wf);
-}
-
 /* Moves the head of one class into the conn's queues. */
 static int move_head(struct rudp_conn *c, struct send_policy *p, int kind, int prio)
 {
 	struct stage_class *q = &p->cls[kind][prio];
 	const struct staged_msg *m = class_at(q, 0);
-	struct conn_msg_indexes ix = {.order_index = m->order_index, .sequenced_index = m->sequenced_index};
-	int rc = conn_queue_indexed(c, class_body(q, m), m->len, m->reliability, m->channel, &ix);
+	struct rudp_conn_msg_indexes ix = {.order_index = m->order_index,
+					   .sequenced_index = m->sequenced_index};
+	int rc = rudp_conn_queue_indexed(c, class_body(q, m), m->len, m->reliability, m->channel, &ix);
 
 	if (rc < 0)
 		return rc;
@@ -268,12 +251,12 @@ static int move_head(struct rudp_conn *c, struct send_policy *p, int kind, int p
 
 static uint64_t reliable_queue_bytes(const struct rudp_conn *c, const struct send_policy *p)
 {
-	return p->staged_bytes[KIND_REL] + c->rel_unsent_wire;
+	return p->staged_bytes[KIND_REL] + rudp_conn_reliable_unsent_bytes(c);
 }
 
 static uint64_t in_flight_bytes(const struct rudp_conn *c)
 {
-	return c->rel.wire_bytes - c->rel_unsent_wire;
+	return rudp_conn_reliable_bytes(c) - rudp_conn_reliable_unsent_bytes(c);
 }
 
 static void raise_peak(uint64_t *peak, uint64_t v)
@@ -282,7 +265,7 @@ static void raise_peak(uint64_t *peak, uint64_t v)
 		*peak = v;
 }
 
-/* ---- hooks ---- */
+/* ---- sending ---- */
 
 /* Drops the oldest staged unreliable message of any priority. */
 static void evict_oldest_unreliable(struct send_policy *p)
@@ -308,7 +291,7 @@ static void evict_oldest_unreliable(struct send_policy *p)
  * 16-message burst of 800 B, peaked at 153 MiB against 107 without a
  * policy: a 16 KiB ring and 2 KiB of records each). So a message goes
  * straight in when nothing reliable waits staged (FIFO and priority order
- * among waiting messages stay whole) and, with it, each limit policy_feed
+ * among waiting messages stay whole) and, with it, each limit feed()
  * checks is still at most half used: the window's frames, the unsent bytes
  * against the flush budget, the bytes in flight against their cap, and the
  * congestion window. Such a message would have entered at the next flush
@@ -322,26 +305,33 @@ static bool goes_straight_in(const struct rudp_conn *c, const struct send_policy
 	uint64_t wire;
 
 	if (p->staged_msgs[KIND_REL] != 0 ||
-	    c->rel.frames_count + frag_count(c, len) > c->cfg.window_frames / 2)
+	    (uint64_t)rudp_conn_window_frames_used(c) + rudp_conn_message_frames(c, len) >
+		    rudp_conn_window_frames(c) / 2)
 		return false;
-	wire = wire_bytes(c, len, rel);
-	return c->rel_unsent_wire + wire <= p->cfg.flush_budget / 2 &&
-	       c->rel.wire_bytes + wire <= p->cfg.max_in_flight_bytes / 2 &&
-	       cc_leaves_half_free(&c->cc, c->rel_unsent_wire, wire);
+	wire = rudp_conn_message_encoded_bytes(c, len, rel);
+	return rudp_conn_reliable_unsent_bytes(c) + wire <= p->cfg.flush_budget / 2 &&
+	       rudp_conn_reliable_bytes(c) + wire <= p->cfg.max_in_flight_bytes / 2 &&
+	       rudp_conn_congestion_half_free(c, wire);
 }
 
-int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
-		 uint8_t priority)
+static void advance_clock(struct send_policy *p, uint64_t now_us)
 {
-	struct send_policy *p = c->policy;
-	uint8_t eff = conn_effective_reliability(c, len, rel);
+	if (now_us > p->now_us)
+		p->now_us = now_us;
+}
+
+/* Admission and staging of one checked message (rel already effective,
+ * channel 0 for unordered). */
+static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t eff,
+		 uint8_t channel, uint8_t priority)
+{
 	int kind = rudp_wire_is_reliable(eff) ? KIND_REL : KIND_UNREL;
 	struct stage_class *q = &p->cls[kind][priority];
-	struct conn_msg_indexes ix;
+	struct rudp_conn_msg_indexes ix;
 	struct staged_msg m;
 	int rc;
 
-	rc = conn_check_size(c, len);
+	rc = rudp_conn_check_size(c, len);
 	if (rc < 0)
 		return rc;
 	if (kind == KIND_REL) {
@@ -351,15 +341,14 @@ int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t r
 		if (reliable_queue_bytes(c, p) >= p->cfg.reliable_soft_budget) {
 			p->refused = true;
 			p->st.sends_refused++;
-			return RUDP_CONN_E_WOULD_BLOCK;
+			return RUDP_POLICY_E_WOULD_BLOCK;
 		}
-		/* The hard per-connection limit still holds with a policy. */
-		if (p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL] + c->rel.body_bytes +
-			    c->unrel.body_bytes + len >
-		    c->cfg.max_queue_bytes)
+		/* The hard per-connection limit (max_queue_bytes) still holds with
+		 * a policy. */
+		if (p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL] + len > rudp_conn_queue_room(c))
 			return RUDP_CONN_E_QUEUE_FULL;
 		if (goes_straight_in(c, p, len, eff)) {
-			rc = conn_queue_indexed(c, data, len, eff, channel, NULL);
+			rc = rudp_conn_queue_indexed(c, data, len, eff, channel, NULL);
 			if (rc < 0)
 				return rc;
 			p->st.straight_in++;
@@ -367,7 +356,7 @@ int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t r
 			return 0;
 		}
 	}
-	rc = class_reserve(q, (uint32_t)len, c->now_us);
+	rc = class_reserve(q, (uint32_t)len, p->now_us);
 	if (rc < 0)
 		return rc;
 	if (kind == KIND_UNREL) {
@@ -376,7 +365,7 @@ int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t r
 		while (p->staged_bytes[KIND_UNREL] + len > p->cfg.unreliable_reserve)
 			evict_oldest_unreliable(p);
 	}
-	conn_take_indexes(c, eff, channel, &ix);
+	rudp_conn_take_indexes(c, eff, channel, &ix);
 	memset(&m, 0, sizeof(m));
 	m.age = p->next_age++;
 	m.len = (uint32_t)len;
@@ -394,9 +383,33 @@ int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t r
 	return 0;
 }
 
-void policy_feed(struct rudp_conn *c)
+int rudp_policy_send(struct send_policy *p, const uint8_t *data, size_t len, uint8_t reliability,
+		     uint8_t channel, uint8_t priority, uint64_t now_us)
 {
-	struct send_policy *p = c->policy;
+	struct rudp_conn *c = p->conn;
+	uint8_t eff;
+	int rc;
+
+	if (!c)
+		return RUDP_CONN_E_STATE;
+	advance_clock(p, now_us);
+	rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
+	if (rc == 0 && priority >= RUDP_CONN_PRIORITIES)
+		rc = RUDP_CONN_E_ARG;
+	if (rc < 0)
+		return rc;
+	eff = rudp_conn_effective_reliability(c, len, reliability);
+	if (!rudp_wire_is_ordered_or_sequenced(eff))
+		channel = 0;
+	return stage(p, c, data, len, eff, channel, priority);
+}
+
+/* ---- flushing ---- */
+
+/* Moves what may go out now into the conn's queues (start of the data
+ * part of a flush). */
+static void feed(struct send_policy *p, struct rudp_conn *c)
+{
 
 	/* Reliable: only what can enter the window now, so the order in which
 	 * frames get reliable indexes (and go out) is the priority order. The
@@ -404,22 +417,25 @@ void policy_feed(struct rudp_conn *c)
 	while (p->staged_msgs[KIND_REL] > 0) {
 		int prio;
 
-		if (c->rel.frames_count >= c->cfg.window_frames)
+		uint64_t unsent = rudp_conn_reliable_unsent_bytes(c);
+
+		if (rudp_conn_window_frames_used(c) >= rudp_conn_window_frames(c))
 			break;
-		if (c->rel_unsent_wire >= p->cfg.flush_budget)
+		if (unsent >= p->cfg.flush_budget)
 			break;
 		/* Nor more than the congestion window could send now: a frame
 		 * waiting in the queue for it has its place in the send order
 		 * already, ahead of anything more urgent staged later. */
-		if (c->rel_unsent_wire > 0 && !cc_would_send(&c->cc, (uint32_t)c->rel_unsent_wire))
+		if (unsent > 0 && !rudp_conn_congestion_allows(c, unsent))
 			break;
 		prio = peek_class(p, KIND_REL);
 		/* The in-flight cap: a message enters only when it fits under the
 		 * cap with everything sent and not yet released, or alone (a cap
 		 * below one message must not stall the connection). */
 		const struct staged_msg *head = class_at(&p->cls[KIND_REL][prio], 0);
-		if (c->rel.frames_count > 0 &&
-		    c->rel.wire_bytes + wire_bytes(c, head->len, head->reliability) >
+		if (rudp_conn_window_frames_used(c) > 0 &&
+		    rudp_conn_reliable_bytes(c) +
+				    rudp_conn_message_encoded_bytes(c, head->len, head->reliability) >
 			    p->cfg.max_in_flight_bytes)
 			break;
 		if (move_head(c, p, KIND_REL, pick_class(p, KIND_REL)) < 0)
@@ -427,7 +443,7 @@ void policy_feed(struct rudp_conn *c)
 	}
 	/* Unreliable: about one flush's worth; the rest waits staged, where a
 	 * newer message can still evict it. */
-	while (p->staged_msgs[KIND_UNREL] > 0 && c->unrel.wire_bytes < p->cfg.flush_budget) {
+	while (p->staged_msgs[KIND_UNREL] > 0 && rudp_conn_unreliable_bytes(c) < p->cfg.flush_budget) {
 		if (move_head(c, p, KIND_UNREL, pick_class(p, KIND_UNREL)) < 0)
 			break;
 	}
@@ -444,12 +460,6 @@ static int drain(struct rudp_conn *c, struct send_policy *p)
 		}
 	}
 	return 0;
-}
-
-void policy_drain_all(struct rudp_conn *c)
-{
-	/* Out of memory here leaves the rest staged; the close then counts it. */
-	drain(c, c->policy);
 }
 
 /* Stage rings follow the conn's send rings' idle rule (body_ring_trim_idle,
@@ -469,16 +479,15 @@ static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
 	}
 }
 
-void policy_after_flush(struct rudp_conn *c, bool budget_spent)
+/* End of flush: bookkeeping; true when the writable signal is due. */
+static bool after_flush(struct send_policy *p, struct rudp_conn *c, bool budget_spent)
 {
-	struct send_policy *p = c->policy;
-
 	/* Not on every flush: looking at eight classes each time read 3-4 %
 	 * slower on the one-connection policy columns (8 noisy pairs), and a
 	 * few times a second is enough for a rule that waits a second. */
-	if (c->now_us - p->trim_checked_us >= BODY_RING_TRIM_AFTER_US / 4) {
-		p->trim_checked_us = c->now_us;
-		policy_trim_idle(p, c->now_us);
+	if (p->now_us - p->trim_checked_us >= BODY_RING_TRIM_AFTER_US / 4) {
+		p->trim_checked_us = p->now_us;
+		policy_trim_idle(p, p->now_us);
 	}
 	if (budget_spent)
 		p->st.flushes_budget_limited++;
@@ -486,39 +495,82 @@ void policy_after_flush(struct rudp_conn *c, bool budget_spent)
 	if (p->refused && reliable_queue_bytes(c, p) < p->cfg.reliable_soft_budget) {
 		p->refused = false;
 		p->st.writable_signals++;
-		if (c->cb.writable)
-			c->cb.writable(c->cb.ud);
+		return true;
 	}
+	return false;
+}
+
+int rudp_policy_flush(struct send_policy *p, uint64_t now_us, bool *writable)
+{
+	struct rudp_conn *c = p->conn;
+	struct rudp_conn_flush_limits limits;
+	bool data_next, budget_spent;
+	int emitted;
+
+	*writable = false;
+	if (!c)
+		return 0;
+	advance_clock(p, now_us);
+	/* What a failed drain at the disconnect left staged goes ahead of the
+	 * 0x15 the conn may queue again in this flush (out of memory only). */
+	if (rudp_conn_state(c) == RUDP_CONN_STATE_DISCONNECTING)
+		drain(c, p);
+	emitted = rudp_conn_flush_control(c, now_us, &data_next);
+	if (!data_next)
+		return emitted;
+	feed(p, c);
+	/* Unreliable frames before new reliable ones: they are worthless late,
+	 * and the unreliable reserve keeps them from taking a whole flush. */
+	limits.max_bytes = p->cfg.flush_budget;
+	limits.unreliable_first = true;
+	emitted += rudp_conn_flush_data(c, now_us, &limits, &budget_spent);
+	*writable = after_flush(p, c, budget_spent);
+	return emitted;
+}
+
+void rudp_policy_disconnect(struct send_policy *p, uint64_t now_us)
+{
+	struct rudp_conn *c = p->conn;
+
+	if (!c)
+		return;
+	/* The 0x15 must go behind everything the application sent, including
+	 * what is still staged. Out of memory here leaves the rest staged
+	 * (rudp_policy_flush tries again); the close then counts it. */
+	if (rudp_conn_state(c) == RUDP_CONN_STATE_CONNECTED)
+		drain(c, p);
+	rudp_conn_disconnect(c, now_us);
 }
 
 /* ---- attach, detach, stats ---- */
 
-int rudp_conn_set_policy(struct rudp_conn *c, struct send_policy *p)
+int rudp_policy_attach(struct send_policy *p, struct rudp_conn *c)
 {
-	if (p && p->conn && p->conn != c)
+	if (!c || (p->conn && p->conn != c))
 		return RUDP_CONN_E_ARG;
-	if (c->policy == p)
-		return 0;
-	if (c->policy) {
-		int rc = drain(c, c->policy);
-
-		if (rc < 0)
-			return rc;
-		c->policy->conn = NULL;
-		c->policy = NULL;
-	}
-	if (p) {
+	if (p->conn != c) {
 		p->conn = c;
 		p->have_final = false;
-		copy_limits(c, p);
-		c->policy = p;
 	}
 	return 0;
 }
 
-struct send_policy *rudp_conn_get_policy(const struct rudp_conn *c)
+int rudp_policy_detach(struct send_policy *p)
 {
-	return c->policy;
+	int rc;
+
+	if (!p->conn)
+		return 0;
+	rc = drain(p->conn, p);
+	if (rc < 0)
+		return rc;
+	p->conn = NULL;
+	return 0;
+}
+
+struct rudp_conn *rudp_policy_conn(const struct send_policy *p)
+{
+	return p->conn;
 }
 
 void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats *out)
@@ -534,7 +586,7 @@ void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats
 		out->reliable_staged_bytes[i] = p->cls[KIND_REL][i].body_bytes;
 		out->unreliable_staged_bytes[i] = p->cls[KIND_UNREL][i].body_bytes;
 	}
-	out->reliable_queue_bytes = p->staged_bytes[KIND_REL] + (c ? c->rel_unsent_wire : 0);
+	out->reliable_queue_bytes = p->staged_bytes[KIND_REL] + (c ? rudp_conn_reliable_unsent_bytes(c) : 0);
 	out->unreliable_queue_bytes = p->staged_bytes[KIND_UNREL];
 	out->in_flight_bytes = c ? in_flight_bytes(c) : 0;
 	out->stage_ring_bytes = 0;
@@ -544,11 +596,9 @@ void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats
 	}
 }
 
-void rudp_policy_conn_closing(struct rudp_conn *c)
+void rudp_policy_conn_closing(struct send_policy *p)
 {
-	struct send_policy *p = c->policy;
-
-	if (!p)
+	if (!p->conn)
 		return;
 	/* Whatever is still staged will never be sent: say so in the stats. */
 	p->st.dropped[RUDP_POLICY_DROP_CLOSED] += p->staged_msgs[KIND_REL] + p->staged_msgs[KIND_UNREL];
@@ -563,5 +613,4 @@ void rudp_policy_conn_closing(struct rudp_conn *c)
 	p->have_final = true;
 	p->refused = false;
 	p->conn = NULL;
-	c->policy = NULL;
 }

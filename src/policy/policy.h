@@ -5,23 +5,25 @@
  * Without a policy a conn queues every message at once into its FIFO and
  * sends it as the reliable window allows, so a sender faster than its peer
  * grows the queue up to max_queue_bytes and a bulk transfer delays whatever
- * is queued behind it. A policy sits in front of the conn's queues:
+ * is queued behind it. A policy sits above the conn, in front of its queues,
+ * and its owner (the host) sends, flushes and disconnects through it:
  *
- *   - rudp_conn_send_ex stages the message in one of eight FIFOs (reliable
+ *   - rudp_policy_send stages the message in one of eight FIFOs (reliable
  *     or unreliable, times four priorities) after admission: the reliable
- *     queue over its soft budget refuses (RUDP_CONN_E_WOULD_BLOCK, nothing
+ *     queue over its soft budget refuses (RUDP_POLICY_E_WOULD_BLOCK, nothing
  *     queued); unreliable messages beyond the reserve evict the oldest
  *     staged unreliable ones (counted). Except: a reliable message that
  *     nothing waits ahead of goes straight into the conn's queue when the
  *     window and the other limits below are at most half used with it
  *     (policy.c, goes_straight_in): priority matters when room is short,
  *     and half of it stays free for what comes next;
- *   - at each flush, policy_feed moves staged messages into the conn's
+ *   - at each flush (rudp_policy_flush), between the conn's control and
+ *     data steps, the policy moves staged messages into the conn's
  *     queues, highest priority first with the anti-starvation rule below,
  *     only as far as the window, the encoded in-flight cap and the per-flush
  *     budget can take them now, so priority decides what enters the window;
- *   - after the flush, a refused sender is told (callback writable) once the
- *     reliable queue is below the soft budget again.
+ *   - after the flush, a refused sender is told (rudp_policy_flush's
+ *     *writable) once the reliable queue is below the soft budget again.
  *
  * Order and sequenced indexes are taken when the application sends, so an
  * ordered channel still delivers in send order whatever the priorities:
@@ -35,8 +37,10 @@
  * So the head of any non-empty class waits at most starvation_limit +
  * RUDP_CONN_PRIORITIES - 1 picks of its kind (reliable or unreliable).
  *
- * The policy object is owned by the caller, not by the conn: attach it with
- * rudp_conn_set_policy, and destroy it after the conn (or after detaching).
+ * The conn knows nothing of the policy (conn.h's scheduler section is all
+ * the policy uses). The policy object is owned by the caller: attach it to
+ * a conn with rudp_policy_attach, and before destroying that conn call
+ * rudp_policy_conn_closing (or detach it).
  */
 #ifndef RUDP_POLICY_H
 #define RUDP_POLICY_H
@@ -58,6 +62,10 @@ struct rudp_policy_config {
 #define RUDP_POLICY_MIN_RESERVE 8192u /* larger than any unreliable frame body */
 #define RUDP_POLICY_MAX_STARVATION 65535u
 
+/* rudp_policy_send: the reliable queue is over its soft budget; nothing
+ * was queued. Beside the RUDP_CONN_E_* codes, which the policy passes on. */
+#define RUDP_POLICY_E_WOULD_BLOCK (-106)
+
 enum rudp_policy_drop_reason {
 	RUDP_POLICY_DROP_RESERVE = 0, /* unreliable, evicted oldest-first by a newer one beyond the reserve */
 	RUDP_POLICY_DROP_CLOSED = 1, /* staged when the connection closed; never sent */
@@ -71,7 +79,7 @@ struct rudp_policy_stats {
 	uint64_t unreliable_queue_bytes; /* what the reserve counts: staged unreliable bytes */
 	uint64_t in_flight_bytes; /* encoded bytes sent and not yet released by ACKs */
 	uint64_t dropped[RUDP_POLICY_DROP_REASONS]; /* messages */
-	uint64_t sends_refused; /* RUDP_CONN_E_WOULD_BLOCK returned */
+	uint64_t sends_refused; /* RUDP_POLICY_E_WOULD_BLOCK returned */
 	uint64_t writable_signals;
 	uint64_t flushes_budget_limited; /* flushes stopped by the per-flush budget */
 	uint64_t straight_in; /* reliable messages queued at once, not staged (policy.c) */
@@ -99,34 +107,41 @@ void rudp_policy_destroy(struct send_policy *p);
 /* Changes the limits of a policy (attached or not); RUDP_CONN_E_ARG on a bad config. */
 int rudp_policy_reconfigure(struct send_policy *p, const struct rudp_policy_config *cfg);
 
-/* Attaches p to c (p NULL: detaches the current one). A policy serves one
- * conn at a time. Detaching moves every staged message into the conn's
- * queues, in priority order, so nothing is lost. Returns 0, or
- * RUDP_CONN_E_ARG when p is attached to another conn, or
- * RUDP_CONN_E_NOMEM when a staged message could not be moved (the policy
- * then stays attached). */
-int rudp_conn_set_policy(struct rudp_conn *c, struct send_policy *p);
-struct send_policy *rudp_conn_get_policy(const struct rudp_conn *c);
+/* Makes p serve c. A policy serves one conn at a time, and a conn has one
+ * policy at most (the caller's part). Returns 0 (also when p serves c
+ * already), or RUDP_CONN_E_ARG when c is NULL or p serves another conn. */
+int rudp_policy_attach(struct send_policy *p, struct rudp_conn *c);
+/* Detaches p from its conn, moving every staged message into the conn's
+ * queues, in priority order, so nothing is lost. Returns 0 (also when not
+ * attached), or RUDP_CONN_E_NOMEM when a staged message could not be moved
+ * (the policy then stays attached). */
+int rudp_policy_detach(struct send_policy *p);
+/* The conn p serves, NULL when detached. */
+struct rudp_conn *rudp_policy_conn(const struct send_policy *p);
+
+/* Sends one message on the attached conn: the conn's checks (as
+ * rudp_conn_send_ex: RUDP_CONN_E_STATE, _ARG, _TOO_LARGE), then admission
+ * (RUDP_POLICY_E_WOULD_BLOCK, RUDP_CONN_E_QUEUE_FULL against
+ * max_queue_bytes counting what is staged, RUDP_CONN_E_NOMEM); 0 when
+ * staged or queued. RUDP_CONN_E_STATE when detached. */
+int rudp_policy_send(struct send_policy *p, const uint8_t *data, size_t len, uint8_t reliability,
+		     uint8_t channel, uint8_t priority, uint64_t now_us);
+/* rudp_conn_flush of the attached conn with the policy in it: the conn's
+ * control step, then staged messages into the conn's queues as far as the
+ * limits allow, then the data step within the per-flush budget with
+ * unreliable frames first. Returns the datagrams emitted; *writable is set
+ * when a refused sender may send again (once per refusal). 0 when detached. */
+int rudp_policy_flush(struct send_policy *p, uint64_t now_us, bool *writable);
+/* rudp_conn_disconnect of the attached conn, with everything staged moved
+ * into the conn's queues first, so the 0x15 goes behind it all. */
+void rudp_policy_disconnect(struct send_policy *p, uint64_t now_us);
 
 /* Fills *out. Valid with or without a conn attached; after the conn closed
- * (or was detached by policy_conn_closing) it reports the last values. */
+ * (rudp_policy_conn_closing) it reports the last values. */
 void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats *out);
-/* The owner is about to destroy c: take the final figures (staged messages
- * that will never go out count as RUDP_POLICY_DROP_CLOSED) and detach
- * without moving anything. */
-void rudp_policy_conn_closing(struct rudp_conn *c);
-
-/* ---- hooks called by the conn (sendq.c, flush.c) ---- */
-
-/* Admission and staging of one validated message (rel already plain,
- * channel 0 for unordered). */
-int policy_stage(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
-		 uint8_t priority);
-/* Moves what may go out now into the conn's queues (start of flush). */
-void policy_feed(struct rudp_conn *c);
-/* Moves everything staged into the conn's queues, ignoring the limits. */
-void policy_drain_all(struct rudp_conn *c);
-/* End of flush: bookkeeping and the writable signal. */
-void policy_after_flush(struct rudp_conn *c, bool budget_spent);
+/* The owner is about to destroy p's conn: take the final figures (staged
+ * messages that will never go out count as RUDP_POLICY_DROP_CLOSED) and
+ * detach without moving anything. A no-op when detached. */
+void rudp_policy_conn_closing(struct send_policy *p);
 
 #endif

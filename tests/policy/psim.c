@@ -114,11 +114,6 @@ static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
 	e->reason = reason;
 }
 
-static void cb_writable(void *ud)
-{
-	((struct psim_endpoint *)ud)->writable++;
-}
-
 /* ---- the simulation ---- */
 
 void psim_init(struct psim *s, const struct rudp_conn_config *cfg, const struct psim_link *c2s,
@@ -149,8 +144,7 @@ void psim_connect(struct psim *s)
 						 .send_datagram = cb_send,
 						 .deliver = cb_deliver,
 						 .connected = cb_connected,
-						 .closed = cb_closed,
-						 .writable = cb_writable};
+						 .closed = cb_closed};
 		struct rudp_conn_identity id = {.local_guid = 77 + i};
 
 		id.local_addr.version = 4;
@@ -169,14 +163,44 @@ void psim_attach_policy(struct psim *s, int ep, const struct rudp_policy_config 
 
 	e->policy = rudp_policy_create(cfg);
 	assert_non_null(e->policy);
-	assert_int_equal(rudp_conn_set_policy(e->c, e->policy), 0);
+	assert_int_equal(rudp_policy_attach(e->policy, e->c), 0);
+}
+
+/* The policy is above the conn: while attached, the owner goes through it. */
+static bool has_policy(const struct psim_endpoint *e)
+{
+	return e->policy && rudp_policy_conn(e->policy);
+}
+
+void psim_flush(struct psim *s, int ep)
+{
+	struct psim_endpoint *e = &s->ep[ep];
+	bool writable;
+
+	if (!has_policy(e)) {
+		rudp_conn_flush(e->c, s->now);
+		return;
+	}
+	rudp_policy_flush(e->policy, s->now, &writable);
+	if (writable)
+		e->writable++;
+}
+
+void psim_disconnect(struct psim *s, int ep)
+{
+	struct psim_endpoint *e = &s->ep[ep];
+
+	if (has_policy(e))
+		rudp_policy_disconnect(e->policy, s->now);
+	else
+		rudp_conn_disconnect(e->c, s->now);
 }
 
 void psim_free(struct psim *s)
 {
 	for (int i = 0; i < 2; i++) {
-		if (s->ep[i].c && rudp_conn_get_policy(s->ep[i].c))
-			rudp_policy_conn_closing(s->ep[i].c);
+		if (has_policy(&s->ep[i]))
+			rudp_policy_conn_closing(s->ep[i].policy);
 		rudp_conn_destroy(s->ep[i].c);
 		rudp_policy_destroy(s->ep[i].policy);
 		free(s->ep[i].log);
@@ -216,7 +240,7 @@ void psim_step(struct psim *s)
 	if (s->app)
 		s->app(s, s->app_ud);
 	for (int i = 0; i < 2; i++)
-		rudp_conn_flush(s->ep[i].c, s->now);
+		psim_flush(s, i);
 }
 
 bool psim_run(struct psim *s, bool (*done)(struct psim *s), uint64_t max_us)
@@ -237,9 +261,9 @@ static bool busy(const struct psim_endpoint *e)
 
 	if (rudp_conn_wants_flush(e->c) || e->c->rel.frames_count)
 		return true;
-	if (!rudp_conn_get_policy(e->c))
+	if (!has_policy(e))
 		return false;
-	rudp_policy_get_stats(rudp_conn_get_policy(e->c), &st);
+	rudp_policy_get_stats(e->policy, &st);
 	return st.reliable_queue_bytes || st.unreliable_queue_bytes;
 }
 
@@ -268,5 +292,7 @@ int psim_send(struct psim *s, int ep, uint32_t len, uint8_t tag, uint32_t seq, u
 
 	assert_true(len >= PSIM_MSG_HEADER && len <= sizeof(buf));
 	psim_make_message(buf, len, tag, seq, s->now);
+	if (has_policy(&s->ep[ep]))
+		return rudp_policy_send(s->ep[ep].policy, buf, len, rel, ch, prio, s->now);
 	return rudp_conn_send_ex(s->ep[ep].c, buf, len, rel, ch, prio, s->now);
 }

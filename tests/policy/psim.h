@@ -48,7 +48,7 @@ struct psim_endpoint {
 	int connected;
 	int closed;
 	enum rudp_conn_close_reason reason;
-	uint32_t writable; /* writable callbacks */
+	uint32_t writable; /* writable signals from rudp_policy_flush */
 	struct psim_delivery *log;
 	size_t nlog, caplog;
 	uint64_t dgrams_out, bytes_out; /* everything this side put on the link */
@@ -86,6 +86,10 @@ void psim_init(struct psim *s, const struct rudp_conn_config *cfg, const struct 
 void psim_connect(struct psim *s);
 /* Creates a policy (owned by the endpoint) and attaches it. */
 void psim_attach_policy(struct psim *s, int ep, const struct rudp_policy_config *cfg);
+/* rudp_conn_flush / _disconnect of endpoint ep, through its policy while
+ * one is attached (as the host does). */
+void psim_flush(struct psim *s, int ep);
+void psim_disconnect(struct psim *s, int ep);
 void psim_free(struct psim *s);
 void psim_step(struct psim *s);
 /* Steps until done(s) or max_us of virtual time passed; true if done. */
@@ -95,7 +99,8 @@ bool psim_run(struct psim *s, bool (*done)(struct psim *s), uint64_t max_us);
 void psim_settle(struct psim *s, uint64_t max_us);
 
 void psim_make_message(uint8_t *buf, uint32_t len, uint8_t tag, uint32_t seq, uint64_t now);
-/* rudp_conn_send_ex of a test message from endpoint ep. */
+/* rudp_conn_send_ex of a test message from endpoint ep, or
+ * rudp_policy_send while a policy is attached. */
 int psim_send(struct psim *s, int ep, uint32_t len, uint8_t tag, uint32_t seq, uint8_t rel, uint8_t ch,
 	      uint8_t prio);
 

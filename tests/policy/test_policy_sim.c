@@ -95,7 +95,7 @@ static void app(struct psim *s, void *ud)
 		int rc = psim_send(s, 0, BULK_SIZE, 'b', w->bulk_seq, RUDP_WIRE_RELIABLE_ORDERED, 1,
 				   RUDP_CONN_PRIO_LOW);
 
-		if (rc == RUDP_CONN_E_WOULD_BLOCK || rc == RUDP_CONN_E_QUEUE_FULL)
+		if (rc == RUDP_POLICY_E_WOULD_BLOCK || rc == RUDP_CONN_E_QUEUE_FULL)
 			break;
 		assert_int_equal(rc, 0);
 		w->bulk_seq++;

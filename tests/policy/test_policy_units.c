@@ -116,10 +116,10 @@ static void test_soft_budget_refuses_then_writable(void **state)
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(psim_send(s, 0, 1024, 'r', seq++, 3, 0, RUDP_CONN_PRIO_MEDIUM), 0);
 	assert_int_equal(psim_send(s, 0, 1024, 'r', seq, 3, 0, RUDP_CONN_PRIO_MEDIUM),
-			 RUDP_CONN_E_WOULD_BLOCK);
+			 RUDP_POLICY_E_WOULD_BLOCK);
 	/* Every priority and every reliable kind is refused alike. */
 	assert_int_equal(psim_send(s, 0, 20, 'r', seq, 2, 0, RUDP_CONN_PRIO_IMMEDIATE),
-			 RUDP_CONN_E_WOULD_BLOCK);
+			 RUDP_POLICY_E_WOULD_BLOCK);
 	st = stats(s, 0);
 	assert_int_equal(st.sends_refused, 2);
 	assert_int_equal(st.reliable_queue_bytes, 8192);
@@ -138,7 +138,7 @@ static void test_soft_budget_refuses_then_writable(void **state)
 	/* Soft: an empty queue takes a message larger than the whole budget. */
 	assert_int_equal(psim_send(s, 0, 20000, 'r', seq++, 3, 0, RUDP_CONN_PRIO_MEDIUM), 0);
 	assert_int_equal(psim_send(s, 0, 100, 'r', seq, 3, 0, RUDP_CONN_PRIO_MEDIUM),
-			 RUDP_CONN_E_WOULD_BLOCK);
+			 RUDP_POLICY_E_WOULD_BLOCK);
 	psim_settle(s, 5 * SEC);
 	assert_int_equal(s->ep[0].writable, 2);
 
@@ -193,7 +193,7 @@ static void test_flush_budget_bounds_one_flush(void **state)
 	for (uint32_t i = 0; i < 40; i++)
 		assert_int_equal(psim_send(s, 0, 1000, 'r', i, 2, 0, RUDP_CONN_PRIO_MEDIUM), 0);
 	before_bytes = s->ep[0].bytes_out;
-	rudp_conn_flush(s->ep[0].c, s->now);
+	psim_flush(s, 0);
 	assert_true(s->ep[0].bytes_out - before_bytes <= 4096);
 	assert_true(s->ep[0].bytes_out - before_bytes >= 3000); /* it did use the budget */
 	assert_int_equal(stats(s, 0).flushes_budget_limited, 1);
@@ -204,7 +204,7 @@ static void test_flush_budget_bounds_one_flush(void **state)
 	p.flush_budget = 1;
 	assert_int_equal(rudp_policy_reconfigure(s->ep[0].policy, &p), 0);
 	before_dgrams = s->ep[0].dgrams_out;
-	rudp_conn_flush(s->ep[0].c, s->now);
+	psim_flush(s, 0);
 	assert_int_equal(s->ep[0].dgrams_out - before_dgrams, 1);
 	p.flush_budget = 4096;
 	assert_int_equal(rudp_policy_reconfigure(s->ep[0].policy, &p), 0);
@@ -550,12 +550,12 @@ static void test_disconnect_delivers_staged(void **state)
 	psim_attach_policy(s, 0, &p);
 	for (uint32_t i = 0; i < 10; i++)
 		assert_int_equal(psim_send(s, 0, 300, 'r', i, 3, 0, RUDP_CONN_PRIO_LOW), 0);
-	rudp_conn_disconnect(s->ep[0].c, s->now);
+	psim_disconnect(s, 0);
 	assert_true(psim_run(s, both_closed, 30 * SEC));
 	assert_int_equal(s->ep[0].reason, RUDP_CONN_CLOSE_LOCAL);
 	assert_int_equal(s->ep[1].reason, RUDP_CONN_CLOSE_REMOTE);
 	assert_int_equal(s->ep[1].nlog, 10);
-	rudp_policy_conn_closing(s->ep[0].c);
+	rudp_policy_conn_closing(s->ep[0].policy);
 	assert_int_equal(stats(s, 0).dropped[RUDP_POLICY_DROP_CLOSED], 0);
 	pair_free(s);
 }
@@ -571,8 +571,8 @@ static void test_close_counts_staged_as_dropped(void **state)
 		assert_int_equal(psim_send(s, 0, 300, 'r', i, 3, 0, RUDP_CONN_PRIO_LOW), 0);
 	assert_int_equal(psim_send(s, 0, 300, 'u', 0, 0, 0, RUDP_CONN_PRIO_LOW), 0);
 	rudp_conn_abort(s->ep[0].c, RUDP_CONN_CLOSE_TIMEOUT);
-	rudp_policy_conn_closing(s->ep[0].c);
-	assert_null(rudp_conn_get_policy(s->ep[0].c));
+	rudp_policy_conn_closing(s->ep[0].policy);
+	assert_null(rudp_policy_conn(s->ep[0].policy));
 	/* The final figures stay readable after the conn let go. */
 	assert_int_equal(stats(s, 0).dropped[RUDP_POLICY_DROP_CLOSED], 11);
 	assert_int_equal(stats(s, 0).reliable_queue_bytes, 3000);
@@ -588,13 +588,13 @@ static void test_detach_moves_everything(void **state)
 	(void)state;
 	psim_attach_policy(s, 0, &p);
 	/* A policy serves one conn at a time. */
-	assert_int_equal(rudp_conn_set_policy(s->ep[1].c, s->ep[0].policy), RUDP_CONN_E_ARG);
+	assert_int_equal(rudp_policy_attach(s->ep[0].policy, s->ep[1].c), RUDP_CONN_E_ARG);
 	for (uint32_t i = 0; i < 5; i++)
 		assert_int_equal(psim_send(s, 0, 300, 'r', i, 3, 0, (uint8_t)(i % 4)), 0);
 	for (uint32_t i = 0; i < 3; i++)
 		assert_int_equal(psim_send(s, 0, 300, 'u', i, 0, 0, RUDP_CONN_PRIO_LOW), 0);
-	assert_int_equal(rudp_conn_set_policy(s->ep[0].c, NULL), 0);
-	assert_null(rudp_conn_get_policy(s->ep[0].c));
+	assert_int_equal(rudp_policy_detach(s->ep[0].policy), 0);
+	assert_null(rudp_policy_conn(s->ep[0].policy));
 	assert_int_equal(s->ep[0].c->rel.frames_count, 5);
 	assert_int_equal(s->ep[0].c->unrel.frames_count, 3);
 	/* Without a policy the conn is its plain self: no refusal at 8 KiB. */
@@ -604,8 +604,8 @@ static void test_detach_moves_everything(void **state)
 	assert_int_equal(s->ep[1].nlog, 303);
 	/* A detached policy can serve another conn. */
 	other = s->ep[0].policy;
-	assert_int_equal(rudp_conn_set_policy(s->ep[1].c, other), 0);
-	assert_int_equal(rudp_conn_set_policy(s->ep[1].c, NULL), 0);
+	assert_int_equal(rudp_policy_attach(other, s->ep[1].c), 0);
+	assert_int_equal(rudp_policy_detach(other), 0);
 	pair_free(s);
 }
 

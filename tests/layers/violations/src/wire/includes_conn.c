@@ -1,0 +1,2 @@
+/* Fixture for scripts/check-layers.sh --every-rule: breaks the wire's rule. */
+#include "conn/conn.h"
