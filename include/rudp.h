@@ -357,8 +357,8 @@ enum rudp_io_backend {
 RUDP_API void rudp_config_init(rudp_config *cfg);
 
 /** Creates a host and its socket. On success stores it in *out and returns
- * 0; on failure returns RUDP_E_INVALID (a field out of range),
- * RUDP_E_ADDRESS, RUDP_E_SYSTEM or RUDP_E_NOMEM and leaves *out NULL. */
+ * 0; on failure returns RUDP_E_INVALID (a field out of range, those of
+ * rudp_config.sim included), RUDP_E_ADDRESS, RUDP_E_SYSTEM or RUDP_E_NOMEM and leaves *out NULL. */
 RUDP_API int rudp_host_create(const rudp_config *cfg, rudp_host **out);
 
 /** Closes the socket and frees the host and every peer (without telling
@@ -377,7 +377,8 @@ RUDP_API int rudp_host_fd(const rudp_host *host);
 
 /** Milliseconds until the host's earliest timer (0 when work is due now,
  * including datagrams queued but not yet handed to the kernel; -1 when
- * there is none). */
+ * there is none). A datagram the network simulator (rudp_config.sim)
+ * holds counts as a timer due at its release. */
 RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
 
 /** Writes the bound local address as text ("127.0.0.1:19132",
