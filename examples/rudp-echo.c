@@ -3,16 +3,18 @@
  * rudp-echo: an echo server and a verifying client over librudp.
  *
  *   rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--threads N] [--io B]
- *                    [--once] [--stats]
+ *                    [--once] [--stats] [--sim-* ...]
  *   rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]
  *                    [--batch B] [--io B] [--protocol V] [--channel C] [--timeout MS]
- *                    [--stats]
+ *                    [--stats] [--sim-* ...]
  *
  * The server drains received messages with rudp_recv_batch() and echoes
  * each peer's run of them with one rudp_send_batch(). With --threads N it
  * runs N hosts, one per thread, on one port (SO_REUSEPORT): each client is
  * served by one thread only, so the threads share nothing. --io picks the
  * backend (uring, mmsg, auto; RUDP_IO in the environment overrides it).
+ * The --sim-* options turn on librudp's network simulator (sim_options.h)
+ * on either side.
  *
  * Every client message is 0xfe (the id Bedrock games use, so any RakNet echo
  * server passes it on), a 4-byte little-endian message id, then bytes derived
@@ -31,6 +33,7 @@
 #include <xxhash.h>
 
 #include "rudp.h"
+#include "sim_options.h"
 
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig)
@@ -50,13 +53,14 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--threads N] [--io B]\n"
-		"                        [--once] [--stats]\n"
+		"                        [--once] [--stats] [--sim-* ...]\n"
 		"       rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]\n"
 		"                        [--batch B] [--io B] [--protocol V] [--channel C] [--timeout MS]\n"
-		"                        [--stats]\n"
+		"                        [--stats] [--sim-* ...]\n"
 		"  --io B       io backend: uring, mmsg or auto (default; RUDP_IO overrides)\n"
 		"  --threads N  server: N hosts on one port, one per thread (SO_REUSEPORT)\n"
-		"  --batch B    client: send with rudp_send_batch, at most B messages per call\n");
+		"  --batch B    client: send with rudp_send_batch, at most B messages per "
+		"call\n" SIM_OPTIONS_USAGE);
 }
 
 static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -108,6 +112,7 @@ static void print_host_stats(const char *who, rudp_host *host)
 	       " / send %" PRIu64 ", receive re-arms %" PRIu64 ", dropped %" PRIu64 "\n",
 	       who, s.io_backend, s.datagrams_received, s.gro_receives, s.datagrams_sent, s.gso_sends,
 	       s.syscalls_recv, s.syscalls_send, s.rx_rearms, s.datagrams_dropped);
+	print_sim_stats(who, &s);
 }
 
 static void log_to_stderr(void *ud, int level, const char *msg)
@@ -190,7 +195,13 @@ static int run_server(int argc, char **argv)
 	const char *bind = "0.0.0.0:19132";
 	uint32_t max_clients = 1024, threads = 1;
 	int once = 0, stats = 0, io = RUDP_IO_AUTO;
+	rudp_sim_config sim = {0};
 	for (int i = 0; i < argc; i++) {
+		int is_sim = sim_option(argc, argv, &i, &sim);
+		if (is_sim < 0)
+			return usage(), 2;
+		if (is_sim)
+			continue;
 		if (!strcmp(argv[i], "--bind") && i + 1 < argc) {
 			bind = argv[++i];
 		} else if (!strcmp(argv[i], "--max-clients") && i + 1 < argc) {
@@ -222,6 +233,7 @@ static int run_server(int argc, char **argv)
 	cfg.max_peers = max_clients;
 	cfg.io_backend = io;
 	cfg.reuse_port = threads > 1;
+	cfg.sim = sim;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 2;
 	char local[64] = "";
@@ -315,8 +327,13 @@ static int run_client(int argc, char **argv)
 	uint32_t count = 1000, size = 64, window = 16, protocol = 11, channel = 0, timeout_ms = 60000;
 	uint32_t batch = 0;
 	int stats = 0, io = RUDP_IO_AUTO;
+	rudp_sim_config sim = {0};
 	for (int i = 0; i < argc; i++) {
-		int bad = 0;
+		int bad = 0, is_sim = sim_option(argc, argv, &i, &sim);
+		if (is_sim < 0)
+			return usage(), 2;
+		if (is_sim)
+			continue;
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc)
 			target = argv[++i];
 		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
@@ -354,6 +371,7 @@ static int run_client(int argc, char **argv)
 	rudp_config_init(&cfg);
 	cfg.protocol_version = (uint8_t)protocol;
 	cfg.io_backend = io;
+	cfg.sim = sim;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 1;
 	rudp_host *host;

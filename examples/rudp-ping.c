@@ -3,13 +3,14 @@
  * rudp-ping: asks a RakNet server (a Minecraft Bedrock server, a librudp
  * server, any RakNet implementation) for its unconnected pong.
  *
- *   rudp-ping HOST:PORT [--count N] [--timeout MS]
+ *   rudp-ping HOST:PORT [--count N] [--timeout MS] [--sim-* ...]
  *
  * For each of N pings (default 1) it prints the server's guid, the round-trip
  * time and the pong data: as text when it is printable (the uint16-BE length
  * that Bedrock servers put before their MOTD string is recognised and shown
  * as such), as hex otherwise. Exits 0 when every ping was answered, 1 when
- * one was not, 2 on bad usage.
+ * one was not, 2 on bad usage. The --sim-* options run the pings through
+ * librudp's network simulator (sim_options.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,10 +22,12 @@
 #include <unistd.h>
 
 #include "rudp.h"
+#include "sim_options.h"
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rudp-ping HOST:PORT [--count N] [--timeout MS]\n");
+	fprintf(stderr,
+		"usage: rudp-ping HOST:PORT [--count N] [--timeout MS] [--sim-* ...]\n" SIM_OPTIONS_USAGE);
 }
 
 static int parse_int(const char *s, long min, long max, long *out)
@@ -72,7 +75,13 @@ int main(int argc, char **argv)
 {
 	const char *target = NULL;
 	long count = 1, timeout_ms = 2000;
+	rudp_sim_config sim = {0};
 	for (int i = 1; i < argc; i++) {
+		int is_sim = sim_option(argc, argv, &i, &sim);
+		if (is_sim < 0)
+			return 2;
+		if (is_sim)
+			continue;
 		if (!strcmp(argv[i], "--count") && i + 1 < argc) {
 			if (parse_int(argv[++i], 1, 1000000, &count) != 0) {
 				fprintf(stderr, "rudp-ping: bad --count '%s' (1..1000000)\n", argv[i]);
@@ -101,6 +110,7 @@ int main(int argc, char **argv)
 
 	rudp_config cfg;
 	rudp_config_init(&cfg);
+	cfg.sim = sim;
 	rudp_host *host;
 	int r = rudp_host_create(&cfg, &host);
 	if (r != 0) {
@@ -130,6 +140,9 @@ int main(int argc, char **argv)
 	}
 	if (count > 1)
 		printf("%d/%ld pings answered\n", answered, count);
+	rudp_host_stats st;
+	if (rudp_host_stats_get(host, &st) == 0)
+		print_sim_stats("rudp-ping", &st);
 	rudp_host_destroy(host);
 	return answered == count ? 0 : 1;
 }

@@ -78,6 +78,49 @@ enum rudp_reliability {
 /** Number of order channels (0..31) for ordered and sequenced messages. */
 #define RUDP_CHANNELS 32
 
+/** The built-in network simulator (rudp_config.sim): bad-network
+ * conditions applied by the host itself to every datagram it sends and
+ * receives (offline handshake, pings and connected traffic alike), so an
+ * application can be tested under loss, delay and a slow link without root
+ * or netem. Every value applies to each direction on its own: a host with
+ * latency_ms L delays what it sends by L and what it receives by L, so its
+ * round trips grow by 2L; loss_percent 5 drops 5 % of each direction. All
+ * zero (the default) is off and costs nothing. Outcomes are drawn from a
+ * generator seeded with seed, so a run is repeatable given the seed and the
+ * order of events. rudp_host_create() returns RUDP_E_INVALID for a value
+ * out of its range. What the simulator did is counted in rudp_host_stats
+ * (sim_*). docs/api.md, "Network simulator", describes the model. */
+typedef struct rudp_sim_config {
+	/** Datagrams dropped at random, in percent of each direction. 0..100. */
+	float loss_percent;
+	/** Delay added to each datagram, each direction. 0..10000 ms. */
+	uint32_t latency_ms;
+	/** Up to this much more delay, uniform, per datagram. Jitter alone
+	 * never reorders: a datagram is not released before one that went
+	 * into the simulator ahead of it in the same direction. 0..10000 ms. */
+	uint32_t jitter_ms;
+	/** Datagrams delivered twice, in percent; the copy follows within
+	 * jitter_ms (at least at the next service round). 0..100. */
+	float duplicate_percent;
+	/** Datagrams held back an extra 1..(jitter_ms + 10) ms, in percent,
+	 * so that datagrams sent after them overtake them. 0..100. */
+	float reorder_percent;
+	/** A link of this many kbit/s (1000 bit/s) in each direction: each
+	 * datagram takes its UDP payload's bytes x 8 / rate to leave, queued
+	 * behind the ones before it. 0: no limit. At most 100000000. */
+	uint32_t rate_kbps;
+	/** Bytes the rate limit may queue per direction; a datagram that does
+	 * not fit is dropped (drop-tail), like a router's full buffer. 0 means
+	 * 65536; else 1536..67108864. */
+	uint32_t rate_queue_bytes;
+	/** Datagrams the simulator may hold at once (both directions; each
+	 * takes about 1.6 KiB while held, and the store grows by doubling as
+	 * needed); more are dropped. 0 means 4096; else 16..1048576. */
+	uint32_t max_held_datagrams;
+	/** Seed of the simulator's random generator; 0 uses a fixed one. */
+	uint64_t seed;
+} rudp_sim_config;
+
 /** Host configuration. Always start with rudp_config_init(), then change fields. */
 typedef struct rudp_config {
 	/** Address to bind, "IPv4:port" or "[IPv6]:port"; NULL or "" for an
@@ -293,6 +336,8 @@ typedef struct rudp_config {
 	 * streamed) is followed again after three datagrams that go on from
 	 * there. 64..4194304, default 1024. */
 	uint32_t max_datagram_seq_jump;
+	/** The network simulator; all zero (default): off. See rudp_sim_config. */
+	rudp_sim_config sim;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */
@@ -312,8 +357,8 @@ enum rudp_io_backend {
 RUDP_API void rudp_config_init(rudp_config *cfg);
 
 /** Creates a host and its socket. On success stores it in *out and returns
- * 0; on failure returns RUDP_E_INVALID (a field out of range),
- * RUDP_E_ADDRESS, RUDP_E_SYSTEM or RUDP_E_NOMEM and leaves *out NULL. */
+ * 0; on failure returns RUDP_E_INVALID (a field out of range, those of
+ * rudp_config.sim included), RUDP_E_ADDRESS, RUDP_E_SYSTEM or RUDP_E_NOMEM and leaves *out NULL. */
 RUDP_API int rudp_host_create(const rudp_config *cfg, rudp_host **out);
 
 /** Closes the socket and frees the host and every peer (without telling
@@ -332,7 +377,8 @@ RUDP_API int rudp_host_fd(const rudp_host *host);
 
 /** Milliseconds until the host's earliest timer (0 when work is due now,
  * including datagrams queued but not yet handed to the kernel; -1 when
- * there is none). */
+ * there is none). A datagram the network simulator (rudp_config.sim)
+ * holds counts as a timer due at its release. */
 RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
 
 /** Writes the bound local address as text ("127.0.0.1:19132",
@@ -515,6 +561,13 @@ typedef struct rudp_host_stats {
 	 * keeps growing says the application does not keep up with its peers
 	 * (their data waits in the socket's kernel buffer meanwhile). */
 	uint64_t receive_pauses;
+	/** The network simulator (rudp_config.sim), both directions: datagrams
+	 * it dropped at random (loss_percent); dropped because the rate
+	 * limit's queue or the store of held datagrams was full; delivered
+	 * twice; held back to be overtaken; and held for a later release
+	 * (delayed: latency, jitter, rate, reordering, or behind another
+	 * held datagram). All zero while the simulator is off. */
+	uint64_t sim_dropped, sim_overflowed, sim_duplicated, sim_reordered, sim_delayed;
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */

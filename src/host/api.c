@@ -152,6 +152,8 @@ int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
 	out->event_bytes_peak = h->events.bytes_peak;
 	out->peers = h->peer_count;
 	out->io_backend = h->io->ops->name;
+	if (h->sim)
+		netsim_stats(h->sim, out);
 	return 0;
 }
 

@@ -113,6 +113,55 @@ static void on_datagram(struct rudp_host *h, const struct rudp_io_datagram *d)
 	host_mark_dirty(h, p);
 }
 
+/* A batch io has read. With the simulator on, each datagram is first
+ * dropped, held for later (release_simulated) or passed by it. */
+static void on_batch(struct rudp_host *h, struct rudp_io_datagram *dg, int n)
+{
+	if (h->sim) {
+		for (int i = 0; i < n; i++) {
+			if (netsim_incoming(h->sim, h->now_us, &dg[i]) == NETSIM_PASS)
+				on_datagram(h, &dg[i]);
+		}
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		on_datagram(h, &dg[i]);
+}
+
+/* Hands on what the simulator holds and is due: incoming datagrams to
+ * processing, outgoing ones to io (with the destination and socket they
+ * were built for). */
+static void release_simulated(struct rudp_host *h)
+{
+	enum netsim_dir dir;
+	struct rudp_io_datagram d;
+	while (netsim_release_due(h->sim, h->now_us, &dir, &d)) {
+		if (dir == NETSIM_IN) {
+			on_datagram(h, &d);
+			continue;
+		}
+		uint8_t *slot = rudp_io_tx_slot(h->io);
+		memcpy(slot, d.data, d.len);
+		rudp_io_tx_commit_on(h->io, d.sock, d.len, (const struct sockaddr *)&d.addr, d.addrlen);
+	}
+}
+
+/* Microseconds from now until the next timer or simulated release is due
+ * (0 when one is already), UINT64_MAX when nothing is scheduled. */
+static uint64_t until_next_due(const struct rudp_host *h, uint64_t now_us)
+{
+	struct rudp_peer *top = timer_heap_top(&h->timers);
+	uint64_t next = top ? top->deadline_us : UINT64_MAX;
+	if (h->sim) {
+		uint64_t release = netsim_next_release_us(h->sim);
+		if (release < next)
+			next = release;
+	}
+	if (next == UINT64_MAX)
+		return UINT64_MAX;
+	return next > now_us ? next - now_us : 0;
+}
+
 /* Reads what the socket holds (bounded), then flushes the replies. */
 static int receive_round(struct rudp_host *h)
 {
@@ -132,8 +181,7 @@ static int receive_round(struct rudp_host *h)
 		if (n == 0)
 			break;
 		h->now_us = rudp_now_us();
-		for (int i = 0; i < n; i++)
-			on_datagram(h, &dg[i]);
+		on_batch(h, dg, n);
 		total += n;
 		/* ACKs and replies for this batch go out before the next read,
 		 * unless reading costs no system call (io_uring): then the end of
@@ -172,12 +220,9 @@ static void run_timers(struct rudp_host *h)
 static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
-		struct rudp_peer *top = timer_heap_top(&h->timers);
-		if (top) {
-			uint64_t until = top->deadline_us > h->now_us ? top->deadline_us - h->now_us : 0;
-			if (until < wait_us)
-				wait_us = until;
-		}
+		uint64_t until = until_next_due(h, h->now_us);
+		if (until < wait_us)
+			wait_us = until;
 		if (wait_us > 0) {
 			/* The backend waits: io_uring on its completion queue, and
 			 * it submits pending sends in the same system call. */
@@ -193,6 +238,8 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 	if (r < 0)
 		return RUDP_E_SYSTEM;
 	h->now_us = rudp_now_us();
+	if (h->sim)
+		release_simulated(h);
 	run_timers(h);
 	host_flush_dirty(h);
 	if (!h->io->recv_is_free)
@@ -278,13 +325,10 @@ int rudp_host_next_timeout_ms(rudp_host *h)
 		return RUDP_E_INVALID;
 	if (h->events.count || h->dirty_head || rudp_io_pending(h->io))
 		return 0;
-	struct rudp_peer *top = timer_heap_top(&h->timers);
-	if (!top)
+	uint64_t until = until_next_due(h, rudp_now_us());
+	if (until == UINT64_MAX)
 		return -1;
-	uint64_t now = rudp_now_us();
-	if (top->deadline_us <= now)
-		return 0;
-	uint64_t ms = (top->deadline_us - now + 999) / 1000;
+	uint64_t ms = (until + 999) / 1000;
 	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
@@ -455,6 +499,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->max_datagram_seq_jump < 64 || c->max_datagram_seq_jump > (1u << 22))
 		return RUDP_E_INVALID;
+	if (!netsim_config_valid(&c->sim))
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -508,7 +554,8 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	event_queue_init(&h->events, cfg->max_pending_events);
 	if (peer_table_init(&h->table, cfg->max_peers < 1024 ? cfg->max_peers : 1024, random_u64()) != 0 ||
 	    timer_heap_init(&h->timers, 64) != 0 ||
-	    guard_init(&h->guard, cfg, random_u64(), random_u64()) != 0) {
+	    guard_init(&h->guard, cfg, random_u64(), random_u64()) != 0 ||
+	    (netsim_config_enabled(&cfg->sim) && netsim_init(&h->sim, &cfg->sim) != 0)) {
 		rudp_host_destroy(h);
 		return RUDP_E_NOMEM;
 	}
@@ -566,6 +613,7 @@ void rudp_host_destroy(rudp_host *h)
 	timer_heap_free(&h->timers);
 	event_queue_free(&h->events);
 	guard_free(&h->guard);
+	netsim_free(h->sim);
 	if (h->fd >= 0)
 		close(h->fd);
 	free(h->pong_data);

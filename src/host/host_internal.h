@@ -11,6 +11,7 @@
 #include "common/body_ring.h"
 #include "conn/conn.h"
 #include "host/guard.h"
+#include "host/netsim.h"
 #include "io/io.h"
 #include "rudp.h"
 #include "wire/wire.h"
@@ -202,6 +203,9 @@ struct rudp_host {
 	bool has_send_opts; /* rudp_host_set_send_options: given to new peers */
 	rudp_send_options send_opts;
 	struct host_guard guard; /* handshake admission (guard.c) */
+	/* The network simulator (rudp_config.sim); NULL when off, and then
+	 * the only cost is the test of this pointer. */
+	struct netsim *sim;
 };
 
 uint64_t rudp_now_us(void); /* host.c */

@@ -36,6 +36,9 @@ void host_send_raw(struct rudp_host *h, const struct rudp_peer *p, const struct 
 	}
 	if (len > RUDP_IO_SLOT_SIZE)
 		return;
+	if (h->sim && netsim_outgoing(h->sim, h->now_us, p ? p->sock : 0, data, len,
+				      (const struct sockaddr *)&sa, salen) != NETSIM_PASS)
+		return;
 	uint8_t *slot = rudp_io_tx_slot(h->io);
 	memcpy(slot, data, len);
 	rudp_io_tx_commit_on(h->io, p ? p->sock : 0, len, (const struct sockaddr *)&sa, salen);

@@ -21,6 +21,11 @@ static int cb_send_datagram(void *ud, const uint8_t *data, size_t len)
 	struct rudp_host *h = p->host;
 	if (len > RUDP_IO_SLOT_SIZE)
 		return -1;
+	/* Held or lost by the simulator: the slot is not committed and serves
+	 * the next datagram. */
+	if (h->sim && netsim_outgoing(h->sim, h->now_us, p->sock, data, len,
+				      (const struct sockaddr *)&p->send_addr, p->send_addrlen) != NETSIM_PASS)
+		return 0;
 	uint8_t *slot = rudp_io_tx_slot(h->io);
 	if (slot != data) /* built in place (cb_datagram_buffer) unless the conn had to use its own */
 		memcpy(slot, data, len);
@@ -133,6 +138,9 @@ void host_peer_free(struct rudp_host *h, struct rudp_peer *p)
 		/* Its socket goes with it (the io is gone when the host is). */
 		if (h->io)
 			rudp_io_remove_socket(h->io, p->sock);
+		/* Its index may go to another socket: nothing held may use it. */
+		if (h->sim)
+			netsim_forget_socket(h->sim, p->sock);
 		close(p->own_fd);
 	}
 	free(p);
