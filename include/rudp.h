@@ -20,7 +20,9 @@
  *
  * Lifetimes: data in a RUDP_EVENT_RECEIVE event points into the host's
  * buffers and stays valid until the next call of rudp_service() (or
- * rudp_host_destroy()) on that host; copy what you keep. A peer handle stays
+ * rudp_host_destroy()) on that host; copy what you keep. The same holds for
+ * the data and address of RUDP_EVENT_PONG and RUDP_EVENT_PING_TIMEOUT
+ * events. A peer handle stays
  * valid until the rudp_service() call after the one that returned its
  * RUDP_EVENT_DISCONNECT event.
  */
@@ -61,6 +63,7 @@ enum rudp_error {
 	RUDP_E_UNSUPPORTED = -9, /**< not built into this library or not available here */
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
 	RUDP_E_WOULD_BLOCK = -11, /**< send policy: over the soft budget; wait for RUDP_EVENT_WRITABLE */
+	RUDP_E_PINGS_FULL = -12, /**< rudp_ping_start(): rudp_config.max_pings pings are outstanding */
 };
 
 /** Returns a static English description of an error code. Never NULL. */
@@ -293,6 +296,12 @@ typedef struct rudp_config {
 	 * streamed) is followed again after three datagrams that go on from
 	 * there. 64..4194304, default 1024. */
 	uint32_t max_datagram_seq_jump;
+	/** Pings started with rudp_ping_start() (and rudp_ping()) that may be
+	 * outstanding at once, waiting for their pong or timeout; one more is
+	 * refused with RUDP_E_PINGS_FULL. Each costs about 200 bytes while the
+	 * host lives, allocated at the first ping. 1..65536, default 256 (a
+	 * server browser pinging a list of servers at once). */
+	uint32_t max_pings;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */
@@ -372,6 +381,13 @@ enum rudp_event_type {
 	RUDP_EVENT_RECEIVE = 2, /**< a message arrived: data, len, reliability, channel */
 	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
 	RUDP_EVENT_WRITABLE = 4, /**< send policy: a refused peer may send again (queue below budget) */
+	/** An answer to rudp_ping_start(): ping_id, address, guid, rtt_us,
+	 * and the server's pong data in data/len. peer is NULL. */
+	RUDP_EVENT_PONG = 5,
+	/** No answer to rudp_ping_start() within its timeout: ping_id and
+	 * address. peer is NULL. Exactly one of PONG or PING_TIMEOUT follows
+	 * each ping started. */
+	RUDP_EVENT_PING_TIMEOUT = 6,
 };
 
 /** Why a peer disconnected. */
@@ -389,15 +405,32 @@ enum rudp_disconnect_reason {
 /** Returns a static English name for a disconnect reason. Never NULL. */
 RUDP_API const char *rudp_reason_string(int reason);
 
-/** One event. For RECEIVE, data/len hold the message (see lifetimes above). */
+/** One event. Fields that do not apply to its type are 0 or NULL. data
+ * and address point into the host's buffers (see lifetimes above). */
 typedef struct rudp_event {
 	int type; /**< an rudp_event_type */
+	/** CONNECT, RECEIVE, DISCONNECT, WRITABLE: the peer. NULL for PONG and
+	 * PING_TIMEOUT. */
 	rudp_peer *peer;
-	const uint8_t *data; /**< RECEIVE only */
-	size_t len; /**< RECEIVE only */
-	uint8_t reliability; /**< RECEIVE only */
-	uint8_t channel; /**< RECEIVE only */
+	/** RECEIVE: the message. PONG: the pong data the server set (RakNet's
+	 * offline ping response; NULL when it sent none). */
+	const uint8_t *data;
+	size_t len; /**< RECEIVE, PONG: bytes at data */
+	uint8_t reliability; /**< RECEIVE only: an rudp_reliability */
+	uint8_t channel; /**< RECEIVE only: the order channel (0..31) */
 	int reason; /**< DISCONNECT only: an rudp_disconnect_reason */
+	/** PONG, PING_TIMEOUT: the id rudp_ping_start() stored for the ping. */
+	uint32_t ping_id;
+	/** PONG: microseconds from the sending of the ping datagram this pong
+	 * answers (the first or a resend: each carries its own time field) to
+	 * the pong's arrival. */
+	uint32_t rtt_us;
+	/** PONG: the server's RakNet GUID, as its pong says. */
+	uint64_t guid;
+	/** PONG, PING_TIMEOUT: the pinged address in numeric form
+	 * ("127.0.0.1:19132", "[::1]:19132"; a name given to rudp_ping_start()
+	 * appears resolved), NUL-terminated. */
+	const char *address;
 } rudp_event;
 
 /** Does all due work (receive, timers, send) and returns up to max events
@@ -515,6 +548,11 @@ typedef struct rudp_host_stats {
 	 * keeps growing says the application does not keep up with its peers
 	 * (their data waits in the socket's kernel buffer meanwhile). */
 	uint64_t receive_pauses;
+	/** Unconnected pongs dropped because no ping outstanding matched them:
+	 * from an address not pinged, with a time field the ping did not carry
+	 * (forged), a second answer to a ping already answered or timed out,
+	 * or malformed. Also counted in datagrams_dropped. */
+	uint64_t pongs_dropped;
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */
@@ -533,16 +571,54 @@ RUDP_API void *rudp_peer_get_userdata(const rudp_peer *peer);
 
 /** Result of rudp_ping(). */
 typedef struct rudp_pong {
-	uint64_t server_guid;
-	uint32_t rtt_us;
-	size_t data_len;
-	const uint8_t *data; /**< valid until the next call on the host */
+	uint64_t server_guid; /**< the server's RakNet GUID */
+	uint32_t rtt_us; /**< as rudp_event.rtt_us */
+	size_t data_len; /**< bytes at data */
+	const uint8_t *data; /**< the pong data; valid until the next call on the host */
 } rudp_pong;
 
-/** Sends an unconnected ping (0x01) to address and waits up to timeout_ms
- * for the pong, servicing the host meanwhile (other events stay queued).
- * Returns 0 and fills *out, RUDP_E_ADDRESS, or RUDP_E_NOT_CONNECTED when no
- * pong came in time. */
+/** Defined when rudp_ping_start() and the PONG / PING_TIMEOUT events exist. */
+#define RUDP_HAVE_ASYNC_PING 1
+
+/** Starts an unconnected ping (RakNet 0x01) to address ("ip:port",
+ * "[v6]:port"; a name is resolved here, blocking) and returns at once.
+ * The answer comes from rudp_service() (or alone from rudp_recv_batch())
+ * as one RUDP_EVENT_PONG, or as one RUDP_EVENT_PING_TIMEOUT once
+ * timeout_ms (1..600000) has passed without one; both carry the ping's id
+ * and address. Many pings may be outstanding at once, to different
+ * addresses or the same one, up to rudp_config.max_pings.
+ *
+ * The ping goes to the kernel before the call returns (the RTT counts
+ * from then). On a lossy path one lost datagram should not cost the
+ * answer, so the ping is sent again at a third and at two thirds of the
+ * timeout while no pong has come (three datagrams at most, never two
+ * within 100 ms); the RTT counts from the sending of the copy the pong
+ * answers. Each ping is padded so a librudp server's pong data always
+ * fits (servers never answer with more bytes than the ping had).
+ *
+ * The ping's time field carries a value chosen for that ping and copy,
+ * which RakNet servers echo: a pong counts only when it comes from the
+ * pinged address and echoes it; anything else is dropped and counted in
+ * rudp_host_stats.pongs_dropped. The first matching pong ends the ping;
+ * later copies are dropped the same way.
+ *
+ * Stores the ping's id (never 0; unique among the host's outstanding
+ * pings) in *ping_id when ping_id is not NULL, and returns 0; or returns
+ * RUDP_E_INVALID (NULL host or address, timeout_ms out of range),
+ * RUDP_E_ADDRESS (address cannot be parsed or resolved, or this host's
+ * socket cannot reach its family), RUDP_E_PINGS_FULL (max_pings
+ * outstanding: wait for an event and retry) or RUDP_E_NOMEM; then no
+ * ping was started and no event will follow. */
+RUDP_API int rudp_ping_start(rudp_host *host, const char *address, int timeout_ms, uint32_t *ping_id);
+
+/** Pings address as rudp_ping_start() does and waits up to timeout_ms for
+ * the pong, servicing the host meanwhile (other events stay queued, and
+ * the answer to this ping is not queued as an event). Returns 0 and fills
+ * *out (data valid until the next call on the host), RUDP_E_INVALID (NULL
+ * argument, timeout_ms negative or over 600000), RUDP_E_ADDRESS,
+ * RUDP_E_PINGS_FULL, RUDP_E_NOMEM, RUDP_E_SYSTEM (the socket failed while
+ * waiting), or RUDP_E_NOT_CONNECTED when no pong came in time (also for
+ * timeout_ms 0). */
 RUDP_API int rudp_ping(rudp_host *host, const char *address, int timeout_ms, rudp_pong *out);
 
 /* ------------------------------------------------------------------ */
@@ -584,11 +660,12 @@ RUDP_API int rudp_send_batch(rudp_peer *peer, const rudp_message *msgs, size_t n
  * nothing is queued, and leaves its ACKs for the next call in the same
  * way), but hands out messages in pure batches: it returns
  * up to max RUDP_EVENT_RECEIVE events in arrival order and stops before
- * the first event of another kind. When such an event (CONNECT or
- * DISCONNECT) is first in the queue it is returned alone (the result is 1
- * and events[0].type says which), so no event is skipped or reordered and
- * the two calls can be mixed freely. Returns the count, 0 when nothing
- * arrived in time, or RUDP_E_INVALID / RUDP_E_SYSTEM. Lifetimes are those
+ * the first event of another kind. When such an event (CONNECT,
+ * DISCONNECT, WRITABLE, PONG, PING_TIMEOUT) is first in the queue it is
+ * returned alone (the result is 1 and events[0].type says which), so no
+ * event is skipped or reordered and the two calls can be mixed freely.
+ * Returns the count, 0 when nothing arrived in time, or RUDP_E_INVALID
+ * (NULL host or events, max <= 0) / RUDP_E_SYSTEM. Lifetimes are those
  * of rudp_service(): data stays valid until the next rudp_service() or
  * rudp_recv_batch() on this host.
  *

@@ -147,6 +147,13 @@ static int receive_round(struct rudp_host *h)
 	return total;
 }
 
+uint64_t host_next_deadline_us(const struct rudp_host *h)
+{
+	struct rudp_peer *top = timer_heap_top(&h->timers);
+	uint64_t d = top ? top->deadline_us : UINT64_MAX;
+	return h->pings.next_due_us < d && h->pings.count ? h->pings.next_due_us : d;
+}
+
 static void run_timers(struct rudp_host *h)
 {
 	uint32_t budget = h->timers.count;
@@ -161,6 +168,7 @@ static void run_timers(struct rudp_host *h)
 			timer_heap_set(&h->timers, p, UINT64_MAX);
 		}
 	}
+	ping_run_timers(h);
 }
 
 /* One round of all due work; waits up to wait_us first when wait_us > 0
@@ -172,9 +180,9 @@ static void run_timers(struct rudp_host *h)
 static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
-		struct rudp_peer *top = timer_heap_top(&h->timers);
-		if (top) {
-			uint64_t until = top->deadline_us > h->now_us ? top->deadline_us - h->now_us : 0;
+		uint64_t deadline = host_next_deadline_us(h);
+		if (deadline != UINT64_MAX) {
+			uint64_t until = deadline > h->now_us ? deadline - h->now_us : 0;
 			if (until < wait_us)
 				wait_us = until;
 		}
@@ -278,13 +286,13 @@ int rudp_host_next_timeout_ms(rudp_host *h)
 		return RUDP_E_INVALID;
 	if (h->events.count || h->dirty_head || rudp_io_pending(h->io))
 		return 0;
-	struct rudp_peer *top = timer_heap_top(&h->timers);
-	if (!top)
+	uint64_t deadline = host_next_deadline_us(h);
+	if (deadline == UINT64_MAX)
 		return -1;
 	uint64_t now = rudp_now_us();
-	if (top->deadline_us <= now)
+	if (deadline <= now)
 		return 0;
-	uint64_t ms = (top->deadline_us - now + 999) / 1000;
+	uint64_t ms = (deadline - now + 999) / 1000;
 	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
@@ -455,6 +463,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->max_datagram_seq_jump < 64 || c->max_datagram_seq_jump > (1u << 22))
 		return RUDP_E_INVALID;
+	if (c->max_pings == 0 || c->max_pings > 65536)
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -565,6 +575,7 @@ void rudp_host_destroy(rudp_host *h)
 	peer_table_free(&h->table);
 	timer_heap_free(&h->timers);
 	event_queue_free(&h->events);
+	ping_table_free(&h->pings);
 	guard_free(&h->guard);
 	if (h->fd >= 0)
 		close(h->fd);
