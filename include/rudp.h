@@ -64,6 +64,7 @@ enum rudp_error {
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
 	RUDP_E_WOULD_BLOCK = -11, /**< send policy: over the soft budget; wait for RUDP_EVENT_WRITABLE */
 	RUDP_E_PINGS_FULL = -12, /**< rudp_ping_start(): rudp_config.max_pings pings are outstanding */
+	RUDP_E_ALREADY_CONNECTED = -13, /**< rudp_connect(): the host has a peer at that address already */
 };
 
 /** Returns a static English description of an error code. Never NULL. */
@@ -317,7 +318,7 @@ enum rudp_io_backend {
 	RUDP_IO_URING = 2, /**< io_uring (multishot recvmsg, batched sendmsg) */
 };
 
-/** Fills cfg with the defaults documented on each field. */
+/** Fills cfg with the defaults documented on each field. NULL is a no-op. */
 RUDP_API void rudp_config_init(rudp_config *cfg);
 
 /** Creates a host and its socket. On success stores it in *out and returns
@@ -336,27 +337,52 @@ RUDP_API void rudp_host_destroy(rudp_host *host);
  * socket; with io_uring it is the ring's fd, readable when completions
  * (received datagrams) wait. With io_uring a wait on it may end early with
  * EINTR when a datagram arrives (the kernel runs the ring's work): retry
- * or call rudp_service(). Do not read from or write to it. */
+ * or call rudp_service(). Do not read from or write to it. Returns the
+ * descriptor (>= 0), or RUDP_E_INVALID for a NULL host. */
 RUDP_API int rudp_host_fd(const rudp_host *host);
 
-/** Milliseconds until the host's earliest timer (0 when work is due now,
- * including datagrams queued but not yet handed to the kernel; -1 when
- * there is none). */
+/** Milliseconds until the host's earliest timer (connections and pings
+ * outstanding), shaped for poll(): 0 when work is due now (including
+ * events queued and datagrams not yet handed to the kernel), -1 when no
+ * timer is set (wait for input alone). A NULL host returns 0, so a loop
+ * goes on to rudp_service(), which reports RUDP_E_INVALID, instead of
+ * waiting forever; rudp_host_next_timeout() tells an invalid argument
+ * apart. */
 RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
 
+/** rudp_host_next_timeout_ms() with the error apart: stores in
+ * *timeout_ms the milliseconds until the earliest timer (0 when work is
+ * due now, -1 when no timer is set) and returns 0; returns
+ * RUDP_E_INVALID (storing nothing) when host or timeout_ms is NULL. */
+RUDP_API int rudp_host_next_timeout(rudp_host *host, int *timeout_ms);
+
 /** Writes the bound local address as text ("127.0.0.1:19132",
- * "[::1]:19132") into buf. Returns 0 or RUDP_E_INVALID (buffer too small). */
+ * "[::1]:19132") into buf. Returns 0, or RUDP_E_INVALID (NULL host or
+ * buf, or the buffer is too small). */
 RUDP_API int rudp_host_local_address(const rudp_host *host, char *buf, size_t len);
 
 /** Sets the opaque bytes returned in unconnected pongs (RakNet "offline
  * ping response"; Bedrock servers put their MOTD string there). Copied.
- * At most 1400 bytes; default empty. */
+ * At most 1400 bytes; default empty. Returns 0, RUDP_E_INVALID (NULL
+ * host, NULL data with len > 0, len > 1400) or RUDP_E_NOMEM (the old
+ * data is kept). */
 RUDP_API int rudp_host_set_pong_data(rudp_host *host, const void *data, size_t len);
 
 /** Starts connecting to address ("host:port", "[v6]:port"; names are
- * resolved). The peer handle is stored in *out at once; RUDP_EVENT_CONNECT
- * or RUDP_EVENT_DISCONNECT (reason RUDP_REASON_CONNECT_FAILED and others)
- * follows from rudp_service(). */
+ * resolved, blocking). The peer handle is stored in *out at once;
+ * RUDP_EVENT_CONNECT or RUDP_EVENT_DISCONNECT (reason
+ * RUDP_REASON_CONNECT_FAILED and others) follows from rudp_service().
+ * Returns 0, or (with *out NULL, nothing started):
+ * - RUDP_E_INVALID: host, address or out is NULL;
+ * - RUDP_E_ADDRESS: address cannot be parsed or resolved, or the host's
+ *   socket cannot reach its family (an IPv6 address from an IPv4 host);
+ * - RUDP_E_ALREADY_CONNECTED: the host has a peer (connecting, connected
+ *   or disconnecting) at that address already; RakNet knows a connection
+ *   by address, so a second one needs rudp_config.socket_per_connect;
+ * - RUDP_E_PEERS_FULL: max_peers peers exist;
+ * - RUDP_E_NOMEM: out of memory;
+ * - RUDP_E_SYSTEM: with socket_per_connect, the connection's socket could
+ *   not be opened (errno says why: EMFILE past RLIMIT_NOFILE, ...). */
 RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out);
 
 /** Queues one message to a connected peer. reliability is an
@@ -372,7 +398,8 @@ RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out)
 RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
 
 /** Sends now what is queued on every peer of the host, without reading or
- * waiting. Returns datagrams handed to the kernel, or a negative error. */
+ * waiting. Returns the number of datagrams handed to the kernel (0 or
+ * more), or RUDP_E_INVALID for a NULL host. */
 RUDP_API int rudp_flush(rudp_host *host);
 
 /** Event kinds returned by rudp_service(). */
@@ -436,7 +463,8 @@ typedef struct rudp_event {
 /** Does all due work (receive, timers, send) and returns up to max events
  * in events. Waits up to timeout_ms (0: do not wait; -1: wait until an
  * event) when no event is ready. Returns the number of events, or a
- * negative error (RUDP_E_INVALID, RUDP_E_SYSTEM). Messages of data events
+ * negative error: RUDP_E_INVALID (NULL host, NULL events with max > 0,
+ * max < 0) or RUDP_E_SYSTEM (the socket failed). Messages of data events
  * stay valid until the next call; events not returned stay queued.
  *
  * What the call sends: first everything queued since the last call, then
@@ -461,7 +489,8 @@ RUDP_API int rudp_service(rudp_host *host, rudp_event *events, int max, int time
 RUDP_API int rudp_disconnect(rudp_peer *peer);
 
 /** Drops the connection at once without telling the other side; no event
- * follows and the handle is invalid after the call. */
+ * follows (queued events of the peer are discarded) and the handle is
+ * invalid after the call. NULL is a no-op. */
 RUDP_API void rudp_peer_reset(rudp_peer *peer);
 
 /** Per-peer statistics. */
@@ -558,15 +587,17 @@ typedef struct rudp_host_stats {
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */
 RUDP_API int rudp_host_stats_get(const rudp_host *host, rudp_host_stats *out);
 
-/** Writes the peer's address as text into buf. Returns 0 or RUDP_E_INVALID. */
+/** Writes the peer's address as text into buf. Returns 0, or
+ * RUDP_E_INVALID (NULL peer or buf, or the buffer is too small). */
 RUDP_API int rudp_peer_address(const rudp_peer *peer, char *buf, size_t len);
 
-/** The peer's RakNet GUID (0 until known). */
+/** The peer's RakNet GUID (0 until known, and for a NULL peer). */
 RUDP_API uint64_t rudp_peer_guid(const rudp_peer *peer);
 
-/** Application pointer attached to a peer (NULL by default). */
+/** Application pointer attached to a peer (NULL by default). A NULL peer
+ * is a no-op. */
 RUDP_API void rudp_peer_set_userdata(rudp_peer *peer, void *userdata);
-/** Returns what rudp_peer_set_userdata() stored. */
+/** Returns what rudp_peer_set_userdata() stored (NULL for a NULL peer). */
 RUDP_API void *rudp_peer_get_userdata(const rudp_peer *peer);
 
 /** Result of rudp_ping(). */
@@ -769,15 +800,16 @@ typedef struct rudp_send_options {
 	uint32_t starvation_limit;
 } rudp_send_options;
 
-/** Fills opts with the defaults documented on each field. */
+/** Fills opts with the defaults documented on each field. NULL is a no-op. */
 RUDP_API void rudp_send_options_init(rudp_send_options *opts);
 
 /** Turns the send policy on for peer with opts (copied), or changes its
  * limits; opts NULL turns it off (messages it holds move to the plain
  * queue, in priority order; nothing is lost). Works in any peer state; a
  * peer still connecting gets it when its connection starts. Returns 0,
- * RUDP_E_INVALID (NULL peer, a field out of range), RUDP_E_NOMEM, or
- * RUDP_E_UNSUPPORTED when the module is not built. */
+ * RUDP_E_INVALID (NULL peer, a field out of range), RUDP_E_NOT_CONNECTED
+ * (the peer has closed), RUDP_E_NOMEM, or RUDP_E_UNSUPPORTED when the
+ * module is not built. */
 RUDP_API int rudp_peer_set_send_options(rudp_peer *peer, const rudp_send_options *opts);
 
 /** Sets the send policy given to peers the host creates from now on

@@ -66,6 +66,7 @@ const char *rudp_strerror(int e)
 	case RUDP_E_UNSUPPORTED: return "not supported by this build or system";
 	case RUDP_E_RESERVED_ID: return "message is empty or begins with a RakNet control id";
 	case RUDP_E_WOULD_BLOCK: return "send queue over its soft budget; wait for RUDP_EVENT_WRITABLE";
+	case RUDP_E_ALREADY_CONNECTED: return "the host has a connection to that address already";
 	case RUDP_E_PINGS_FULL: return "max_pings pings are outstanding; wait for their answers";
 	default: return "unknown error";
 	}

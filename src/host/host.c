@@ -280,20 +280,35 @@ int rudp_flush(rudp_host *h)
 	return (int)(h->io->stats.datagrams_sent - before);
 }
 
+int rudp_host_next_timeout(rudp_host *h, int *timeout_ms)
+{
+	if (!h || !timeout_ms)
+		return RUDP_E_INVALID;
+	if (h->events.count || h->dirty_head || rudp_io_pending(h->io)) {
+		*timeout_ms = 0;
+		return 0;
+	}
+	uint64_t deadline = host_next_deadline_us(h);
+	uint64_t now = rudp_now_us();
+	if (deadline == UINT64_MAX)
+		*timeout_ms = -1;
+	else if (deadline <= now)
+		*timeout_ms = 0;
+	else if ((deadline - now + 999) / 1000 > INT32_MAX)
+		*timeout_ms = INT32_MAX;
+	else
+		*timeout_ms = (int)((deadline - now + 999) / 1000);
+	return 0;
+}
+
 int rudp_host_next_timeout_ms(rudp_host *h)
 {
-	if (!h)
-		return RUDP_E_INVALID;
-	if (h->events.count || h->dirty_head || rudp_io_pending(h->io))
+	int ms;
+	/* A NULL host says "now": the service call that follows reports the
+	 * error, where -1 (which is also RUDP_E_INVALID) would wait forever. */
+	if (rudp_host_next_timeout(h, &ms) != 0)
 		return 0;
-	uint64_t deadline = host_next_deadline_us(h);
-	if (deadline == UINT64_MAX)
-		return -1;
-	uint64_t now = rudp_now_us();
-	if (deadline <= now)
-		return 0;
-	uint64_t ms = (deadline - now + 999) / 1000;
-	return ms > INT32_MAX ? INT32_MAX : (int)ms;
+	return ms;
 }
 
 /* ---- creation ---- */
@@ -626,9 +641,13 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 	if (r != 0)
 		return r;
 	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
+	struct sockaddr_storage reach;
+	socklen_t reachlen;
+	if (!rudp_addr_for_socket(&norm, h->family, &reach, &reachlen))
+		return RUDP_E_ADDRESS; /* e.g. IPv6 from an IPv4 socket */
 	if (!h->cfg.socket_per_connect &&
 	    peer_table_find(&h->table, &norm, 0, peer_table_hash(&h->table, &norm, 0)))
-		return RUDP_E_INVALID; /* one connection per remote address and socket */
+		return RUDP_E_ALREADY_CONNECTED; /* one connection per remote address and socket */
 	if (h->peer_count >= h->cfg.max_peers)
 		return RUDP_E_PEERS_FULL;
 	h->now_us = rudp_now_us();
@@ -645,7 +664,7 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 			rudp_io_remove_socket(h->io, sock);
 			close(own_fd);
 		}
-		return RUDP_E_ADDRESS; /* the socket's family cannot reach it, or no memory */
+		return RUDP_E_NOMEM; /* reachability was checked above */
 	}
 	p->own_fd = own_fd;
 	offline_client_start(h, p);
