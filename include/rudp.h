@@ -471,16 +471,19 @@ typedef struct rudp_event {
  * what its own work produces (ACKs, resends). With the io_uring backend
  * the queued datagrams go out before any waiting; when nothing has
  * arrived and the call is about to wait, they go in the wait's own system
- * call (one instead of two). With the io_uring backend a
- * call that returns only RUDP_EVENT_RECEIVE events leaves the datagrams it
- * produced itself (the ACKs of what it read, mostly) for the next
+ * call (one instead of two). On both backends a call that returns only
+ * RUDP_EVENT_RECEIVE events leaves the datagrams it produced itself (the
+ * ACKs of what it read, mostly; with recvmmsg only those of its last
+ * read, as earlier reads of the same call send theirs before the next
+ * read) for the next
  * rudp_service(), rudp_recv_batch() or rudp_flush() on the host, which
  * sends them in one system call together with the application's answers;
  * meanwhile rudp_host_next_timeout_ms() returns 0. So call again soon
  * after handling the messages (the normal loop, or "service until it
  * returns 0" once per tick), or call rudp_flush() before turning to
- * something slow. Any other call (no event, or a connect, disconnect or
- * writable event among them) leaves nothing unsent. */
+ * something slow. Any other call (no event, or a connect, disconnect,
+ * writable, pong or ping timeout event among them) leaves nothing
+ * unsent. */
 RUDP_API int rudp_service(rudp_host *host, rudp_event *events, int max, int timeout_ms);
 
 /** Starts a graceful disconnect: queued messages are delivered first,

@@ -135,14 +135,14 @@ static int receive_round(struct rudp_host *h)
 		for (int i = 0; i < n; i++)
 			on_datagram(h, &dg[i]);
 		total += n;
-		/* ACKs and replies for this batch go out before the next read,
-		 * unless reading costs no system call (io_uring): then the end of
-		 * the round sends everything with one. */
 		host_flush_dirty(h);
-		if (!h->io->recv_is_free)
-			rudp_io_flush(h->io);
 		if ((uint32_t)n < h->io->batch)
 			break;
+		/* Another read follows: ACKs and replies for this batch go out
+		 * before it, unless reading costs no system call (io_uring): then
+		 * the end of the call sends everything with one. */
+		if (!h->io->recv_is_free)
+			rudp_io_flush(h->io);
 	}
 	return total;
 }
@@ -172,11 +172,12 @@ static void run_timers(struct rudp_host *h)
 }
 
 /* One round of all due work; waits up to wait_us first when wait_us > 0
- * and nothing is pending. The output is flushed at the end, except with a
- * backend whose reads are free (io_uring): there the caller's next wait or
- * its final flush submits it, one system call for both. *waited (if not
- * NULL) is set when the round waited, which also handed every pending
- * datagram to the kernel. Returns < 0 on a socket failure. */
+ * and nothing is pending. The output is left committed: the caller's next
+ * wait (which hands it over first, on both backends) or its final flush
+ * sends it, so what a call leaves for the next one is the same whatever
+ * the backend. *waited (if not NULL) is set when the round waited, which
+ * also handed every pending datagram to the kernel. Returns < 0 on a
+ * socket failure. */
 static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
@@ -203,8 +204,6 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 	h->now_us = rudp_now_us();
 	run_timers(h);
 	host_flush_dirty(h);
-	if (!h->io->recv_is_free)
-		rudp_io_flush(h->io);
 	return 0;
 }
 
@@ -255,15 +254,17 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
 	/* A call that hands out messages and nothing else may leave their
-	 * ACKs queued when reading is free (io_uring): the application's next
-	 * call sends them with its answers in one io_uring_enter, one wake-up
-	 * for the peer; rudp_host_next_timeout_ms() says 0 meanwhile. Any other
+	 * ACKs queued: the application's next call sends them with its
+	 * answers in one system call (io_uring_enter or sendmmsg), one
+	 * wake-up for the peer; rudp_host_next_timeout_ms() says 0 meanwhile.
+	 * Both backends do this, so an application sees the same behaviour
+	 * whichever it gets. Any other
 	 * call sends everything: after a connect or disconnect, or with nothing
 	 * to hand over, the application may turn to other work for long. What
 	 * it queued before this call is never left: if the first flush was
 	 * saved for a wait that did not happen, it goes now. */
-	bool leave_own = want_events && h->events.count > 0 && h->events.non_receive == 0 &&
-			 h->io->recv_is_free && (sent_first || waited);
+	bool leave_own =
+		want_events && h->events.count > 0 && h->events.non_receive == 0 && (sent_first || waited);
 	if (!leave_own)
 		rudp_io_flush(h->io);
 	return 0;
