@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rudp-ping: asks a RakNet server (a Minecraft Bedrock server, a librudp
- * server, any RakNet implementation) for its unconnected pong.
+ * rudp-ping: asks RakNet servers (Minecraft Bedrock servers, librudp
+ * servers, any RakNet implementation) for their unconnected pong.
  *
- *   rudp-ping HOST:PORT [--count N] [--timeout MS] [--sim-* ...]
+ *   rudp-ping HOST:PORT [HOST:PORT ...] [--count N] [--timeout MS] [--sim-* ...]
  *
- * For each of N pings (default 1) it prints the server's guid, the round-trip
- * time and the pong data: as text when it is printable (the uint16-BE length
- * that Bedrock servers put before their MOTD string is recognised and shown
- * as such), as hex otherwise. Exits 0 when every ping was answered, 1 when
+ * Every server given is pinged at once, as a server browser does
+ * (rudp_ping_start: the answers come back as events), N rounds (default
+ * 1). For each answer it prints the server's guid, the round-trip time and
+ * the pong data: as text when it is printable (the uint16-BE length that
+ * Bedrock servers put before their MOTD string is recognised and shown as
+ * such), as hex otherwise. Exits 0 when every ping was answered, 1 when
  * one was not, 2 on bad usage. The --sim-* options run the pings through
  * librudp's network simulator (sim_options.h).
  */
@@ -26,8 +28,8 @@
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: rudp-ping HOST:PORT [--count N] [--timeout MS] [--sim-* ...]\n" SIM_OPTIONS_USAGE);
+	fprintf(stderr, "usage: rudp-ping HOST:PORT [HOST:PORT ...] [--count N] [--timeout MS] [--sim-* "
+			"...]\n" SIM_OPTIONS_USAGE);
 }
 
 static int parse_int(const char *s, long min, long max, long *out)
@@ -71,11 +73,66 @@ static void print_data(const uint8_t *p, size_t n)
 	printf("\n");
 }
 
+/* Pings every target at once and prints each answer as it comes. Returns
+ * the number answered, or -1 (after a message) when a target is not a
+ * usable address. */
+static int ping_round(rudp_host *host, char **targets, int n, long timeout_ms)
+{
+	uint32_t ids[n];
+	bool done[n];
+	int answered = 0, pending = 0;
+	for (int i = 0; i < n; i++) {
+		int r = rudp_ping_start(host, targets[i], (int)timeout_ms, &ids[i]);
+		if (r == RUDP_E_ADDRESS || r == RUDP_E_INVALID) {
+			fprintf(stderr, "rudp-ping: bad address '%s': %s\n", targets[i], rudp_strerror(r));
+			return -1;
+		}
+		done[i] = r != 0;
+		if (r != 0)
+			printf("cannot ping %s: %s\n", targets[i], rudp_strerror(r));
+		else
+			pending++;
+	}
+	/* Exactly one PONG or PING_TIMEOUT comes for every ping started. */
+	while (pending > 0) {
+		rudp_event ev[64];
+		int k = rudp_service(host, ev, 64, 100);
+		if (k < 0) {
+			fprintf(stderr, "rudp-ping: %s\n", rudp_strerror(k));
+			return answered;
+		}
+		for (int e = 0; e < k; e++) {
+			if (ev[e].type != RUDP_EVENT_PONG && ev[e].type != RUDP_EVENT_PING_TIMEOUT)
+				continue;
+			int i = 0;
+			while (i < n && (done[i] || ids[i] != ev[e].ping_id))
+				i++;
+			if (i == n)
+				continue;
+			done[i] = true;
+			pending--;
+			if (ev[e].type == RUDP_EVENT_PING_TIMEOUT) {
+				printf("no pong from %s within %ld ms\n", targets[i], timeout_ms);
+			} else {
+				answered++;
+				printf("pong from %s: guid %" PRIu64 " (0x%016" PRIx64 "), time %.3f ms\n",
+				       targets[i], ev[e].guid, ev[e].guid, ev[e].rtt_us / 1000.0);
+				print_data(ev[e].data, ev[e].len);
+			}
+			fflush(stdout);
+		}
+	}
+	return answered;
+}
+
 int main(int argc, char **argv)
 {
-	const char *target = NULL;
+	char **targets = calloc((size_t)argc, sizeof(*targets));
+	int ntargets = 0;
 	long count = 1, timeout_ms = 2000;
 	rudp_sim_config sim = {0};
+	if (!targets)
+		return 1;
 	for (int i = 1; i < argc; i++) {
 		int is_sim = sim_option(argc, argv, &i, &sim);
 		if (is_sim < 0)
@@ -95,15 +152,15 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage();
 			return 0;
-		} else if (argv[i][0] != '-' && !target) {
-			target = argv[i];
+		} else if (argv[i][0] != '-') {
+			targets[ntargets++] = argv[i];
 		} else {
 			fprintf(stderr, "rudp-ping: bad argument '%s'\n", argv[i]);
 			usage();
 			return 2;
 		}
 	}
-	if (!target) {
+	if (ntargets == 0) {
 		usage();
 		return 2;
 	}
@@ -111,38 +168,32 @@ int main(int argc, char **argv)
 	rudp_config cfg;
 	rudp_config_init(&cfg);
 	cfg.sim = sim;
+	if ((uint32_t)ntargets > cfg.max_pings)
+		cfg.max_pings = (uint32_t)ntargets;
 	rudp_host *host;
 	int r = rudp_host_create(&cfg, &host);
 	if (r != 0) {
 		fprintf(stderr, "rudp-ping: cannot create a socket: %s\n", rudp_strerror(r));
 		return 1;
 	}
-	int answered = 0;
+	long answered = 0, total = count * ntargets;
 	for (long i = 0; i < count; i++) {
-		rudp_pong pong;
-		r = rudp_ping(host, target, (int)timeout_ms, &pong);
-		if (r == RUDP_E_ADDRESS || r == RUDP_E_INVALID) {
-			fprintf(stderr, "rudp-ping: bad address '%s': %s\n", target, rudp_strerror(r));
+		int a = ping_round(host, targets, ntargets, timeout_ms);
+		if (a < 0) {
 			rudp_host_destroy(host);
+			free(targets);
 			return 2;
 		}
-		if (r != 0) {
-			printf("no pong from %s within %ld ms\n", target, timeout_ms);
-		} else {
-			answered++;
-			printf("pong from %s: guid %" PRIu64 " (0x%016" PRIx64 "), time %.3f ms\n", target,
-			       pong.server_guid, pong.server_guid, pong.rtt_us / 1000.0);
-			print_data(pong.data, pong.data_len);
-		}
-		fflush(stdout);
+		answered += a;
 		if (i + 1 < count)
 			usleep(200000); /* a polite gap between pings */
 	}
-	if (count > 1)
-		printf("%d/%ld pings answered\n", answered, count);
+	if (total > 1)
+		printf("%ld/%ld pings answered\n", answered, total);
 	rudp_host_stats st;
 	if (rudp_host_stats_get(host, &st) == 0)
 		print_sim_stats("rudp-ping", &st);
 	rudp_host_destroy(host);
-	return answered == count ? 0 : 1;
+	free(targets);
+	return answered == total ? 0 : 1;
 }

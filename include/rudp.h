@@ -20,7 +20,9 @@
  *
  * Lifetimes: data in a RUDP_EVENT_RECEIVE event points into the host's
  * buffers and stays valid until the next call of rudp_service() (or
- * rudp_host_destroy()) on that host; copy what you keep. A peer handle stays
+ * rudp_host_destroy()) on that host; copy what you keep. The same holds for
+ * the data and address of RUDP_EVENT_PONG and RUDP_EVENT_PING_TIMEOUT
+ * events. A peer handle stays
  * valid until the rudp_service() call after the one that returned its
  * RUDP_EVENT_DISCONNECT event.
  */
@@ -61,6 +63,8 @@ enum rudp_error {
 	RUDP_E_UNSUPPORTED = -9, /**< not built into this library or not available here */
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
 	RUDP_E_WOULD_BLOCK = -11, /**< send policy: over the soft budget; wait for RUDP_EVENT_WRITABLE */
+	RUDP_E_PINGS_FULL = -12, /**< rudp_ping_start(): rudp_config.max_pings pings are outstanding */
+	RUDP_E_ALREADY_CONNECTED = -13, /**< rudp_connect(): the host has a peer at that address already */
 };
 
 /** Returns a static English description of an error code. Never NULL. */
@@ -338,6 +342,12 @@ typedef struct rudp_config {
 	uint32_t max_datagram_seq_jump;
 	/** The network simulator; all zero (default): off. See rudp_sim_config. */
 	rudp_sim_config sim;
+	/** Pings started with rudp_ping_start() (and rudp_ping()) that may be
+	 * outstanding at once, waiting for their pong or timeout; one more is
+	 * refused with RUDP_E_PINGS_FULL. Each costs about 200 bytes while the
+	 * host lives, allocated at the first ping. 1..65536, default 256 (a
+	 * server browser pinging a list of servers at once). */
+	uint32_t max_pings;
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */
@@ -353,7 +363,7 @@ enum rudp_io_backend {
 	RUDP_IO_URING = 2, /**< io_uring (multishot recvmsg, batched sendmsg) */
 };
 
-/** Fills cfg with the defaults documented on each field. */
+/** Fills cfg with the defaults documented on each field. NULL is a no-op. */
 RUDP_API void rudp_config_init(rudp_config *cfg);
 
 /** Creates a host and its socket. On success stores it in *out and returns
@@ -372,28 +382,53 @@ RUDP_API void rudp_host_destroy(rudp_host *host);
  * socket; with io_uring it is the ring's fd, readable when completions
  * (received datagrams) wait. With io_uring a wait on it may end early with
  * EINTR when a datagram arrives (the kernel runs the ring's work): retry
- * or call rudp_service(). Do not read from or write to it. */
+ * or call rudp_service(). Do not read from or write to it. Returns the
+ * descriptor (>= 0), or RUDP_E_INVALID for a NULL host. */
 RUDP_API int rudp_host_fd(const rudp_host *host);
 
-/** Milliseconds until the host's earliest timer (0 when work is due now,
- * including datagrams queued but not yet handed to the kernel; -1 when
- * there is none). A datagram the network simulator (rudp_config.sim)
- * holds counts as a timer due at its release. */
+/** Milliseconds until the host's earliest timer (connections, pings
+ * outstanding, and datagrams the network simulator (rudp_config.sim)
+ * holds, at their release), shaped for poll(): 0 when work is due now
+ * (including events queued and datagrams not yet handed to the kernel),
+ * -1 when no timer is set (wait for input alone). A NULL host returns 0,
+ * so a loop goes on to rudp_service(), which reports RUDP_E_INVALID,
+ * instead of waiting forever; rudp_host_next_timeout() tells an invalid
+ * argument apart. */
 RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
 
+/** rudp_host_next_timeout_ms() with the error apart: stores in
+ * *timeout_ms the milliseconds until the earliest timer (0 when work is
+ * due now, -1 when no timer is set) and returns 0; returns
+ * RUDP_E_INVALID (storing nothing) when host or timeout_ms is NULL. */
+RUDP_API int rudp_host_next_timeout(rudp_host *host, int *timeout_ms);
+
 /** Writes the bound local address as text ("127.0.0.1:19132",
- * "[::1]:19132") into buf. Returns 0 or RUDP_E_INVALID (buffer too small). */
+ * "[::1]:19132") into buf. Returns 0, or RUDP_E_INVALID (NULL host or
+ * buf, or the buffer is too small). */
 RUDP_API int rudp_host_local_address(const rudp_host *host, char *buf, size_t len);
 
 /** Sets the opaque bytes returned in unconnected pongs (RakNet "offline
  * ping response"; Bedrock servers put their MOTD string there). Copied.
- * At most 1400 bytes; default empty. */
+ * At most 1400 bytes; default empty. Returns 0, RUDP_E_INVALID (NULL
+ * host, NULL data with len > 0, len > 1400) or RUDP_E_NOMEM (the old
+ * data is kept). */
 RUDP_API int rudp_host_set_pong_data(rudp_host *host, const void *data, size_t len);
 
 /** Starts connecting to address ("host:port", "[v6]:port"; names are
- * resolved). The peer handle is stored in *out at once; RUDP_EVENT_CONNECT
- * or RUDP_EVENT_DISCONNECT (reason RUDP_REASON_CONNECT_FAILED and others)
- * follows from rudp_service(). */
+ * resolved, blocking). The peer handle is stored in *out at once;
+ * RUDP_EVENT_CONNECT or RUDP_EVENT_DISCONNECT (reason
+ * RUDP_REASON_CONNECT_FAILED and others) follows from rudp_service().
+ * Returns 0, or (with *out NULL, nothing started):
+ * - RUDP_E_INVALID: host, address or out is NULL;
+ * - RUDP_E_ADDRESS: address cannot be parsed or resolved, or the host's
+ *   socket cannot reach its family (an IPv6 address from an IPv4 host);
+ * - RUDP_E_ALREADY_CONNECTED: the host has a peer (connecting, connected
+ *   or disconnecting) at that address already; RakNet knows a connection
+ *   by address, so a second one needs rudp_config.socket_per_connect;
+ * - RUDP_E_PEERS_FULL: max_peers peers exist;
+ * - RUDP_E_NOMEM: out of memory;
+ * - RUDP_E_SYSTEM: with socket_per_connect, the connection's socket could
+ *   not be opened (errno says why: EMFILE past RLIMIT_NOFILE, ...). */
 RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out);
 
 /** Queues one message to a connected peer. reliability is an
@@ -409,7 +444,8 @@ RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out)
 RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
 
 /** Sends now what is queued on every peer of the host, without reading or
- * waiting. Returns datagrams handed to the kernel, or a negative error. */
+ * waiting. Returns the number of datagrams handed to the kernel (0 or
+ * more), or RUDP_E_INVALID for a NULL host. */
 RUDP_API int rudp_flush(rudp_host *host);
 
 /** Event kinds returned by rudp_service(). */
@@ -418,6 +454,13 @@ enum rudp_event_type {
 	RUDP_EVENT_RECEIVE = 2, /**< a message arrived: data, len, reliability, channel */
 	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
 	RUDP_EVENT_WRITABLE = 4, /**< send policy: a refused peer may send again (queue below budget) */
+	/** An answer to rudp_ping_start(): ping_id, address, guid, rtt_us,
+	 * and the server's pong data in data/len. peer is NULL. */
+	RUDP_EVENT_PONG = 5,
+	/** No answer to rudp_ping_start() within its timeout: ping_id and
+	 * address. peer is NULL. Exactly one of PONG or PING_TIMEOUT follows
+	 * each ping started. */
+	RUDP_EVENT_PING_TIMEOUT = 6,
 };
 
 /** Why a peer disconnected. */
@@ -435,37 +478,58 @@ enum rudp_disconnect_reason {
 /** Returns a static English name for a disconnect reason. Never NULL. */
 RUDP_API const char *rudp_reason_string(int reason);
 
-/** One event. For RECEIVE, data/len hold the message (see lifetimes above). */
+/** One event. Fields that do not apply to its type are 0 or NULL. data
+ * and address point into the host's buffers (see lifetimes above). */
 typedef struct rudp_event {
 	int type; /**< an rudp_event_type */
+	/** CONNECT, RECEIVE, DISCONNECT, WRITABLE: the peer. NULL for PONG and
+	 * PING_TIMEOUT. */
 	rudp_peer *peer;
-	const uint8_t *data; /**< RECEIVE only */
-	size_t len; /**< RECEIVE only */
-	uint8_t reliability; /**< RECEIVE only */
-	uint8_t channel; /**< RECEIVE only */
+	/** RECEIVE: the message. PONG: the pong data the server set (RakNet's
+	 * offline ping response; NULL when it sent none). */
+	const uint8_t *data;
+	size_t len; /**< RECEIVE, PONG: bytes at data */
+	uint8_t reliability; /**< RECEIVE only: an rudp_reliability */
+	uint8_t channel; /**< RECEIVE only: the order channel (0..31) */
 	int reason; /**< DISCONNECT only: an rudp_disconnect_reason */
+	/** PONG, PING_TIMEOUT: the id rudp_ping_start() stored for the ping. */
+	uint32_t ping_id;
+	/** PONG: microseconds from the sending of the ping datagram this pong
+	 * answers (the first or a resend: each carries its own time field) to
+	 * the pong's arrival. */
+	uint32_t rtt_us;
+	/** PONG: the server's RakNet GUID, as its pong says. */
+	uint64_t guid;
+	/** PONG, PING_TIMEOUT: the pinged address in numeric form
+	 * ("127.0.0.1:19132", "[::1]:19132"; a name given to rudp_ping_start()
+	 * appears resolved), NUL-terminated. */
+	const char *address;
 } rudp_event;
 
 /** Does all due work (receive, timers, send) and returns up to max events
  * in events. Waits up to timeout_ms (0: do not wait; -1: wait until an
  * event) when no event is ready. Returns the number of events, or a
- * negative error (RUDP_E_INVALID, RUDP_E_SYSTEM). Messages of data events
+ * negative error: RUDP_E_INVALID (NULL host, NULL events with max > 0,
+ * max < 0) or RUDP_E_SYSTEM (the socket failed). Messages of data events
  * stay valid until the next call; events not returned stay queued.
  *
  * What the call sends: first everything queued since the last call, then
  * what its own work produces (ACKs, resends). With the io_uring backend
  * the queued datagrams go out before any waiting; when nothing has
  * arrived and the call is about to wait, they go in the wait's own system
- * call (one instead of two). With the io_uring backend a
- * call that returns only RUDP_EVENT_RECEIVE events leaves the datagrams it
- * produced itself (the ACKs of what it read, mostly) for the next
+ * call (one instead of two). On both backends a call that returns only
+ * RUDP_EVENT_RECEIVE events leaves the datagrams it produced itself (the
+ * ACKs of what it read, mostly; with recvmmsg only those of its last
+ * read, as earlier reads of the same call send theirs before the next
+ * read) for the next
  * rudp_service(), rudp_recv_batch() or rudp_flush() on the host, which
  * sends them in one system call together with the application's answers;
  * meanwhile rudp_host_next_timeout_ms() returns 0. So call again soon
  * after handling the messages (the normal loop, or "service until it
  * returns 0" once per tick), or call rudp_flush() before turning to
- * something slow. Any other call (no event, or a connect, disconnect or
- * writable event among them) leaves nothing unsent. */
+ * something slow. Any other call (no event, or a connect, disconnect,
+ * writable, pong or ping timeout event among them) leaves nothing
+ * unsent. */
 RUDP_API int rudp_service(rudp_host *host, rudp_event *events, int max, int timeout_ms);
 
 /** Starts a graceful disconnect: queued messages are delivered first,
@@ -474,7 +538,8 @@ RUDP_API int rudp_service(rudp_host *host, rudp_event *events, int max, int time
 RUDP_API int rudp_disconnect(rudp_peer *peer);
 
 /** Drops the connection at once without telling the other side; no event
- * follows and the handle is invalid after the call. */
+ * follows (queued events of the peer are discarded) and the handle is
+ * invalid after the call. NULL is a no-op. */
 RUDP_API void rudp_peer_reset(rudp_peer *peer);
 
 /** Per-peer statistics. */
@@ -568,34 +633,79 @@ typedef struct rudp_host_stats {
 	 * (delayed: latency, jitter, rate, reordering, or behind another
 	 * held datagram). All zero while the simulator is off. */
 	uint64_t sim_dropped, sim_overflowed, sim_duplicated, sim_reordered, sim_delayed;
+	/** Unconnected pongs dropped because no ping outstanding matched them:
+	 * from an address not pinged, with a time field the ping did not carry
+	 * (forged), a second answer to a ping already answered or timed out,
+	 * or malformed. Also counted in datagrams_dropped. */
+	uint64_t pongs_dropped;
 } rudp_host_stats;
 
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */
 RUDP_API int rudp_host_stats_get(const rudp_host *host, rudp_host_stats *out);
 
-/** Writes the peer's address as text into buf. Returns 0 or RUDP_E_INVALID. */
+/** Writes the peer's address as text into buf. Returns 0, or
+ * RUDP_E_INVALID (NULL peer or buf, or the buffer is too small). */
 RUDP_API int rudp_peer_address(const rudp_peer *peer, char *buf, size_t len);
 
-/** The peer's RakNet GUID (0 until known). */
+/** The peer's RakNet GUID (0 until known, and for a NULL peer). */
 RUDP_API uint64_t rudp_peer_guid(const rudp_peer *peer);
 
-/** Application pointer attached to a peer (NULL by default). */
+/** Application pointer attached to a peer (NULL by default). A NULL peer
+ * is a no-op. */
 RUDP_API void rudp_peer_set_userdata(rudp_peer *peer, void *userdata);
-/** Returns what rudp_peer_set_userdata() stored. */
+/** Returns what rudp_peer_set_userdata() stored (NULL for a NULL peer). */
 RUDP_API void *rudp_peer_get_userdata(const rudp_peer *peer);
 
 /** Result of rudp_ping(). */
 typedef struct rudp_pong {
-	uint64_t server_guid;
-	uint32_t rtt_us;
-	size_t data_len;
-	const uint8_t *data; /**< valid until the next call on the host */
+	uint64_t server_guid; /**< the server's RakNet GUID */
+	uint32_t rtt_us; /**< as rudp_event.rtt_us */
+	size_t data_len; /**< bytes at data */
+	const uint8_t *data; /**< the pong data; valid until the next call on the host */
 } rudp_pong;
 
-/** Sends an unconnected ping (0x01) to address and waits up to timeout_ms
- * for the pong, servicing the host meanwhile (other events stay queued).
- * Returns 0 and fills *out, RUDP_E_ADDRESS, or RUDP_E_NOT_CONNECTED when no
- * pong came in time. */
+/** Defined when rudp_ping_start() and the PONG / PING_TIMEOUT events exist. */
+#define RUDP_HAVE_ASYNC_PING 1
+
+/** Starts an unconnected ping (RakNet 0x01) to address ("ip:port",
+ * "[v6]:port"; a name is resolved here, blocking) and returns at once.
+ * The answer comes from rudp_service() (or alone from rudp_recv_batch())
+ * as one RUDP_EVENT_PONG, or as one RUDP_EVENT_PING_TIMEOUT once
+ * timeout_ms (1..600000) has passed without one; both carry the ping's id
+ * and address. Many pings may be outstanding at once, to different
+ * addresses or the same one, up to rudp_config.max_pings.
+ *
+ * The ping goes to the kernel before the call returns (the RTT counts
+ * from then). On a lossy path one lost datagram should not cost the
+ * answer, so the ping is sent again at a third and at two thirds of the
+ * timeout while no pong has come (three datagrams at most, never two
+ * within 100 ms); the RTT counts from the sending of the copy the pong
+ * answers. Each ping is padded so a librudp server's pong data always
+ * fits (servers never answer with more bytes than the ping had).
+ *
+ * The ping's time field carries a value chosen for that ping and copy,
+ * which RakNet servers echo: a pong counts only when it comes from the
+ * pinged address and echoes it; anything else is dropped and counted in
+ * rudp_host_stats.pongs_dropped. The first matching pong ends the ping;
+ * later copies are dropped the same way.
+ *
+ * Stores the ping's id (never 0; unique among the host's outstanding
+ * pings) in *ping_id when ping_id is not NULL, and returns 0; or returns
+ * RUDP_E_INVALID (NULL host or address, timeout_ms out of range),
+ * RUDP_E_ADDRESS (address cannot be parsed or resolved, or this host's
+ * socket cannot reach its family), RUDP_E_PINGS_FULL (max_pings
+ * outstanding: wait for an event and retry) or RUDP_E_NOMEM; then no
+ * ping was started and no event will follow. */
+RUDP_API int rudp_ping_start(rudp_host *host, const char *address, int timeout_ms, uint32_t *ping_id);
+
+/** Pings address as rudp_ping_start() does and waits up to timeout_ms for
+ * the pong, servicing the host meanwhile (other events stay queued, and
+ * the answer to this ping is not queued as an event). Returns 0 and fills
+ * *out (data valid until the next call on the host), RUDP_E_INVALID (NULL
+ * argument, timeout_ms negative or over 600000), RUDP_E_ADDRESS,
+ * RUDP_E_PINGS_FULL, RUDP_E_NOMEM, RUDP_E_SYSTEM (the socket failed while
+ * waiting), or RUDP_E_NOT_CONNECTED when no pong came in time (also for
+ * timeout_ms 0). */
 RUDP_API int rudp_ping(rudp_host *host, const char *address, int timeout_ms, rudp_pong *out);
 
 /* ------------------------------------------------------------------ */
@@ -637,11 +747,12 @@ RUDP_API int rudp_send_batch(rudp_peer *peer, const rudp_message *msgs, size_t n
  * nothing is queued, and leaves its ACKs for the next call in the same
  * way), but hands out messages in pure batches: it returns
  * up to max RUDP_EVENT_RECEIVE events in arrival order and stops before
- * the first event of another kind. When such an event (CONNECT or
- * DISCONNECT) is first in the queue it is returned alone (the result is 1
- * and events[0].type says which), so no event is skipped or reordered and
- * the two calls can be mixed freely. Returns the count, 0 when nothing
- * arrived in time, or RUDP_E_INVALID / RUDP_E_SYSTEM. Lifetimes are those
+ * the first event of another kind. When such an event (CONNECT,
+ * DISCONNECT, WRITABLE, PONG, PING_TIMEOUT) is first in the queue it is
+ * returned alone (the result is 1 and events[0].type says which), so no
+ * event is skipped or reordered and the two calls can be mixed freely.
+ * Returns the count, 0 when nothing arrived in time, or RUDP_E_INVALID
+ * (NULL host or events, max <= 0) / RUDP_E_SYSTEM. Lifetimes are those
  * of rudp_service(): data stays valid until the next rudp_service() or
  * rudp_recv_batch() on this host.
  *
@@ -745,15 +856,16 @@ typedef struct rudp_send_options {
 	uint32_t starvation_limit;
 } rudp_send_options;
 
-/** Fills opts with the defaults documented on each field. */
+/** Fills opts with the defaults documented on each field. NULL is a no-op. */
 RUDP_API void rudp_send_options_init(rudp_send_options *opts);
 
 /** Turns the send policy on for peer with opts (copied), or changes its
  * limits; opts NULL turns it off (messages it holds move to the plain
  * queue, in priority order; nothing is lost). Works in any peer state; a
  * peer still connecting gets it when its connection starts. Returns 0,
- * RUDP_E_INVALID (NULL peer, a field out of range), RUDP_E_NOMEM, or
- * RUDP_E_UNSUPPORTED when the module is not built. */
+ * RUDP_E_INVALID (NULL peer, a field out of range), RUDP_E_NOT_CONNECTED
+ * (the peer has closed), RUDP_E_NOMEM, or RUDP_E_UNSUPPORTED when the
+ * module is not built. */
 RUDP_API int rudp_peer_set_send_options(rudp_peer *peer, const rudp_send_options *opts);
 
 /** Sets the send policy given to peers the host creates from now on

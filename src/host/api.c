@@ -48,6 +48,7 @@ void rudp_config_init(rudp_config *c)
 	c->congestion_control = RUDP_CC_NONE;
 	c->wait_spin_us = 50;
 	c->max_datagram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
+	c->max_pings = 256;
 }
 
 const char *rudp_strerror(int e)
@@ -65,6 +66,8 @@ const char *rudp_strerror(int e)
 	case RUDP_E_UNSUPPORTED: return "not supported by this build or system";
 	case RUDP_E_RESERVED_ID: return "message is empty or begins with a RakNet control id";
 	case RUDP_E_WOULD_BLOCK: return "send queue over its soft budget; wait for RUDP_EVENT_WRITABLE";
+	case RUDP_E_ALREADY_CONNECTED: return "the host has a connection to that address already";
+	case RUDP_E_PINGS_FULL: return "max_pings pings are outstanding; wait for their answers";
 	default: return "unknown error";
 	}
 }

@@ -169,6 +169,21 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 	return 0;
 }
 
+/* PONG and PING_TIMEOUT (ping.c): the body's head fills the ping fields,
+ * the address text follows it, and the rest is the pong data. */
+static void pop_ping_head(rudp_event *o, uint8_t head_len)
+{
+	struct ping_event_head head;
+	const uint8_t *body = o->data;
+	memcpy(&head, body, sizeof(head));
+	o->ping_id = head.ping_id;
+	o->rtt_us = head.rtt_us;
+	o->guid = head.guid;
+	o->address = (const char *)body + sizeof(head);
+	o->len -= head_len;
+	o->data = o->len ? body + head_len : NULL;
+}
+
 int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 {
 	int n = 0;
@@ -182,6 +197,12 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 		o->reliability = e->reliability;
 		o->channel = e->channel;
 		o->reason = e->reason;
+		o->ping_id = 0;
+		o->rtt_us = 0;
+		o->guid = 0;
+		o->address = NULL;
+		if (e->head_len)
+			pop_ping_head(o, e->head_len);
 		if (e->type == RUDP_EVENT_DISCONNECT)
 			e->peer->event_seen = true;
 		q->non_receive -= e->type != RUDP_EVENT_RECEIVE;

@@ -146,22 +146,6 @@ static void release_simulated(struct rudp_host *h)
 	}
 }
 
-/* Microseconds from now until the next timer or simulated release is due
- * (0 when one is already), UINT64_MAX when nothing is scheduled. */
-static uint64_t until_next_due(const struct rudp_host *h, uint64_t now_us)
-{
-	struct rudp_peer *top = timer_heap_top(&h->timers);
-	uint64_t next = top ? top->deadline_us : UINT64_MAX;
-	if (h->sim) {
-		uint64_t release = netsim_next_release_us(h->sim);
-		if (release < next)
-			next = release;
-	}
-	if (next == UINT64_MAX)
-		return UINT64_MAX;
-	return next > now_us ? next - now_us : 0;
-}
-
 /* Reads what the socket holds (bounded), then flushes the replies. */
 static int receive_round(struct rudp_host *h)
 {
@@ -183,16 +167,30 @@ static int receive_round(struct rudp_host *h)
 		h->now_us = rudp_now_us();
 		on_batch(h, dg, n);
 		total += n;
-		/* ACKs and replies for this batch go out before the next read,
-		 * unless reading costs no system call (io_uring): then the end of
-		 * the round sends everything with one. */
 		host_flush_dirty(h);
-		if (!h->io->recv_is_free)
-			rudp_io_flush(h->io);
 		if ((uint32_t)n < h->io->batch)
 			break;
+		/* Another read follows: ACKs and replies for this batch go out
+		 * before it, unless reading costs no system call (io_uring): then
+		 * the end of the call sends everything with one. */
+		if (!h->io->recv_is_free)
+			rudp_io_flush(h->io);
 	}
 	return total;
+}
+
+uint64_t host_next_deadline_us(const struct rudp_host *h)
+{
+	struct rudp_peer *top = timer_heap_top(&h->timers);
+	uint64_t d = top ? top->deadline_us : UINT64_MAX;
+	if (h->pings.count && h->pings.next_due_us < d)
+		d = h->pings.next_due_us;
+	if (h->sim) {
+		uint64_t release = netsim_next_release_us(h->sim);
+		if (release < d)
+			d = release;
+	}
+	return d;
 }
 
 static void run_timers(struct rudp_host *h)
@@ -209,20 +207,25 @@ static void run_timers(struct rudp_host *h)
 			timer_heap_set(&h->timers, p, UINT64_MAX);
 		}
 	}
+	ping_run_timers(h);
 }
 
 /* One round of all due work; waits up to wait_us first when wait_us > 0
- * and nothing is pending. The output is flushed at the end, except with a
- * backend whose reads are free (io_uring): there the caller's next wait or
- * its final flush submits it, one system call for both. *waited (if not
- * NULL) is set when the round waited, which also handed every pending
- * datagram to the kernel. Returns < 0 on a socket failure. */
+ * and nothing is pending. The output is left committed: the caller's next
+ * wait (which hands it over first, on both backends) or its final flush
+ * sends it, so what a call leaves for the next one is the same whatever
+ * the backend. *waited (if not NULL) is set when the round waited, which
+ * also handed every pending datagram to the kernel. Returns < 0 on a
+ * socket failure. */
 static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
-		uint64_t until = until_next_due(h, h->now_us);
-		if (until < wait_us)
-			wait_us = until;
+		uint64_t deadline = host_next_deadline_us(h);
+		if (deadline != UINT64_MAX) {
+			uint64_t until = deadline > h->now_us ? deadline - h->now_us : 0;
+			if (until < wait_us)
+				wait_us = until;
+		}
 		if (wait_us > 0) {
 			/* The backend waits: io_uring on its completion queue, and
 			 * it submits pending sends in the same system call. */
@@ -242,8 +245,6 @@ static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 		release_simulated(h);
 	run_timers(h);
 	host_flush_dirty(h);
-	if (!h->io->recv_is_free)
-		rudp_io_flush(h->io);
 	return 0;
 }
 
@@ -294,15 +295,17 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 		wait = limit == UINT64_MAX ? 1000000 : limit - h->now_us;
 	}
 	/* A call that hands out messages and nothing else may leave their
-	 * ACKs queued when reading is free (io_uring): the application's next
-	 * call sends them with its answers in one io_uring_enter, one wake-up
-	 * for the peer; rudp_host_next_timeout_ms() says 0 meanwhile. Any other
+	 * ACKs queued: the application's next call sends them with its
+	 * answers in one system call (io_uring_enter or sendmmsg), one
+	 * wake-up for the peer; rudp_host_next_timeout_ms() says 0 meanwhile.
+	 * Both backends do this, so an application sees the same behaviour
+	 * whichever it gets. Any other
 	 * call sends everything: after a connect or disconnect, or with nothing
 	 * to hand over, the application may turn to other work for long. What
 	 * it queued before this call is never left: if the first flush was
 	 * saved for a wait that did not happen, it goes now. */
-	bool leave_own = want_events && h->events.count > 0 && h->events.non_receive == 0 &&
-			 h->io->recv_is_free && (sent_first || waited);
+	bool leave_own =
+		want_events && h->events.count > 0 && h->events.non_receive == 0 && (sent_first || waited);
 	if (!leave_own)
 		rudp_io_flush(h->io);
 	return 0;
@@ -319,17 +322,35 @@ int rudp_flush(rudp_host *h)
 	return (int)(h->io->stats.datagrams_sent - before);
 }
 
+int rudp_host_next_timeout(rudp_host *h, int *timeout_ms)
+{
+	if (!h || !timeout_ms)
+		return RUDP_E_INVALID;
+	if (h->events.count || h->dirty_head || rudp_io_pending(h->io)) {
+		*timeout_ms = 0;
+		return 0;
+	}
+	uint64_t deadline = host_next_deadline_us(h);
+	uint64_t now = rudp_now_us();
+	if (deadline == UINT64_MAX)
+		*timeout_ms = -1;
+	else if (deadline <= now)
+		*timeout_ms = 0;
+	else if ((deadline - now + 999) / 1000 > INT32_MAX)
+		*timeout_ms = INT32_MAX;
+	else
+		*timeout_ms = (int)((deadline - now + 999) / 1000);
+	return 0;
+}
+
 int rudp_host_next_timeout_ms(rudp_host *h)
 {
-	if (!h)
-		return RUDP_E_INVALID;
-	if (h->events.count || h->dirty_head || rudp_io_pending(h->io))
+	int ms;
+	/* A NULL host says "now": the service call that follows reports the
+	 * error, where -1 (which is also RUDP_E_INVALID) would wait forever. */
+	if (rudp_host_next_timeout(h, &ms) != 0)
 		return 0;
-	uint64_t until = until_next_due(h, rudp_now_us());
-	if (until == UINT64_MAX)
-		return -1;
-	uint64_t ms = (until + 999) / 1000;
-	return ms > INT32_MAX ? INT32_MAX : (int)ms;
+	return ms;
 }
 
 /* ---- creation ---- */
@@ -501,6 +522,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (!netsim_config_valid(&c->sim))
 		return RUDP_E_INVALID;
+	if (c->max_pings == 0 || c->max_pings > 65536)
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -612,6 +635,7 @@ void rudp_host_destroy(rudp_host *h)
 	peer_table_free(&h->table);
 	timer_heap_free(&h->timers);
 	event_queue_free(&h->events);
+	ping_table_free(&h->pings);
 	guard_free(&h->guard);
 	netsim_free(h->sim);
 	if (h->fd >= 0)
@@ -663,9 +687,13 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 	if (r != 0)
 		return r;
 	rudp_addr_normalize((const struct sockaddr *)&addr, &norm);
+	struct sockaddr_storage reach;
+	socklen_t reachlen;
+	if (!rudp_addr_for_socket(&norm, h->family, &reach, &reachlen))
+		return RUDP_E_ADDRESS; /* e.g. IPv6 from an IPv4 socket */
 	if (!h->cfg.socket_per_connect &&
 	    peer_table_find(&h->table, &norm, 0, peer_table_hash(&h->table, &norm, 0)))
-		return RUDP_E_INVALID; /* one connection per remote address and socket */
+		return RUDP_E_ALREADY_CONNECTED; /* one connection per remote address and socket */
 	if (h->peer_count >= h->cfg.max_peers)
 		return RUDP_E_PEERS_FULL;
 	h->now_us = rudp_now_us();
@@ -682,7 +710,7 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 			rudp_io_remove_socket(h->io, sock);
 			close(own_fd);
 		}
-		return RUDP_E_ADDRESS; /* the socket's family cannot reach it, or no memory */
+		return RUDP_E_NOMEM; /* reachability was checked above */
 	}
 	p->own_fd = own_fd;
 	offline_client_start(h, p);

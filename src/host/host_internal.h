@@ -132,6 +132,9 @@ struct rudp_peer *timer_heap_top(const struct timer_heap *h);
 /* ---- events (events.c): FIFO of events plus a byte ring for message data ---- */
 struct pending_event {
 	uint8_t type, reliability, channel;
+	/* PONG and PING_TIMEOUT: the body starts with a struct ping_event_head
+	 * and the address text, this many bytes in all; the rest is pong data. */
+	uint8_t head_len;
 	int reason;
 	struct rudp_peer *peer;
 	uint64_t data_pos; /* the body's position in the event queue's arena ring */
@@ -172,6 +175,41 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max);
 /* Removes queued events of a peer (rudp_peer_reset). */
 void event_queue_forget_peer(struct event_queue *q, const struct rudp_peer *p);
 
+/* ---- pings (ping.c): unconnected pings outstanding, rudp_ping_start ---- */
+#define PING_SENDS 3 /* the first datagram and at most two resends */
+struct ping_slot {
+	bool used;
+	bool blocking; /* rudp_ping's: its answer is kept for it, not queued */
+	uint8_t sends; /* datagrams sent so far */
+	uint32_t id;
+	struct sockaddr_storage addr; /* normalized */
+	uint64_t token; /* the time field of send k is token + k */
+	uint64_t sent_us[PING_SENDS];
+	uint64_t next_send_us, deadline_us;
+};
+/* The head of a PONG / PING_TIMEOUT event's body in the event queue. */
+struct ping_event_head {
+	uint64_t guid;
+	uint32_t rtt_us, ping_id;
+};
+struct ping_table {
+	struct ping_slot *slots; /* max_pings of them, allocated at the first ping */
+	uint32_t cap, count;
+	uint32_t last_id;
+	uint64_t next_due_us; /* earliest resend or deadline; UINT64_MAX with none */
+	uint64_t token_state; /* splitmix64 state seeded from getrandom */
+	/* rudp_ping: the answer of the blocking ping, when it came */
+	bool blocking_done, blocking_got;
+	rudp_pong blocking_result;
+	uint8_t blocking_data[RUDP_IO_SLOT_SIZE];
+};
+void ping_table_free(struct ping_table *t);
+/* An unconnected pong arrived (offline.c): ends the ping it answers, or
+ * counts it dropped. */
+void ping_on_pong(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p, size_t n);
+/* Resends and timeouts that are due (the service loop's timer round). */
+void ping_run_timers(struct rudp_host *h);
+
 /* ---- host ---- */
 struct rudp_host {
 	rudp_config cfg;
@@ -192,13 +230,7 @@ struct rudp_host {
 	size_t pong_len;
 	rudp_host_stats stats;
 	uint64_t now_us;
-	/* rudp_ping: the pong we wait for */
-	bool ping_waiting;
-	struct sockaddr_storage ping_addr;
-	bool ping_got;
-	rudp_pong ping_result;
-	uint8_t ping_data[1500];
-	int64_t ping_sent_time;
+	struct ping_table pings; /* rudp_ping_start, rudp_ping (ping.c) */
 	bool in_callback_flush;
 	bool has_send_opts; /* rudp_host_set_send_options: given to new peers */
 	rudp_send_options send_opts;
@@ -232,6 +264,9 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason);
 void host_peer_free(struct rudp_host *h, struct rudp_peer *p);
 void host_free_seen_dead(struct rudp_host *h);
+/* host.c: the earliest deadline of the host's timers, peers' and pings';
+ * UINT64_MAX with none. */
+uint64_t host_next_deadline_us(const struct rudp_host *h);
 
 /* host.c */
 void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);

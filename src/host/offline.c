@@ -311,25 +311,6 @@ static void on_unconnected_ping(struct rudp_host *h, const struct sockaddr_stora
 	}
 }
 
-static void on_unconnected_pong(struct rudp_host *h, const struct sockaddr_storage *from, const uint8_t *p,
-				size_t n)
-{
-	struct rudp_wire_unconnected_pong pong;
-	if (!h->ping_waiting || !rudp_addr_equal(from, &h->ping_addr))
-		return;
-	if (rudp_wire_decode_unconnected_pong(p, n, &pong) < 0) {
-		h->stats.datagrams_dropped++;
-		return;
-	}
-	size_t len = pong.data_len < sizeof(h->ping_data) ? pong.data_len : sizeof(h->ping_data);
-	memcpy(h->ping_data, pong.data, len);
-	h->ping_result.server_guid = (uint64_t)pong.server_guid;
-	h->ping_result.rtt_us = (uint32_t)(h->now_us - (uint64_t)h->ping_sent_time);
-	h->ping_result.data = h->ping_data;
-	h->ping_result.data_len = len;
-	h->ping_got = true;
-}
-
 void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *from,
 			 const struct rudp_io_datagram *d)
 {
@@ -367,7 +348,7 @@ void offline_on_datagram(struct rudp_host *h, const struct sockaddr_storage *fro
 	switch (p[0]) {
 	case RUDP_ID_UNCONNECTED_PING:
 	case RUDP_ID_UNCONNECTED_PING_OPEN: on_unconnected_ping(h, from, p, n); return;
-	case RUDP_ID_UNCONNECTED_PONG: on_unconnected_pong(h, from, p, n); return;
+	case RUDP_ID_UNCONNECTED_PONG: ping_on_pong(h, from, p, n); return;
 	case RUDP_ID_OPEN_CONNECTION_REQUEST_1: server_on_request_1(h, from, p, n); return;
 	case RUDP_ID_OPEN_CONNECTION_REQUEST_2: server_on_request_2(h, from, hash, p, n); return;
 	default: break;
