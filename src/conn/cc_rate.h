@@ -87,11 +87,13 @@ struct cc_rate {
 	uint64_t round_count;
 	uint64_t next_round_delivered;
 	uint64_t round_delivered_start;
+	uint64_t round_start_us;
 	uint64_t round_lost_start;
 	uint64_t round_min_rtt_us; /* smallest RTT sample in this round */
 	bool round_cwnd_limited; /* a send of this round found the window (nearly) full */
 	uint32_t round_lost_in_flight; /* largest in_flight snapshot among this round's losses */
 	bool round_not_app_limited; /* a sample of this round was not app-limited */
+	bool queue_standing; /* the last round's RTT samples all stood above the minimum */
 
 	/* bandwidth: the largest sample per round, over the last CC_RATE_BW_ROUNDS rounds */
 	uint64_t bw_round[CC_RATE_BW_ROUNDS];
@@ -120,6 +122,7 @@ struct cc_rate {
 	/* probing cycle (PROBE_BW) */
 	uint32_t cycle_phase;
 	uint64_t cycle_stamp_us;
+	uint64_t cycle_round; /* round_count when the phase began */
 	bool cycle_lost; /* loss since the phase began */
 
 	/* loss with a queue: a ceiling on bytes in flight (0: none) */
