@@ -8,7 +8,9 @@
  * Sans-I/O: every time is a microsecond clock value passed in, nothing is
  * allocated, and the caller owns the per-datagram snapshot (struct
  * cc_rate_snapshot, 20 bytes) that it keeps with the datagram in its sent
- * history. Sizes are wire bytes of datagrams that will be acknowledged.
+ * history. Sizes are wire bytes (UDP payload; add the IP/UDP overhead if
+ * the caller counts it elsewhere, consistently) of the datagrams the peer
+ * acknowledges: every datagram carrying frames, not ACK/NACK-only ones.
  *
  * The calls, in the order a connection makes them:
  *
@@ -20,6 +22,12 @@
  *   an ACK or NACK:      cc_rate_on_acked() for each datagram it
  *                        acknowledges, cc_rate_on_lost() for each one
  *                        declared lost, then cc_rate_on_ack_end() once.
+ *
+ * Each datagram sent gets exactly one of cc_rate_on_acked and
+ * cc_rate_on_lost, whatever happens to it (a later ACK of a datagram
+ * already declared lost is not reported; one dropped from the history
+ * unanswered, or timed out, is lost): bytes in flight are counted from
+ * these calls alone.
  */
 #ifndef RUDP_CONN_CC_RATE_H
 #define RUDP_CONN_CC_RATE_H
@@ -162,12 +170,13 @@ void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t
  * about the path's capacity, and may not lower the estimate. */
 void cc_rate_on_app_limited(struct cc_rate *cc);
 
-/* One datagram, sent with *snap, was acknowledged (first time only). */
+/* One datagram, sent with *snap, was acknowledged (first time only, and
+ * not after cc_rate_on_lost for it). */
 void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
 		      uint64_t now_us);
 
-/* One datagram, sent with *snap, was declared lost (or is forgotten
- * unacknowledged): it leaves the flight. */
+/* One datagram, sent with *snap, was declared lost, timed out, or is
+ * forgotten unacknowledged: it leaves the flight. */
 void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
 
 /* After the cc_rate_on_acked / _on_lost calls of one ACK or NACK: takes

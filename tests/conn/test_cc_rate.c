@@ -201,6 +201,18 @@ static void test_app_limited_samples_keep_the_estimate(void **state)
 	feed(&f, 100000, 20000, 0, 1000000, 0, false);
 	assert_int_equal(cc.app_limited_until, 0);
 	assert_in_range(cc_rate_bandwidth(&cc), 99000, 101000);
+
+	/* A game's traffic from the start: a datagram every 50 ms. It never
+	 * tested the path, so its own rate is no limit: it stays in STARTUP
+	 * with the initial pacing rate and window, and a burst of ten
+	 * datagrams goes at once. */
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 20000, 20000, 0, 2000000, 0, true);
+	feeder_drain(&f);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
+	assert_true(cc_rate_pacing_rate(&cc) >= 28850000);
+	assert_true(cc_rate_send_allowance(&cc, f.now) >= 10 * DGRAM);
 }
 
 static void test_state_transitions(void **state)
@@ -735,18 +747,24 @@ static uint64_t seed_or(uint64_t fixed)
 
 static void test_net_one_flow_5mbit(void **state)
 {
-	/* 5 Mbit/s, 20 ms RTT, 30 ms drop-tail buffer. */
-	struct net *n = net_new(MBIT(5), 20000, 30000, 0, 1, 0, seed_or(1));
-	uint64_t run = 20000000;
+	uint64_t run = 20000000, warm = 2000000;
 
 	(void)state;
-	n->measure_from = T0 + 2000000;
-	net_run(n, T0 + run);
-	print_net("5 Mbit/s, 20 ms", n, run - 2000000);
-	assert_true(net_measured(n) * 100 >= n->rate * (run - 2000000) / 1000000 * 92);
-	assert_true(n->dropped * 100 <= n->sent * 2);
-	assert_true(net_delay_percentile_us(n, 50) <= 5000);
-	net_free(n);
+	/* 5 Mbit/s, 20 ms RTT, 30 ms drop-tail buffer; a sender that wakes
+	 * for its pacing exactly, then one that wakes on whole milliseconds
+	 * (ACKs still wake it at once), as a host's timer does. */
+	for (uint64_t granularity = 0; granularity <= 1000; granularity += 1000) {
+		struct net *n = net_new(MBIT(5), 20000, 30000, 0, 1, 0, seed_or(1));
+
+		n->granularity_us = granularity;
+		n->measure_from = T0 + warm;
+		net_run(n, T0 + run);
+		print_net(granularity ? "5 Mbit/s, 20 ms, 1 ms timers" : "5 Mbit/s, 20 ms", n, run - warm);
+		assert_true(net_measured(n) * 100 >= n->rate * (run - warm) / 1000000 * 92);
+		assert_true(n->dropped * 100 <= n->sent * 2);
+		assert_true(net_delay_percentile_us(n, 50) <= 5000);
+		net_free(n);
+	}
 }
 
 static void test_net_eight_flows_20mbit(void **state)
@@ -766,16 +784,22 @@ static void test_net_eight_flows_20mbit(void **state)
 
 static void test_net_random_loss_20mbit(void **state)
 {
-	/* 20 Mbit/s, 60 ms RTT, 0.5 % random loss, a deep buffer. */
-	struct net *n = net_new(MBIT(20), 60000, 60000, 50, 1, 0, seed_or(3));
 	uint64_t run = 20000000, warm = 2000000;
 
 	(void)state;
-	n->measure_from = T0 + warm;
-	net_run(n, T0 + run);
-	print_net("20 Mbit/s, 60 ms, 0.5 % loss", n, run - warm);
-	assert_true(net_measured(n) * 100 >= n->rate * (run - warm) / 1000000 * 85);
-	net_free(n);
+	/* 20 Mbit/s, 60 ms RTT, 0.5 % random loss, a 60 ms buffer. */
+	for (uint64_t granularity = 0; granularity <= 1000; granularity += 1000) {
+		struct net *n = net_new(MBIT(20), 60000, 60000, 50, 1, 0, seed_or(3));
+
+		n->granularity_us = granularity;
+		n->measure_from = T0 + warm;
+		net_run(n, T0 + run);
+		print_net(granularity ? "20 Mbit/s, 60 ms, 0.5 % loss, 1 ms timers"
+				      : "20 Mbit/s, 60 ms, 0.5 % loss",
+			  n, run - warm);
+		assert_true(net_measured(n) * 100 >= n->rate * (run - warm) / 1000000 * 85);
+		net_free(n);
+	}
 }
 
 /* ---- loopback: no network, two CPU-bound endpoints ---- */
