@@ -80,6 +80,23 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 		start += s->link.tx_us;
 		s->link_free[to] = start;
 	}
+	if (s->link.rate_bps) {
+		uint64_t wire = len + s->cfg.ip_udp_overhead, rate = s->link.rate_bps;
+		uint64_t wait = s->rate_free[to] > start ? s->rate_free[to] - start : 0;
+
+		/* What waits ahead of it, in bytes: the queue's fill. */
+		if (s->link.queue_bytes && wait * rate / 1000000 + wire > s->link.queue_bytes) {
+			s->dgrams_lost++;
+			s->dgrams_queue_dropped++;
+			return;
+		}
+		s->rate_dgrams[to]++;
+		s->rate_wait_us[to] += wait;
+		if (wait > s->rate_wait_max_us[to])
+			s->rate_wait_max_us[to] = wait;
+		start += wait + (wire * 1000000 + rate - 1) / rate;
+		s->rate_free[to] = start;
+	}
 	if (s->silent || rng_below(&s->rng, 1000) < s->link.loss_pm ||
 	    (s->link.ack_loss_pm && len > 0 && (data[0] & RUDP_DGRAM_ACK) &&
 	     rng_below(&s->rng, 1000) < s->link.ack_loss_pm)) {

@@ -44,6 +44,14 @@ struct sim_link {
 	/* With tx_us: datagrams the bottleneck queues, per direction, before
 	 * it drops new ones (drop-tail, as a router's buffer). 0: unbounded. */
 	uint32_t queue_max;
+	/* Per direction, a bottleneck of this many bytes a second (0: none),
+	 * counting each datagram with the config's ip_udp_overhead: a router
+	 * link, where a datagram's time on it grows with its size. After
+	 * tx_us's bottleneck, if both are set. */
+	uint64_t rate_bps;
+	/* With rate_bps: bytes it queues, per direction, before it drops new
+	 * datagrams (drop-tail). 0: unbounded. */
+	uint64_t queue_bytes;
 };
 
 struct sim_workload {
@@ -103,6 +111,7 @@ struct sim {
 	 * once. 0: exact timers. */
 	uint64_t timer_granularity_us;
 	uint64_t link_free[2]; /* per receiving side: when the link is free again */
+	uint64_t rate_free[2]; /* the same for the byte-rate bottleneck */
 	/* Each endpoint is one thread that spends this long per datagram it
 	 * reads or sends (0: no cost, and both flush at every step). Datagrams
 	 * arriving while it is busy wait and are then read as one batch, one
@@ -117,6 +126,10 @@ struct sim {
 	struct rudp_conn_config cfg;
 	uint64_t dgrams_sent, dgrams_lost, dgrams_duplicated;
 	uint64_t dgrams_queue_dropped; /* of dgrams_lost: the bottleneck's queue was full */
+	/* Through the byte-rate bottleneck, per receiving side: datagrams
+	 * that went through it, and the time they waited in its queue, in
+	 * total and the most. */
+	uint64_t rate_dgrams[2], rate_wait_us[2], rate_wait_max_us[2];
 	/* ACK/NACK datagrams holding a range split at the 2^24 wrap: a record
 	 * ending at 0xffffff followed by one starting at 0. */
 	uint64_t ack_wrap_splits;

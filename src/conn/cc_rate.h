@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A rate-based congestion controller (in the style of BBR): from what the
+ * ACKs say was delivered and how fast, it estimates the path's bottleneck
+ * bandwidth and minimum RTT, and from those derives a pacing rate and a
+ * window of bytes in flight. See cc_rate.c for the rules and their reasons.
+ *
+ * Sans-I/O: every time is a microsecond clock value passed in, nothing is
+ * allocated, and the caller owns the per-datagram snapshot (struct
+ * cc_rate_snapshot, 20 bytes) that it keeps with the datagram in its sent
+ * history. Sizes are wire bytes (UDP payload; add the IP/UDP overhead if
+ * the caller counts it elsewhere, consistently) of the datagrams the peer
+ * acknowledges: every datagram carrying frames, not ACK/NACK-only ones.
+ *
+ * The calls, in the order a connection makes them:
+ *
+ *   building datagrams:  cc_rate_send_allowance() > 0: one more may go;
+ *                        otherwise wait until cc_rate_next_send_us().
+ *   each datagram sent:  cc_rate_on_sent(), which fills its snapshot.
+ *   nothing left to send while the allowance was still > 0:
+ *                        cc_rate_on_app_limited().
+ *   an ACK or NACK:      cc_rate_on_acked() for each datagram it
+ *                        acknowledges, cc_rate_on_lost() for each one
+ *                        declared lost, then cc_rate_on_ack_end() once.
+ *
+ * Each datagram sent gets exactly one of cc_rate_on_acked and
+ * cc_rate_on_lost, whatever happens to it (a later ACK of a datagram
+ * already declared lost is not reported; one dropped from the history
+ * unanswered, or timed out, is lost): bytes in flight are counted from
+ * these calls alone.
+ */
+#ifndef RUDP_CONN_CC_RATE_H
+#define RUDP_CONN_CC_RATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What the controller knew when a datagram left; times and counts are the
+ * low 32 bits (differences stay right while under 2^32 µs, 71 minutes, and
+ * 4 GiB between a send and its ACK). */
+struct cc_rate_snapshot {
+	uint32_t delivered; /* bytes delivered before it was sent */
+	uint32_t delivered_us; /* when that count last grew */
+	uint32_t first_sent_us; /* send time of the datagram that started the interval */
+	uint32_t sent_us; /* its own send time */
+	uint32_t in_flight : 31; /* bytes in flight once it was sent, itself included */
+	uint32_t app_limited : 1; /* sent while the application was the limit */
+};
+
+enum cc_rate_state {
+	CC_RATE_STARTUP, /* doubling the rate each round until it stops growing */
+	CC_RATE_DRAIN, /* emptying the queue startup built */
+	CC_RATE_PROBE_BW, /* cruising at the estimate, probing above it one round in eight */
+	CC_RATE_PROBE_RTT, /* a small window for a moment, to measure the RTT afresh */
+};
+
+#define CC_RATE_BW_ROUNDS 10u /* the bandwidth filter's window, in round trips */
+
+struct cc_rate_config {
+	uint32_t mss; /* largest datagram, bytes (> 0) */
+	uint32_t initial_cwnd; /* bytes; 0: ten datagrams */
+	/* Pacing lets this much time's worth at the pacing rate go as one
+	 * burst (never less than two datagrams): a host that wakes every
+	 * millisecond sends a quantum per wake-up, not one datagram. 0: 1000. */
+	uint32_t quantum_us;
+	uint32_t seed; /* picks where the probing cycle starts, so flows differ */
+};
+
+struct cc_rate {
+	uint32_t mss;
+	uint32_t quantum_us;
+	uint32_t rng;
+	enum cc_rate_state state;
+
+	/* delivery accounting (the Delivery Rate Estimation draft's) */
+	uint64_t delivered; /* bytes acknowledged since creation */
+	uint64_t delivered_us; /* when delivered last grew */
+	uint64_t first_sent_us; /* send time of the newest datagram acknowledged */
+	uint64_t app_limited_until; /* 0, or the delivered count that ends app-limited samples */
+	uint64_t lost; /* bytes declared lost since creation */
+	uint32_t in_flight;
+
+	/* the ACK being processed: its newest datagram's snapshot */
+	bool ack_has_sample;
+	bool ack_round_start;
+	uint32_t ack_prior_delivered;
+	uint64_t ack_ack_elapsed_us;
+	uint64_t ack_send_elapsed_us;
+	bool ack_app_limited;
+	uint64_t ack_acked; /* bytes this ACK acknowledged */
+	uint64_t ack_lost; /* bytes it declared lost */
+	uint64_t ack_min_rtt_us; /* its smallest RTT sample; UINT64_MAX: none */
+
+	/* round trips: one ends when a datagram sent after it began is acknowledged */
+	uint64_t round_count;
+	uint64_t next_round_delivered;
+	uint64_t round_delivered_start;
+	uint64_t round_start_us;
+	uint64_t round_lost_start;
+	uint64_t round_min_rtt_us; /* smallest RTT sample in this round */
+	bool round_cwnd_limited; /* a send of this round found the window (nearly) full */
+	uint32_t round_lost_in_flight; /* largest in_flight snapshot among this round's losses */
+	bool round_not_app_limited; /* a sample of this round was not app-limited */
+	bool queue_standing; /* the last round's RTT samples all stood above the minimum */
+
+	/* bandwidth: the largest sample per round, over the last CC_RATE_BW_ROUNDS rounds */
+	uint64_t bw_round[CC_RATE_BW_ROUNDS];
+	uint32_t bw_slot;
+	uint64_t bw; /* bytes/s, max of bw_round; 0: no sample yet */
+
+	/* minimum RTT, renewed when it expires (PROBE_RTT) */
+	uint64_t min_rtt_us; /* 0: no sample yet */
+	uint64_t min_rtt_stamp_us;
+	uint64_t probe_rtt_done_us; /* 0: not yet timing the stay */
+	uint64_t probe_rtt_round;
+
+	/* ACK aggregation: bytes acknowledged beyond what bw explains, as a
+	 * host that reads and acknowledges in batches produces */
+	uint64_t agg_epoch_us;
+	uint64_t agg_epoch_acked;
+	uint64_t extra_acked[2];
+	uint32_t extra_acked_slot;
+	uint64_t extra_acked_round;
+
+	/* startup's exit: the estimate stopped growing */
+	bool full_bw_reached;
+	uint64_t full_bw;
+	uint32_t full_bw_rounds;
+
+	/* probing cycle (PROBE_BW) */
+	uint32_t cycle_phase;
+	uint64_t cycle_stamp_us;
+	uint64_t cycle_round; /* round_count when the phase began */
+	bool cycle_lost; /* loss since the phase began */
+
+	/* loss with a queue: a ceiling on bytes in flight (0: none) */
+	uint64_t inflight_hi;
+	uint64_t inflight_hi_step;
+	uint64_t congestion_rounds; /* rounds judged congested, for stats and tests */
+
+	uint32_t pacing_gain_pm; /* per mille */
+	uint32_t cwnd_gain_pm;
+	uint64_t pacing_rate; /* bytes/s */
+	uint64_t cwnd; /* bytes */
+
+	/* pacing budget, in byte-microseconds (bytes x 10^6) so that slow
+	 * rates lose no fractions; negative: the last datagram overran it */
+	int64_t tokens;
+	uint64_t tokens_us;
+};
+
+/* Sets up *cc from *cfg. */
+void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t now_us);
+
+/* Bytes that may still go now, by both the pacing budget and the window.
+ * While it is > 0 one more datagram may be started, whatever its size: the
+ * overrun (at most one datagram) is repaid from the next budget. Never
+ * negative. */
+uint64_t cc_rate_send_allowance(const struct cc_rate *cc, uint64_t now_us);
+
+/* When the allowance is next > 0: now_us if it is now, UINT64_MAX if only
+ * an ACK can open it (the window is full). */
+uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us);
+
+/* A datagram of `bytes` left at now_us; fills *snap for the sent history. */
+void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t bytes, uint64_t now_us);
+
+/* The sender had nothing more to send while the allowance was still
+ * open: rate samples until what is in flight now is delivered say nothing
+ * about the path's capacity, and may not lower the estimate. */
+void cc_rate_on_app_limited(struct cc_rate *cc);
+
+/* One datagram, sent with *snap, was acknowledged (first time only, and
+ * not after cc_rate_on_lost for it). */
+void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
+		      uint64_t now_us);
+
+/* One datagram, sent with *snap, was declared lost, timed out, or is
+ * forgotten unacknowledged: it leaves the flight. */
+void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
+
+/* After the cc_rate_on_acked / _on_lost calls of one ACK or NACK: takes
+ * the rate sample, advances the model and recomputes rate and window.
+ * Harmless when nothing was acknowledged or lost. */
+void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us);
+
+/* ---- stats ---- */
+
+/* Bottleneck bandwidth estimate, bytes/s; 0 before the first sample. */
+static inline uint64_t cc_rate_bandwidth(const struct cc_rate *cc)
+{
+	return cc->bw;
+}
+/* Minimum RTT, µs; 0 before the first sample. */
+static inline uint64_t cc_rate_min_rtt_us(const struct cc_rate *cc)
+{
+	return cc->min_rtt_us;
+}
+/* Bytes/s. */
+static inline uint64_t cc_rate_pacing_rate(const struct cc_rate *cc)
+{
+	return cc->pacing_rate;
+}
+/* Bytes. */
+static inline uint64_t cc_rate_cwnd(const struct cc_rate *cc)
+{
+	return cc->cwnd;
+}
+/* Bytes. */
+static inline uint32_t cc_rate_in_flight(const struct cc_rate *cc)
+{
+	return cc->in_flight;
+}
+static inline enum cc_rate_state cc_rate_state(const struct cc_rate *cc)
+{
+	return cc->state;
+}
+
+#endif
