@@ -6,12 +6,14 @@
  * the service loop's timer round; the answer becomes a PONG or
  * PING_TIMEOUT event, or, for rudp_ping(), is kept for the caller.
  *
- * Matching: each datagram's time field carries a value drawn for its ping
- * (low bits: which copy), which RakNet servers echo, so a pong counts only
- * from the pinged address and with a value one of its copies carried. A
- * sender off the path cannot guess it; what does not match is counted and
- * dropped. The table is a small array scanned linearly: pongs and ping
- * timers are rare next to connection traffic.
+ * Matching: a pong counts only from a pinged address; from any other it is
+ * counted and dropped. Each datagram's time field carries a value drawn for
+ * its ping (low bits: which copy), which RakNet's own servers echo: such a
+ * pong is matched to the copy it answers. Some servers (rust-raknet's)
+ * put their own clock there instead, so a pong from the pinged address
+ * whose time matches no copy still answers the ping, timed from the
+ * latest copy. The table is a small array scanned linearly: pongs and
+ * ping timers are rare next to connection traffic.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -203,13 +205,21 @@ void ping_on_pong(struct rudp_host *h, const struct sockaddr_storage *from, cons
 		count_dropped(h);
 		return;
 	}
-	struct ping_slot *s = NULL;
+	struct ping_slot *s = NULL, *by_address = NULL;
 	uint64_t copy = 0;
 	for (uint32_t i = 0; i < t->cap && t->count && !s; i++) {
 		struct ping_slot *c = &t->slots[i];
+		if (!c->used || !rudp_addr_equal(from, &c->addr))
+			continue;
 		copy = (uint64_t)pong.time - c->token;
-		if (c->used && copy < c->sends && rudp_addr_equal(from, &c->addr))
+		if (copy < c->sends)
 			s = c;
+		else if (!by_address)
+			by_address = c;
+	}
+	if (!s && by_address) {
+		s = by_address;
+		copy = s->sends - 1;
 	}
 	if (!s) {
 		count_dropped(h);
