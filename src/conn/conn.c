@@ -162,10 +162,19 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	c->sent.max_size = SENT_HISTORY_MIN;
 	while (c->sent.max_size < 4 * c->cfg.window_frames)
 		c->sent.max_size <<= 1;
+	struct reasm_limits reasm_lim = {
+		.max_split_ids = c->cfg.max_split_ids,
+		.max_split_count = c->cfg.max_split_count,
+		.max_bytes = c->cfg.max_reassembly_bytes,
+		.max_message_size = c->cfg.max_message_size,
+		/* split ids are 16 bits and come round again */
+		.refused_memory_us = c->cfg.timeout_us,
+	};
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
 	if (sent_history_resize(&c->sent, SENT_HISTORY_MIN) < 0 || !c->flush_refs ||
 	    ack_scratch_grow(c, 1) < 0 || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
-	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 || reasm_init(c) < 0) {
+	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 ||
+	    reasm_init(&c->reasm, c->payload_max, &reasm_lim) < 0) {
 		rudp_conn_destroy(c);
 		return NULL;
 	}
@@ -203,7 +212,7 @@ void rudp_conn_destroy(struct rudp_conn *c)
 	ackq_free(&c->acks);
 	ackq_free(&c->nacks);
 	recv_free(c);
-	reasm_free(c);
+	reasm_free(&c->reasm);
 	free_early(c);
 	free(c->dgram_buf);
 	free(c->sent.tag);
@@ -276,11 +285,11 @@ bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bo
 		return true;
 	if (held)
 		return false;
-	if (f->split && reasm_is_open(c, f->split_id))
+	if (f->split && reasm_is_open(&c->reasm, f->split_id))
 		return true; /* its room was set aside with the first fragment */
 	if (f->split && f->reliability != RUDP_WIRE_RELIABLE && f->reliability != RUDP_WIRE_RELIABLE_ORDERED)
 		return false;
-	reasm_early_reserved(c, &split_msgs, &split_bytes);
+	reasm_early_reserved(&c->reasm, &split_msgs, &split_bytes);
 	if (f->split)
 		return c->early_count + split_msgs < CONN_EARLY_MAX &&
 		       c->early_bytes + split_bytes + reasm_need(&c->reasm, f->split_count) <=
@@ -958,7 +967,7 @@ void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 	out->window_frames = c->cfg.window_frames;
 	out->send_queue_bytes = sat_u32(c->rel.body_bytes + c->unrel.body_bytes);
 	out->reassembly_bytes = sat_u32(c->reasm.reserved_bytes);
-	out->frames_dropped = c->frames_dropped;
+	out->frames_dropped = c->frames_dropped + c->reasm.frames_dropped;
 	out->cwnd_bytes = c->cc.enabled ? c->cc.cwnd : 0;
 	out->in_flight_bytes = c->cc.in_flight;
 	out->cc_reductions = c->cc.reductions;

@@ -17,6 +17,7 @@
 
 #include "common/body_ring.h"
 #include "conn/conn.h"
+#include "conn/reassembly.h"
 #include "rudp_version.h"
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
@@ -331,74 +332,6 @@ void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index)
 /* Routes a complete message by reliability: ordering, sequencing, delivery. */
 void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 			uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us);
-
-/* ---- reassembly.c ---- */
-
-struct reasm_slot {
-	bool used;
-	uint16_t split_id;
-	uint8_t reliability;
-	uint8_t channel;
-	uint32_t count;
-	uint32_t received;
-	uint32_t order_index;
-	uint32_t sequenced_index;
-	uint64_t reserved; /* bytes counted against max_reassembly_bytes */
-	uint64_t started_us;
-	/* Opened by a connecting client: the whole message's room among the
-	 * early messages was set aside then (conn_reserve_early). */
-	bool early;
-	uint8_t *buf; /* count * stride bytes, then count uint16 fragment lengths */
-	size_t buf_cap;
-};
-
-struct reasm_refused {
-	uint16_t split_id;
-	uint32_t count;
-	uint64_t last_us;
-};
-
-#define REASM_REFUSED_MEMORY 16
-
-struct reassembly {
-	struct reasm_slot *slots;
-	uint32_t nslots;
-	uint32_t stride; /* largest fragment body a peer can send at this MTU */
-	uint64_t reserved_bytes;
-	struct reasm_refused refused[REASM_REFUSED_MEMORY];
-	uint32_t refused_next;
-	uint8_t *cached_buf; /* one freed buffer kept for the next split message */
-	size_t cached_cap;
-};
-
-enum reasm_result {
-	REASM_INCOMPLETE, /* stored, or dropped as bad (counted) */
-	REASM_COMPLETE, /* *slot_out holds the whole message */
-	REASM_DEFER, /* no room right now: do not mark the frame received */
-};
-
-int reasm_init(struct rudp_conn *c);
-void reasm_free(struct rudp_conn *c);
-/* Admission check before the frame is marked received: REASM_DEFER when the
- * split set is acceptable but does not fit now. */
-enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f);
-enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
-				    struct reasm_slot **slot_out, size_t *len_out);
-/* Frees the slot, and its buffer unless that is kept for the next set or
- * was handed over (buf NULL, buf_cap 0: hold_take_reassembled). */
-void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
-/* Whether fragment f may end its set now: complete it (*bytes: at most
- * the message's size), or be the first of a set that may be refused
- * (*bytes 0), which passes its order index over. False: f only adds to
- * an open set. */
-bool reasm_may_end_set(const struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t *bytes);
-/* Whether a set with this split id is being reassembled. */
-bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id);
-/* Messages and bytes set aside among the early messages by the slots
- * opened while connecting (struct reasm_slot.early). */
-void reasm_early_reserved(const struct rudp_conn *c, uint32_t *msgs, uint64_t *bytes);
-/* Upper bound of the bytes of a set of count fragments. */
-uint64_t reasm_need(const struct reassembly *r, uint32_t count);
 
 /* ---- the connection ---- */
 

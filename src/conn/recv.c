@@ -450,7 +450,7 @@ static bool delivery_room(struct rudp_conn *c, const struct rudp_wire_frame *f, 
 	uint64_t bytes = f->body_len;
 
 	if (f->split) {
-		if (!reasm_may_end_set(c, f, &bytes))
+		if (!reasm_may_end_set(&c->reasm, f, &bytes))
 			return true;
 		messages = bytes > 0;
 	}
@@ -519,7 +519,7 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 		 * so a connected conn's frames pay one compare, not two calls. */
 		if (c->state == RUDP_CONN_STATE_CONNECTING && !conn_reserve_early(c, f, held))
 			return false;
-		if (f->split && reasm_admit(c, f) == REASM_DEFER)
+		if (f->split && reasm_admit(&c->reasm, f) == REASM_DEFER)
 			return false;
 		if (c->state == RUDP_CONN_STATE_CONNECTING && !conn_reserve_answer(c, f))
 			return false;
@@ -530,9 +530,17 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 
 	if (f->split) {
 		struct reasm_slot *slot = NULL;
+		struct reasm_skip skip;
 		size_t len = 0;
+		bool early = c->role == RUDP_CONN_CLIENT && c->state == RUDP_CONN_STATE_CONNECTING;
 
-		if (reasm_on_fragment(c, f, now_us, &slot, &len) == REASM_COMPLETE) {
+		switch (reasm_on_fragment(&c->reasm, f, now_us, early, &slot, &len, &skip)) {
+		case REASM_SKIP_ORDER:
+			recv_order_skip(c, skip.channel, skip.order_index);
+			if (slot)
+				reasm_release(&c->reasm, slot);
+			break;
+		case REASM_COMPLETE: {
 			/* Still connecting: the message may become an early one,
 			 * taking the buffer its first fragment made room for. */
 			uint8_t *handoff = NULL;
@@ -547,7 +555,10 @@ bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool du
 				slot->buf_cap = 0;
 			}
 			c->early_handoff = NULL;
-			reasm_release(c, slot);
+			reasm_release(&c->reasm, slot);
+			break;
+		}
+		default: break;
 		}
 	} else {
 		recv_route_message(c, f->body, f->body_len, f->reliability, f->order_channel, f->order_index,
