@@ -63,7 +63,8 @@
  */
 #include <string.h>
 
-#include "conn/conn_internal.h"
+#include "conn/cc.h"
+#include "wire/wire.h"
 
 #define CC_INITIAL_DATAGRAMS 10u
 #define CC_MIN_DATAGRAMS 2u

@@ -16,11 +16,6 @@
 #include "conn/conn_internal.h"
 #include "conn/defaults.h"
 
-#define CONN_ACK_RANGES 512u
-#define CONN_NACK_RANGES 256u
-/* A jump in datagram seqs NACKs at most this many of the missing ones: a
- * hostile seq cannot make us queue millions of NACK records. */
-#define CONN_MAX_NACK_GAP 512u
 /* Largest frame body the bit-length field can describe. */
 #define CONN_MAX_FRAME_BODY 8191u
 /* Room for an encoded 0x10 or 0x13: addresses at their IPv6 size. */
@@ -172,8 +167,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	};
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
 	if (sent_history_resize(&c->sent, SENT_HISTORY_MIN) < 0 || !c->flush_refs ||
-	    ack_scratch_grow(c, 1) < 0 || ackq_init(&c->acks, CONN_ACK_RANGES) < 0 ||
-	    ackq_init(&c->nacks, CONN_NACK_RANGES) < 0 || recv_init(c) < 0 ||
+	    ack_scratch_grow(c, 1) < 0 || acktr_init(&c->acktr, c->cfg.max_dgram_seq_jump) < 0 ||
+	    recv_init(&c->rx, c->cfg.recv_window, c->payload_max, c->cfg.max_order_hold) < 0 ||
 	    reasm_init(&c->reasm, c->payload_max, &reasm_lim) < 0) {
 		rudp_conn_destroy(c);
 		return NULL;
@@ -209,9 +204,8 @@ void rudp_conn_destroy(struct rudp_conn *c)
 		return;
 	sendq_free(&c->rel);
 	sendq_free(&c->unrel);
-	ackq_free(&c->acks);
-	ackq_free(&c->nacks);
-	recv_free(c);
+	acktr_free(&c->acktr);
+	recv_free(&c->rx);
 	reasm_free(&c->reasm);
 	free_early(c);
 	free(c->dgram_buf);
@@ -485,7 +479,7 @@ static void on_pong(struct rudp_conn *c, const uint8_t *data, size_t len, uint64
  * them, after that frame counts as received and its ACK is due: were
  * queueing one to fail for want of memory, the peer would never send its
  * question again and the handshake would hang until connect_timeout_us. So
- * their room is made before (recv_on_frame), and a frame that finds none
+ * their room is made before (conn_recv_frame), and a frame that finds none
  * is deferred and comes again.
  */
 bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f)
@@ -576,169 +570,15 @@ void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint
 
 /* ---- datagrams in ---- */
 
-static bool seq_bit(const uint64_t *bits, uint32_t seq)
-{
-	uint32_t i = seq % CONN_DGRAM_HISTORY;
-
-	return (bits[i / 64] >> (i % 64)) & 1u;
-}
-
-/* How many bits from seq's downwards (seq, seq - 1, ...) equal `set`, at
- * most max, read a word at a time: every ACK datagram looks back over
- * CONN_ACK_REPEAT_SPAN seqs (conn_repeat_recent_acks), and bit by bit that
- * was a sixth of the instructions a small echo cost each side. */
-static uint32_t seq_run_down(const uint64_t *bits, uint32_t seq, uint32_t max, bool set)
-{
-	uint32_t n = 0;
-
-	while (n < max) {
-		uint32_t i = (seq - n) % CONN_DGRAM_HISTORY;
-		uint32_t b = i % 64;
-		uint64_t w = set ? bits[i / 64] : ~bits[i / 64];
-		/* Bits b, b - 1, ..., 0 moved to the top, in that order. */
-		uint64_t top = w << (63 - b);
-		uint32_t run = ~top ? (uint32_t)__builtin_clzll(~top) : 64;
-
-		n += run;
-		if (run <= b)
-			break; /* stopped at a bit that differs */
-	}
-	return n < max ? n : max;
-}
-
-static void seq_set_bit(uint64_t *bits, uint32_t seq, bool on)
-{
-	uint32_t i = seq % CONN_DGRAM_HISTORY;
-
-	if (on)
-		bits[i / 64] |= (uint64_t)1 << (i % 64);
-	else
-		bits[i / 64] &= ~((uint64_t)1 << (i % 64));
-}
-
-/* Notes a frame-set datagram's seq: NACKs for the gap it reveals, and whether
- * it was seen already. Returns true for a (possible) duplicate: seen, or too
- * old to tell. */
-enum dgram_seq_verdict {
-	DGRAM_NEW,
-	DGRAM_SEEN, /* a duplicate, or older than the history: its unreliable frames are dropped */
-	DGRAM_FAR_AHEAD, /* beyond max_dgram_seq_jump: dropped whole, not adopted */
-};
-
-/*
- * A datagram far ahead of the highest seq seen is not taken on its word:
- * adopting it would make every genuine datagram after it look old (their
- * unreliable frames dropped, ACK repeats stopped) until the peer's real
- * seqs caught up. One forged or corrupted datagram must not do that. A
- * peer that really did skip that far (a long outage while it streamed)
- * keeps sending from there: after FAR_AHEAD_CONFIRMATIONS datagrams each a
- * little further on, with nothing nearer in between, the jump is adopted.
- */
-#define FAR_AHEAD_CONFIRMATIONS 3u
-
-static bool far_ahead_confirmed(struct rudp_conn *c, uint32_t seq)
-{
-	int32_t step = rudp_u24_diff(seq, c->far_ahead_seq);
-
-	if (c->far_ahead_count > 0 && step > 0 && (uint32_t)step <= c->cfg.max_dgram_seq_jump)
-		c->far_ahead_count++;
-	else
-		c->far_ahead_count = 1;
-	c->far_ahead_seq = seq;
-	return c->far_ahead_count >= FAR_AHEAD_CONFIRMATIONS;
-}
-
-static enum dgram_seq_verdict record_dgram_seq(struct rudp_conn *c, uint32_t seq)
-{
-	int32_t ahead;
-
-	if (!c->have_highest_dgram) {
-		c->have_highest_dgram = true;
-		c->highest_dgram_seq = seq;
-		seq_set_bit(c->dgram_seen, seq, true);
-		return DGRAM_NEW;
-	}
-	ahead = rudp_u24_diff(seq, c->highest_dgram_seq);
-	if (ahead > 0 && (uint32_t)ahead > c->cfg.max_dgram_seq_jump && !far_ahead_confirmed(c, seq))
-		return DGRAM_FAR_AHEAD;
-	c->far_ahead_count = 0;
-	if (ahead > 1) {
-		uint32_t missing = (uint32_t)ahead - 1;
-		uint32_t first = missing > CONN_MAX_NACK_GAP ? (seq - CONN_MAX_NACK_GAP) & RUDP_WIRE_U24_MASK
-							     : rudp_u24_add(c->highest_dgram_seq, 1);
-
-		/* When the NACK queue is full the gap goes unreported: RTO covers it. */
-		ackq_push_range(&c->nacks, first, (seq - 1) & RUDP_WIRE_U24_MASK);
-	}
-	if (ahead > 0) {
-		uint32_t clear = (uint32_t)ahead < CONN_DGRAM_HISTORY ? (uint32_t)ahead : CONN_DGRAM_HISTORY;
-
-		for (uint32_t k = 1; k <= clear; k++) {
-			seq_set_bit(c->dgram_seen, rudp_u24_add(c->highest_dgram_seq, k), false);
-			seq_set_bit(c->dgram_acked, rudp_u24_add(c->highest_dgram_seq, k), false);
-		}
-		c->highest_dgram_seq = seq;
-		seq_set_bit(c->dgram_seen, seq, true);
-		return DGRAM_NEW;
-	}
-	if ((uint32_t)-ahead >= CONN_DGRAM_HISTORY)
-		return DGRAM_SEEN;
-	if (seq_bit(c->dgram_seen, seq))
-		return DGRAM_SEEN;
-	ackq_remove_seq(&c->nacks, seq);
-	seq_set_bit(c->dgram_seen, seq, true);
-	return DGRAM_NEW;
-}
-
-/*
- * Every ACK datagram also names again the datagrams acknowledged among the
- * last CONN_ACK_REPEAT_SPAN seqs (at most CONN_ACK_REPEAT_RANGES runs, the
- * newest first). ACKs are sent once and not acknowledged themselves: without
- * this a lost ACK leaves the peer guessing, and when it covered the end of
- * a burst nothing later tells the peer either, so it waits for a tail probe
- * and then resends everything that ACK covered. Repeated, the next ACK
- * datagram repairs the loss at the cost of a few bytes; RakNet peers ignore
- * ACKs for datagrams they no longer track.
- */
-void conn_repeat_recent_acks(struct rudp_conn *c)
-{
-	uint32_t runs = 0, k = 0;
-
-	if (!c->have_highest_dgram)
-		return;
-	while (k < CONN_ACK_REPEAT_SPAN && runs < CONN_ACK_REPEAT_RANGES) {
-		uint32_t end = (c->highest_dgram_seq - k) & RUDP_WIRE_U24_MASK;
-		uint32_t len = seq_run_down(c->dgram_acked, end, CONN_ACK_REPEAT_SPAN - k, true);
-
-		if (len == 0) {
-			k += seq_run_down(c->dgram_acked, end, CONN_ACK_REPEAT_SPAN - k, false);
-			continue;
-		}
-		if (!ackq_push_range(&c->acks, (end - (len - 1)) & RUDP_WIRE_U24_MASK, end))
-			return;
-		runs++;
-		k += len;
-	}
-}
-
 static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
 {
 	bool blocked = false;
-	int32_t behind = rudp_u24_diff(c->highest_dgram_seq, seq);
 
-	if (behind >= 0 && (uint32_t)behind < CONN_DGRAM_HISTORY)
-		seq_set_bit(c->dgram_acked, seq, true);
-	if (ackq_push_seq(&c->acks, seq))
+	if (acktr_queue_ack(&c->acktr, seq))
 		return;
 	/* Too many separate ranges to hold: send what we have now. */
-	ackq_emit(c, &c->acks, false, now_us, &blocked);
-	if (!ackq_push_seq(&c->acks, seq)) {
-		/* The owner refused the ACK datagram: forget the oldest range; the
-		 * peer resends those frames and we ACK the copies. */
-		memmove(c->acks.ranges, c->acks.ranges + 1, (c->acks.count - 1) * sizeof(*c->acks.ranges));
-		c->acks.count--;
-		ackq_push_seq(&c->acks, seq);
-	}
+	conn_emit_acks(c, false, now_us, &blocked);
+	acktr_force_ack(&c->acktr, seq);
 }
 
 /* Frames of one datagram kept from the checking pass for the acting pass
@@ -771,7 +611,7 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 		if (nframes < FRAME_SET_KEEP)
 			kept_end = off + (size_t)rc;
 	}
-	verdict = record_dgram_seq(c, h.seq);
+	verdict = acktr_on_dgram_seq(&c->acktr, h.seq);
 	if (verdict == DGRAM_FAR_AHEAD) {
 		c->stats.datagrams_dropped++;
 		return RUDP_WIRE_BAD_VALUE;
@@ -789,7 +629,7 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 			off += (size_t)rc;
 			fr = &f;
 		}
-		if (!recv_on_frame(c, fr, dup, now_us))
+		if (!conn_recv_frame(c, fr, dup, now_us))
 			ackable = false;
 	}
 	if (c->state == RUDP_CONN_STATE_CLOSED)
@@ -797,12 +637,12 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 	/* Duplicates are acknowledged too: the first ACK may have been lost. */
 	if (ackable)
 		queue_ack(c, h.seq, now_us);
-	if (c->remote_closing && recv_no_reliable_gaps(c)) {
+	if (c->remote_closing && recv_no_reliable_gaps(&c->rx)) {
 		bool blocked = false;
 
 		/* The peer waits for the ACK of its 0x15 before it closes: send it
 		 * now, there is no later flush on a closed conn. */
-		ackq_emit(c, &c->acks, false, now_us, &blocked);
+		conn_emit_acks(c, false, now_us, &blocked);
 		/* While our own close is under way the peer's 0x15 is its answer
 		 * to ours (jsp-raknet sends it instead of acknowledging ours): our
 		 * close is what finished. */
@@ -901,7 +741,7 @@ bool rudp_conn_wants_flush(const struct rudp_conn *c)
 {
 	if (c->state == RUDP_CONN_STATE_CLOSED)
 		return false;
-	if (c->acks.count > 0 || c->nacks.count > 0 || has_sendable_frames(c))
+	if (acktr_pending(&c->acktr) || has_sendable_frames(c))
 		return true;
 	/* A resend the congestion window holds back waits for an ACK, which
 	 * wakes the owner anyway: wanting a flush for it would spin. */
@@ -967,7 +807,7 @@ void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 	out->window_frames = c->cfg.window_frames;
 	out->send_queue_bytes = sat_u32(c->rel.body_bytes + c->unrel.body_bytes);
 	out->reassembly_bytes = sat_u32(c->reasm.reserved_bytes);
-	out->frames_dropped = c->frames_dropped + c->reasm.frames_dropped;
+	out->frames_dropped = c->frames_dropped + c->rx.frames_dropped + c->reasm.frames_dropped;
 	out->cwnd_bytes = c->cc.enabled ? c->cc.cwnd : 0;
 	out->in_flight_bytes = c->cc.in_flight;
 	out->cc_reductions = c->cc.reductions;
@@ -986,11 +826,11 @@ void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32
 		c->order_write[ch] = order_index & RUDP_WIRE_U24_MASK;
 		c->sequenced_write[ch] = order_index & RUDP_WIRE_U24_MASK;
 	}
-	c->chans_first_order = order_index & RUDP_WIRE_U24_MASK;
-	for (uint32_t ch = 0; ch < c->chans_count; ch++)
-		c->chans[ch].expected_order = c->chans_first_order;
-	c->dedup.base = reliable_index & RUDP_WIRE_U24_MASK;
-	c->dedup.highest_plus_one = c->dedup.base;
-	memset(c->dedup.bits, 0, c->dedup.nbits / 8);
+	c->rx.chans_first_order = order_index & RUDP_WIRE_U24_MASK;
+	for (uint32_t ch = 0; ch < c->rx.chans_count; ch++)
+		c->rx.chans[ch].expected_order = c->rx.chans_first_order;
+	c->rx.dedup.base = reliable_index & RUDP_WIRE_U24_MASK;
+	c->rx.dedup.highest_plus_one = c->rx.dedup.base;
+	memset(c->rx.dedup.bits, 0, c->rx.dedup.nbits / 8);
 	c->next_split_id = split_id;
 }

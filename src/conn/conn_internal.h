@@ -16,203 +16,20 @@
 #define RUDP_CONN_INTERNAL_H
 
 #include "common/body_ring.h"
+#include "conn/acktr.h"
+#include "conn/cc.h"
 #include "conn/conn.h"
 #include "conn/reassembly.h"
+#include "conn/recv.h"
+#include "conn/rtt.h"
+#include "conn/sendq.h"
 #include "rudp_version.h"
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
-#define CONN_DGRAM_HISTORY 1024u
-/* Each ACK datagram repeats the acknowledged seqs among the last this many
- * (conn.c, conn_repeat_recent_acks), in at most this many ranges. */
-#define CONN_ACK_REPEAT_SPAN 128u
-#define CONN_ACK_REPEAT_RANGES 8u
 
-/* ---- rtt.c ---- */
-
-struct rtt_estimator {
-	uint64_t srtt_us;
-	uint64_t rttvar_us;
-	uint64_t rto_us;
-	uint64_t rto_min_us;
-	uint64_t rto_max_us;
-	/* Smallest ACK-timed sample lately: the path's RTT without the queues
-	 * our own bursts build, which srtt includes. Renewed every
-	 * RTT_MIN_WINDOW_US so a longer path is noticed. 0: no sample yet. */
-	uint64_t min_us;
-	uint64_t min_stamp_us;
-	bool has_sample;
-};
-
-void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uint64_t max_us);
-void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us);
-/* The RTO doubled `backoff` times, never above rto_max_us. */
-uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
-/* Feeds the windowed minimum; only samples timed in microseconds (ACKs),
- * not the millisecond pongs. */
-void rtt_note_min(struct rtt_estimator *r, uint64_t sample_us, uint64_t now_us);
-
-/* ---- cc.c: congestion control ---- */
-
-/*
- * AIMD over the wire bytes of reliable frames in flight (sent, neither
- * acknowledged nor declared lost). Unreliable frames, ACKs and tail-loss
- * probes are not held back by it. See cc.c for the rules and their reasons.
- */
-struct congestion {
-	bool enabled; /* false: in_flight is still counted, nothing is held back */
-	bool recovering; /* a reduction happened; see recovery_seq */
-	bool window_limited; /* the window held a frame back since the last ACK */
-	uint32_t recovery_seq; /* losses of datagrams older than this belong to the last reduction */
-	uint32_t cwnd; /* bytes */
-	uint32_t ssthresh; /* bytes; slow start below it */
-	uint32_t in_flight; /* bytes */
-	uint32_t mss; /* one datagram's payload: the unit of growth */
-	uint32_t min_cwnd, max_cwnd;
-	uint32_t avoid_acked; /* bytes acked toward the next mss of growth above ssthresh */
-	uint64_t reductions; /* loss and timeout reductions (stats) */
-};
-
-void cc_init(struct congestion *cc, bool enabled, uint32_t mss, uint32_t max_cwnd);
-/* May a reliable frame of `bytes` go out with `pending` bytes already put
- * in the datagram being built? Notes a refusal (window_limited). */
-bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes);
-/* The same test without noting anything, for "is there work" checks. */
-bool cc_would_send(const struct congestion *cc, uint32_t bytes);
-/* Off, or `pending` + `bytes` more would leave at least half the window
- * free (rudp_conn_congestion_half_free). */
-bool cc_leaves_half_free(const struct congestion *cc, uint64_t pending, uint64_t bytes);
-void cc_on_sent(struct congestion *cc, uint32_t bytes);
-/* A frame left flight: acknowledged, or declared lost. */
-void cc_on_left(struct congestion *cc, uint32_t bytes);
-/* After an ACK datagram: `acked` bytes newly acknowledged. */
-void cc_on_acked(struct congestion *cc, uint32_t acked);
-/* Does the smoothed RTT stand clearly above the path's minimum (by a
- * quarter of it, and at least 2 ms), as when a queue builds up on the way? */
-bool cc_queue_is_building(uint64_t srtt_us, uint64_t min_rtt_us);
-/* A frame last sent in datagram lost_seq was declared lost (NACK or
- * inference); next_seq is the seq the next datagram will carry; queueing
- * from cc_queue_is_building(). */
-void cc_on_loss(struct congestion *cc, uint32_t lost_seq, uint32_t next_seq, bool queueing);
-/* A frame's retransmission timer expired. */
-void cc_on_timeout(struct congestion *cc, uint32_t lost_seq, uint32_t next_seq);
-
-/* ---- sendq.c: frame records and their bodies ---- */
-
-enum sendq_frame_state {
-	FRAME_QUEUED, /* never sent */
-	FRAME_IN_FLIGHT, /* sent, waiting for an ACK */
-	FRAME_NACKED, /* sent, peer reported its datagram missing: resend at next flush */
-	FRAME_ACKED, /* done; stays in the ring until everything older is done too */
-};
-
-struct sendq_frame {
-	uint64_t body_pos; /* position of the body in the queue's byte ring */
-	uint64_t first_send_us; /* for "reliable data never acked" timeouts */
-	uint64_t last_send_us;
-	uint64_t deadline_us; /* retransmit when still unacked at this time */
-	uint32_t reliable_index;
-	uint32_t sequenced_index;
-	uint32_t order_index;
-	uint32_t split_count;
-	uint32_t split_index;
-	uint32_t last_dgram_seq; /* the datagram it was last sent in: ACKs name datagrams */
-	uint16_t split_id;
-	uint16_t body_len;
-	uint8_t reliability;
-	uint8_t channel;
-	uint8_t state; /* enum sendq_frame_state */
-	uint8_t transmissions; /* saturates at 255 */
-	uint8_t backoff; /* RTO doublings so far */
-	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
-	uint8_t resend_why; /* enum conn_resend_why, while FRAME_NACKED */
-	bool split;
-};
-
-/* Why a frame was marked for resend before its RTO: counted per reason in
- * struct rudp_conn's retx_why, so tests and the simulator benchmark can tell
- * the recovery paths apart. */
-enum conn_resend_why {
-	RESEND_NACK,
-	RESEND_INFERRED,
-	RESEND_PROBE,
-	RESEND_TIMEOUT, /* its retransmission timer expired */
-};
-
-/*
- * A FIFO of frame records plus a byte ring holding their bodies in the same
- * order. Positions in the byte ring grow forever (uint64); the physical
- * offset is pos & (cap - 1). A body never wraps: when it would, the ring skips
- * to the start, and the skipped bytes are freed with the frame before them.
- * Releasing the oldest frame moves the tail to the next frame's body, so the
- * memory only ever comes back in FIFO order, as the reliable window needs.
- */
-struct sendq {
-	struct sendq_frame *frames;
-	uint32_t frames_cap; /* power of two */
-	uint32_t frames_head;
-	uint32_t frames_count;
-	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
-	uint64_t body_bytes; /* sum of body_len of the frames held */
-	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
-};
-
-void sendq_init(struct sendq *q);
-void sendq_free(struct sendq *q);
-/* Makes room for nframes more records and nbytes more body bytes split in
- * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). A
- * growth of the body ring is stamped with now_us (sendq_trim_idle). */
-int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us);
-/* Appends a record (copied from tmpl) with a copy of body; room must be reserved. */
-struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
-			       uint16_t len);
-static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
-{
-	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
-}
-/* A frame's size on the wire, header included: what the congestion window counts. */
-static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
-{
-	return (uint32_t)f->body_len + f->hdr_len;
-}
-static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
-{
-	return body_ring_at(&q->ring, f->body_pos);
-}
-void sendq_pop_front(struct sendq *q);
-/* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
- * for BODY_RING_TRIM_AFTER_US shrinks back to it (common/body_ring.h); one
- * that nothing was queued on for that long also gives all the ring's pages
- * back, once until its next use. */
-void sendq_trim_idle(struct sendq *q, uint64_t now_us);
-
-/* ---- ackq.c: outgoing ACK/NACK ranges ---- */
-
-/* Pending ranges. The array starts small (a clean path needs one or two
- * ranges) and doubles on demand up to max, so an idle or loss-free peer
- * costs a few hundred bytes, not max's worth. */
-struct ackq {
-	struct rudp_wire_range *ranges;
-	uint32_t count;
-	uint32_t cap; /* allocated */
-	uint32_t max; /* most ranges ever held */
-};
-
-int ackq_init(struct ackq *q, uint32_t max);
-void ackq_free(struct ackq *q);
-/* Records one datagram seq; false when the queue is full (caller emits early). */
-bool ackq_push_seq(struct ackq *q, uint32_t seq);
-/* Records start..end (span < 2^23); false when full. */
-bool ackq_push_range(struct ackq *q, uint32_t start, uint32_t end);
-/* Forgets seq if it is queued and not yet sent (a late datagram filled a NACKed gap). */
-void ackq_remove_seq(struct ackq *q, uint32_t seq);
-/* Sorts the ranges by distance from ref and merges touching ones. */
-void ackq_normalize(struct ackq *q, uint32_t ref);
+/* ---- ackq.c: incoming ACK/NACK datagrams ---- */
 
 struct rudp_conn;
-/* Sends every pending range of q as ACK (or NACK) datagrams. Returns the
- * number of datagrams sent; sets *blocked when the owner refused one (the
- * rest stays queued). */
-int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, bool *blocked);
 /* Makes the ACK decode scratch hold at least want records (at most
  * max_ack_ranges); the first call makes it. 0 or RUDP_CONN_E_NOMEM. */
 int ack_scratch_grow(struct rudp_conn *c, size_t want);
@@ -272,67 +89,6 @@ struct sent_history {
 int sent_history_resize(struct sent_history *h, uint32_t size);
 #define SENT_HISTORY_VALID 0x80000000u
 
-/* ---- recv.c ---- */
-
-/* Which reliable indexes arrived: bit i of the ring is index (base + k) for the
- * k with (base + k) & (nbits - 1) == i, for k < nbits; indexes from base +
- * nbits to base + window are accepted by growing the ring first. */
-struct recv_dedup {
-	uint64_t *bits;
-	uint32_t nbits; /* power of two; grows on demand up to the first >= window */
-	uint32_t window; /* cfg.recv_window */
-	uint32_t base; /* lowest reliable index not received yet */
-	uint32_t highest_plus_one; /* one past the highest received; == base when no gaps */
-};
-
-enum hold_kind {
-	HOLD_EMPTY = 0,
-	HOLD_MESSAGE,
-	HOLD_SKIP, /* an order index whose message was refused: deliver nothing, move on */
-};
-
-struct order_hold_entry {
-	uint8_t *data;
-	uint32_t len;
-	uint32_t order_index;
-	uint8_t kind; /* enum hold_kind */
-	uint8_t reliability;
-	/* data is a payload_max block, recycled through hold_block_cache;
-	 * otherwise a buffer of its own (a large message, or a reassembled
-	 * one handed over whole) */
-	bool block;
-};
-
-struct recv_channel {
-	uint32_t expected_order; /* next order index to deliver */
-	struct order_hold_entry *hold; /* indexed by order_index & (hold_cap - 1) */
-	uint32_t hold_cap;
-	uint32_t held;
-	/* last delivered sequenced message: (order index, sequenced index) */
-	bool have_sequenced;
-	uint32_t last_seq_order;
-	uint32_t last_seq_index;
-};
-
-int recv_init(struct rudp_conn *c);
-void recv_free(struct rudp_conn *c);
-/* A decoded, valid frame-set datagram's frames; dup_dgram: the datagram was
- * seen before (its unreliable frames are dropped). Returns true when the
- * datagram may be acknowledged (false: a frame was deferred for lack of
- * room and must be sent again by the peer). */
-bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us);
-/* All reliable frames the peer sent so far are in (no holes). */
-bool recv_no_reliable_gaps(const struct rudp_conn *c);
-/* The receive state of order channel ch, made (with those below it) on
- * first use; NULL when out of memory. Pointers stay valid until the next
- * call that makes a channel. */
-struct recv_channel *recv_channel(struct rudp_conn *c, uint8_t ch);
-/* Marks an order index as "nothing to deliver" (refused split message). */
-void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index);
-/* Routes a complete message by reliability: ordering, sequencing, delivery. */
-void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-			uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us);
-
 /* ---- the connection ---- */
 
 struct rudp_conn {
@@ -391,20 +147,7 @@ struct rudp_conn {
 	uint64_t rto_due_us;
 
 	/* acknowledgements */
-	struct ackq acks;
-	struct ackq nacks;
-	bool have_highest_dgram;
-	uint32_t highest_dgram_seq;
-	/* The last datagram dropped as too far ahead, and how many such came
-	 * in a row, each a little further on (record_dgram_seq) */
-	uint32_t far_ahead_seq;
-	uint32_t far_ahead_count;
-	/* datagram seqs seen among the last CONN_DGRAM_HISTORY below the highest:
-	 * a datagram the network duplicated must not deliver its unreliable
-	 * frames twice (reliable ones have their own dedup) */
-	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
-	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
-	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
+	struct ack_tracker acktr;
 	/* Decoded records of one incoming ACK and the same normalized: ack_cap
 	 * of each, grown on demand (doubling) up to max_ack_ranges. */
 	struct rudp_wire_range *ack_scratch;
@@ -412,17 +155,8 @@ struct rudp_conn {
 	uint32_t ack_cap;
 
 	/* receive side */
-	struct recv_dedup dedup;
-	/* Order channels 0 .. chans_count - 1, made when a message first
-	 * arrives on a channel (most applications use one of the 32: the
-	 * full array was 1.3 KiB of every connection's 3.2). Channels not
-	 * made yet expect chans_first_order (0, or what a test set). */
-	struct recv_channel *chans;
-	uint32_t chans_count;
-	uint32_t chans_first_order;
+	struct receiver rx;
 	struct reassembly reasm;
-	uint8_t **hold_block_cache; /* freed payload_max-sized hold buffers */
-	uint32_t hold_block_cached;
 
 	/* handshake and close */
 	bool answered_request; /* server: 0x10 queued */
@@ -498,6 +232,12 @@ uint8_t *conn_datagram_buffer(struct rudp_conn *c);
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget);
 
+/* conn_recv.c: a decoded, valid frame-set datagram's frames; dup_dgram:
+ * the datagram was seen before (its unreliable frames are dropped).
+ * Returns true when the datagram may be acknowledged (false: a frame was
+ * deferred for lack of room and must be sent again by the peer). */
+bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us);
+
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
 /* Before a reliable frame counts as received: room in the send queue for
  * the reliable answer its control message asks for (a server's 0x10 to a
@@ -512,8 +252,6 @@ bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bo
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
 void conn_count_bad_frame(struct rudp_conn *c);
-/* Adds the recently acknowledged seqs to c->acks again (before an ACK is sent). */
-void conn_repeat_recent_acks(struct rudp_conn *c);
 /* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
 void conn_check_disconnect_done(struct rudp_conn *c);
 /* DISCONNECTING with our 0x15 not queued for want of memory: try again. */
@@ -523,6 +261,10 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us);
 /* Queues a connected ping when nothing was sent for keepalive_us. */
 void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us);
 
+/* flush.c: sends every pending ACK (or NACK) range as ACK datagrams.
+ * Returns the number sent; sets *blocked when the owner refused one (the
+ * rest stays queued). */
+int conn_emit_acks(struct rudp_conn *c, bool nack, uint64_t now_us, bool *blocked);
 /* flush.c: when a tail-loss probe is due (UINT64_MAX: none). */
 uint64_t flush_probe_deadline(const struct rudp_conn *c);
 /* flush.c: builds and sends data datagrams within limits (NULL: none);

@@ -530,6 +530,42 @@ out:
 	return b.emitted;
 }
 
+int conn_emit_acks(struct rudp_conn *c, bool nack, uint64_t now_us, bool *blocked)
+{
+	struct ackq *q = nack ? &c->acktr.nacks : &c->acktr.acks;
+	int sent = 0;
+
+	if (q->count == 0)
+		return 0;
+	acktr_prepare(&c->acktr, nack);
+	while (q->count > 0) {
+		size_t encoded = 0;
+		uint8_t *buf = conn_datagram_buffer(c);
+		int n;
+
+		if (!buf) {
+			*blocked = true;
+			return sent;
+		}
+		n = rudp_wire_encode_ack(buf, c->payload_max, nack, q->ranges, q->count, &encoded);
+		if (n < 0 || encoded == 0) {
+			/* Cannot happen with sane ranges; never loop on it. */
+			q->count = 0;
+			break;
+		}
+		if (c->cb.send_datagram(c->cb.ud, buf, (size_t)n) < 0) {
+			*blocked = true;
+			return sent;
+		}
+		c->stats.datagrams_sent++;
+		c->stats.bytes_sent += (uint64_t)n;
+		c->last_send_us = now_us;
+		ackq_drop_front(q, (uint32_t)encoded);
+		sent++;
+	}
+	return sent;
+}
+
 int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_next)
 {
 	bool blocked = false;
@@ -547,9 +583,9 @@ int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_nex
 	if (c->disconnect_unqueued)
 		conn_retry_disconnect(c);
 
-	emitted += ackq_emit(c, &c->acks, false, now_us, &blocked);
+	emitted += conn_emit_acks(c, false, now_us, &blocked);
 	if (!blocked)
-		emitted += ackq_emit(c, &c->nacks, true, now_us, &blocked);
+		emitted += conn_emit_acks(c, true, now_us, &blocked);
 	if (blocked)
 		return emitted;
 

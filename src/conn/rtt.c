@@ -10,7 +10,7 @@
  * clock granularity G of the RFC is taken as 1 ms: our clock is in
  * microseconds, but the peer's ACK timing is no finer than its flush loop.
  */
-#include "conn/conn_internal.h"
+#include "conn/rtt.h"
 
 #define RTT_GRANULARITY_US 1000u
 /* How long a minimum RTT sample stands before a larger one replaces it. */

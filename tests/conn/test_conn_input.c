@@ -1176,31 +1176,32 @@ static void test_ack_repeats_match_bitwise_walk(void **state)
 			rng ^= rng << 17;
 			uint64_t r = rng;
 			switch (round % 5) {
-			case 0: c->dgram_acked[w] = ~(uint64_t)0; break;
-			case 1: c->dgram_acked[w] = r; break;
-			case 2: c->dgram_acked[w] = r & (r >> 1) & (r >> 2); break; /* sparse */
-			case 3: c->dgram_acked[w] = r | (r << 1) | (r << 2); break; /* dense */
-			default: c->dgram_acked[w] = (r & 1) ? ~(uint64_t)0 : 0; break;
+			case 0: c->acktr.dgram_acked[w] = ~(uint64_t)0; break;
+			case 1: c->acktr.dgram_acked[w] = r; break;
+			case 2: c->acktr.dgram_acked[w] = r & (r >> 1) & (r >> 2); break; /* sparse */
+			case 3: c->acktr.dgram_acked[w] = r | (r << 1) | (r << 2); break; /* dense */
+			default: c->acktr.dgram_acked[w] = (r & 1) ? ~(uint64_t)0 : 0; break;
 			}
 		}
 		rng ^= rng << 13;
 		rng ^= rng >> 7;
 		rng ^= rng << 17;
-		c->have_highest_dgram = true;
+		c->acktr.have_highest_dgram = true;
 		/* Near the 24-bit wrap now and then, at any bit of a word. */
-		c->highest_dgram_seq = (uint32_t)(round % 7 == 0 ? (rng % 300) : rng) & RUDP_WIRE_U24_MASK;
-		c->acks.count = 0;
-		conn_repeat_recent_acks(c);
+		c->acktr.highest_dgram_seq =
+			(uint32_t)(round % 7 == 0 ? (rng % 300) : rng) & RUDP_WIRE_U24_MASK;
+		c->acktr.acks.count = 0;
+		acktr_repeat_recent_acks(&c->acktr);
 		uint32_t n;
-		reference_repeats(c->dgram_acked, c->highest_dgram_seq, want, &n);
-		assert_int_equal(c->acks.count, n);
+		reference_repeats(c->acktr.dgram_acked, c->acktr.highest_dgram_seq, want, &n);
+		assert_int_equal(c->acktr.acks.count, n);
 		for (uint32_t i = 0; i < n; i++) {
-			assert_int_equal(c->acks.ranges[i].start, want[i].start);
-			assert_int_equal(c->acks.ranges[i].end, want[i].end);
+			assert_int_equal(c->acktr.acks.ranges[i].start, want[i].start);
+			assert_int_equal(c->acktr.acks.ranges[i].end, want[i].end);
 		}
 	}
-	fk.c->acks.count = 0;
-	memset(fk.c->dgram_acked, 0, sizeof(fk.c->dgram_acked));
+	fk.c->acktr.acks.count = 0;
+	memset(fk.c->acktr.dgram_acked, 0, sizeof(fk.c->acktr.dgram_acked));
 	rudp_conn_destroy(fk.c);
 }
 
@@ -1671,7 +1672,7 @@ static void test_dedup_grows_ahead(void **state)
 	}
 	assert_int_equal(fk.delivered, delivered + 813);
 	assert_int_equal(stats_of(&fk).duplicates_dropped, 1 + 811);
-	assert_true(recv_no_reliable_gaps(fk.c));
+	assert_true(recv_no_reliable_gaps(&fk.c->rx));
 	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	fk.ri = rudp_u24_add(base, 813);
 	expect_app_message_works(&fk, 0);
@@ -1797,7 +1798,7 @@ static void test_datagram_seq_jump_followed(void **state)
 	assert_false(fake_unreliable_arrives(&fk));
 	assert_true(fake_unreliable_arrives(&fk));
 	assert_true(fake_unreliable_arrives(&fk));
-	assert_int_equal(fk.c->highest_dgram_seq, rudp_u24_add(fk.seq, (uint32_t)-1));
+	assert_int_equal(fk.c->acktr.highest_dgram_seq, rudp_u24_add(fk.seq, (uint32_t)-1));
 	assert_int_equal(stats_of(&fk).datagrams_dropped, 5);
 	expect_app_message_works(&fk, 0);
 	rudp_conn_destroy(fk.c);
