@@ -149,14 +149,15 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
-	rtt_init(&c->rtt, c->cfg.rto_initial_us, c->cfg.rto_min_us, c->cfg.rto_max_us);
 	/* A full window of full datagrams is the most the window could ever use. */
 	cc_init(&c->cc, c->cfg.congestion_control, c->payload_max, c->cfg.window_frames * c->payload_max);
-	/* Up to four windows of datagrams and of frame copies: ACKs come back
-	 * within about one. */
-	c->sent.max_size = SENT_HISTORY_MIN;
-	while (c->sent.max_size < 4 * c->cfg.window_frames)
-		c->sent.max_size <<= 1;
+	struct loss_config loss_cfg = {
+		.window_frames = c->cfg.window_frames,
+		.max_ack_ranges = c->cfg.max_ack_ranges,
+		.rto_initial_us = c->cfg.rto_initial_us,
+		.rto_min_us = c->cfg.rto_min_us,
+		.rto_max_us = c->cfg.rto_max_us,
+	};
 	struct reasm_limits reasm_lim = {
 		.max_split_ids = c->cfg.max_split_ids,
 		.max_split_count = c->cfg.max_split_count,
@@ -166,8 +167,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 		.refused_memory_us = c->cfg.timeout_us,
 	};
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
-	if (sent_history_resize(&c->sent, SENT_HISTORY_MIN) < 0 || !c->flush_refs ||
-	    ack_scratch_grow(c, 1) < 0 || acktr_init(&c->acktr, c->cfg.max_dgram_seq_jump) < 0 ||
+	if (loss_init(&c->loss, &loss_cfg) < 0 || !c->flush_refs ||
+	    acktr_init(&c->acktr, c->cfg.max_dgram_seq_jump) < 0 ||
 	    recv_init(&c->rx, c->cfg.recv_window, c->payload_max, c->cfg.max_order_hold) < 0 ||
 	    reasm_init(&c->reasm, c->payload_max, &reasm_lim) < 0) {
 		rudp_conn_destroy(c);
@@ -209,14 +210,8 @@ void rudp_conn_destroy(struct rudp_conn *c)
 	reasm_free(&c->reasm);
 	free_early(c);
 	free(c->dgram_buf);
-	free(c->sent.tag);
-	free(c->sent.first);
-	free(c->sent.count);
-	free(c->sent.sent_us);
-	free(c->sent.ring);
+	loss_free(&c->loss);
 	free(c->flush_refs);
-	free(c->ack_scratch);
-	free(c->ack_keys);
 	free(c);
 }
 
@@ -471,7 +466,7 @@ static void on_pong(struct rudp_conn *c, const uint8_t *data, size_t len, uint64
 	/* ping_time is our own clock echoed back; ignore echoes that cannot be
 	 * ours (from the future, or older than a dead-peer timeout). */
 	if (pong.ping_time <= now_ms && (uint64_t)(now_ms - pong.ping_time) * 1000u < c->cfg.timeout_us)
-		rtt_on_sample(&c->rtt, (uint64_t)(now_ms - pong.ping_time) * 1000u);
+		rtt_on_sample(&c->loss.rtt, (uint64_t)(now_ms - pong.ping_time) * 1000u);
 }
 
 /*
@@ -652,6 +647,64 @@ static int on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_
 	return 0;
 }
 
+/* Tells the congestion controller of the frames an ACK or NACK declared
+ * lost. It reduces once per episode, and whether a loss starts a new one
+ * is a test of its datagram's seq that, among seqs less than half the seq
+ * space apart, holds for one of them exactly when it holds for the oldest
+ * or the newest: so those two stand for all. A loss counts when a queue
+ * shows in the RTT, or when the copy lost was itself a resend. */
+static void tell_cc_losses(struct rudp_conn *c, const struct loss_verdict *v)
+{
+	const struct loss_seqs *s;
+
+	if (!v->lost.any)
+		return;
+	s = cc_queue_is_building(c->loss.rtt.srtt_us, c->loss.rtt.min_us) ? &v->lost : &v->lost_resent;
+	if (!s->any)
+		return;
+	cc_on_loss(&c->cc, s->oldest, c->next_dgram_seq, true);
+	cc_on_loss(&c->cc, s->newest, c->next_dgram_seq, true);
+}
+
+static int on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
+{
+	struct loss_verdict v;
+	int rc = loss_on_ack_datagram(&c->loss, &c->rel, c->rel_sent, c->next_dgram_seq, p, n, now_us, &v);
+
+	if (rc < 0) {
+		c->stats.datagrams_dropped++;
+		return rc;
+	}
+	c->last_recv_us = now_us;
+	if (v.nack)
+		c->stats.nacks_received += v.records;
+	else
+		c->stats.acks_received += v.records;
+	if (!v.named)
+		return 0;
+	c->stats.resent_spurious += v.resent_spurious;
+	if (v.left_bytes)
+		cc_on_left(&c->cc, v.left_bytes);
+	if (v.nack) {
+		tell_cc_losses(c, &v);
+		return 0;
+	}
+	/* Growth first: a loss inferred from this same ACK then reduces the
+	 * window it reached. */
+	cc_on_acked(&c->cc, v.acked_bytes);
+	loss_ack_end(&c->loss, &c->rel, c->rel_sent, c->next_dgram_seq, now_us, &v);
+	if (v.left_bytes)
+		cc_on_left(&c->cc, v.left_bytes);
+	tell_cc_losses(c, &v);
+	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
+		sendq_pop_front(&c->rel);
+		c->rel_sent--;
+	}
+	loss_ack_sample(&c->loss, &v, now_us);
+	conn_check_disconnect_done(c);
+	return 0;
+}
+
 int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
 {
 	if (c->state == RUDP_CONN_STATE_CLOSED)
@@ -670,24 +723,11 @@ int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint6
 		return RUDP_WIRE_BAD_ID;
 	}
 	if (p[0] & (RUDP_DGRAM_ACK | RUDP_DGRAM_NACK))
-		return ackq_on_ack_datagram(c, p, n, now_us);
+		return on_ack_datagram(c, p, n, now_us);
 	return on_frame_set(c, p, n, now_us);
 }
 
 /* ---- timers ---- */
-
-/* The first sent frame not acknowledged yet (acknowledged ones at the
- * front are normally released at once), or NULL. */
-static const struct sendq_frame *oldest_unacked(const struct rudp_conn *c)
-{
-	for (uint32_t i = 0; i < c->rel_sent; i++) {
-		const struct sendq_frame *f = sendq_at(&c->rel, i);
-
-		if (f->state != FRAME_ACKED)
-			return f;
-	}
-	return NULL;
-}
 
 bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 {
@@ -707,7 +747,7 @@ bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
 	}
 	/* Frames go out first in queue order, so the first one not yet
 	 * acknowledged was sent before all the others. */
-	const struct sendq_frame *f = oldest_unacked(c);
+	const struct sendq_frame *f = loss_oldest_unacked(&c->rel, c->rel_sent);
 
 	if (f && now_us - f->first_send_us >= c->cfg.timeout_us) {
 		conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
@@ -745,7 +785,7 @@ bool rudp_conn_wants_flush(const struct rudp_conn *c)
 		return true;
 	/* A resend the congestion window holds back waits for an ACK, which
 	 * wakes the owner anyway: wanting a flush for it would spin. */
-	for (uint32_t i = 0; c->resend_pending && i < c->rel_sent; i++) {
+	for (uint32_t i = 0; c->loss.resend_pending && i < c->rel_sent; i++) {
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 
 		if (f->state == FRAME_NACKED &&
@@ -776,15 +816,15 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 	if (c->state == RUDP_CONN_STATE_DISCONNECTING)
 		min_into(&d, c->disconnect_start_us + c->cfg.disconnect_linger_us);
 	if (c->state == RUDP_CONN_STATE_DISCONNECTING && c->disconnect_unqueued)
-		min_into(&d, c->now_us + c->rtt.rto_us); /* another try at queueing our 0x15 */
+		min_into(&d, c->now_us + c->loss.rtt.rto_us); /* another try at queueing our 0x15 */
 	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
-	min_into(&d, flush_probe_deadline(c));
+	min_into(&d, loss_probe_deadline(&c->loss, &c->rel, c->rel_sent));
 	/* Kept by the walks and sends (rto_due_us), and the oldest frame
 	 * not acknowledged was sent first, so no walk here. */
-	const struct sendq_frame *oldest = oldest_unacked(c);
+	const struct sendq_frame *oldest = loss_oldest_unacked(&c->rel, c->rel_sent);
 
 	if (oldest) {
-		min_into(&d, c->rto_due_us);
+		min_into(&d, c->loss.rto_due_us);
 		min_into(&d, oldest->first_send_us + c->cfg.timeout_us);
 	}
 	return d;
@@ -800,10 +840,10 @@ static uint32_t sat_u32(uint64_t v)
 void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 {
 	*out = c->stats;
-	out->rtt_us = sat_u32(c->rtt.srtt_us);
-	out->rtt_var_us = sat_u32(c->rtt.rttvar_us);
-	out->rto_us = sat_u32(c->rtt.rto_us);
-	out->window_in_use = c->rel_unacked;
+	out->rtt_us = sat_u32(c->loss.rtt.srtt_us);
+	out->rtt_var_us = sat_u32(c->loss.rtt.rttvar_us);
+	out->rto_us = sat_u32(c->loss.rtt.rto_us);
+	out->window_in_use = c->loss.rel_unacked;
 	out->window_frames = c->cfg.window_frames;
 	out->send_queue_bytes = sat_u32(c->rel.body_bytes + c->unrel.body_bytes);
 	out->reassembly_bytes = sat_u32(c->reasm.reserved_bytes);

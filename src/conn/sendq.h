@@ -40,18 +40,8 @@ struct sendq_frame {
 	uint8_t transmissions; /* saturates at 255 */
 	uint8_t backoff; /* RTO doublings so far */
 	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
-	uint8_t resend_why; /* enum conn_resend_why, while FRAME_NACKED */
+	uint8_t resend_why; /* enum conn_resend_why (loss.h), while FRAME_NACKED */
 	bool split;
-};
-
-/* Why a frame was marked for resend before its RTO: counted per reason in
- * struct rudp_conn's retx_why, so tests and the simulator benchmark can tell
- * the recovery paths apart. */
-enum conn_resend_why {
-	RESEND_NACK,
-	RESEND_INFERRED,
-	RESEND_PROBE,
-	RESEND_TIMEOUT, /* its retransmission timer expired */
 };
 
 /*

@@ -1354,7 +1354,7 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	 * which the fake's silence would close the conn. */
 	cfg.timeout_us = 3600000000u;
 	fake_setup(&fk, &cfg);
-	fk.c->sent.ring_head += ring_start;
+	fk.c->loss.sent.ring_head += ring_start;
 	assert_int_equal(cfg.window_frames, 64);
 	assert_int_equal(cfg.max_frames_per_datagram, 8);
 	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
@@ -1364,7 +1364,7 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
 	int before = fk.data_dgrams;
-	d1_end = fk.c->sent.ring_head + 16; /* one past d1's run */
+	d1_end = fk.c->loss.sent.ring_head + 16; /* one past d1's run */
 	fake_flush(&fk);
 	assert_int_equal(fk.data_dgrams, before + 8);
 	assert_int_equal(stats_of(&fk).window_in_use, 64);
@@ -1381,8 +1381,8 @@ static void sent_history_shared_ring(uint32_t ring_start)
 
 	/* Timeouts resend the other 56, oldest first, until the ring has
 	 * wrapped past d1's run. */
-	assert_int_equal(fk.c->sent.size, 256); /* grown from 64: four windows */
-	while (fk.c->sent.ring_head - d1_end <= fk.c->sent.size) {
+	assert_int_equal(fk.c->loss.sent.size, 256); /* grown from 64: four windows */
+	while (fk.c->loss.sent.ring_head - d1_end <= fk.c->loss.sent.size) {
 		uint64_t due = rudp_conn_next_deadline(fk.c);
 
 		assert_true(due > fk.now && due - fk.now < cfg.timeout_us);
@@ -1437,11 +1437,11 @@ static void history_doubles_while_unacked(struct fake *fk, const uint8_t *body, 
 	uint32_t first = fk->c->next_dgram_seq;
 	fake_flush(fk);
 	while (rudp_u24_diff(fk->c->next_dgram_seq, first) <= 64) {
-		assert_int_equal(fk->c->sent.size, 64);
+		assert_int_equal(fk->c->loss.sent.size, 64);
 		fk->now = rudp_conn_next_deadline(fk->c);
 		fake_flush(fk);
 	}
-	assert_int_equal(fk->c->sent.size, 128);
+	assert_int_equal(fk->c->loss.sent.size, 128);
 	assert_int_equal(rudp_conn_state(fk->c), RUDP_CONN_STATE_CONNECTED);
 }
 
@@ -1462,7 +1462,7 @@ static void test_sent_history_grows_under_loss(void **state)
 		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
 	}
 	assert_int_equal(stats_of(&fk).window_in_use, 0);
-	assert_int_equal(fk.c->sent.size, 64);
+	assert_int_equal(fk.c->loss.sent.size, 64);
 	/* Unreliable datagrams, acknowledged when nothing reliable is in
 	 * flight: their slots are cleared all the same, no growth. */
 	for (int i = 0; i < 200; i++) {
@@ -1471,7 +1471,7 @@ static void test_sent_history_grows_under_loss(void **state)
 		fake_flush(&fk);
 		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
 	}
-	assert_int_equal(fk.c->sent.size, 64);
+	assert_int_equal(fk.c->loss.sent.size, 64);
 	history_doubles_while_unacked(&fk, body, sizeof(body));
 	rudp_conn_destroy(fk.c);
 }
@@ -1624,7 +1624,7 @@ static void test_sent_history_ignores_finished_losses(void **state)
 						 0);
 		}
 		assert_int_equal(stats_of(&fk).window_in_use, 0);
-		assert_int_equal(fk.c->sent.size, 64);
+		assert_int_equal(fk.c->loss.sent.size, 64);
 	}
 	/* Still grows when a reused slot names a frame that waits. */
 	history_doubles_while_unacked(&fk, body, sizeof(body));
@@ -1735,8 +1735,8 @@ static void test_congestion_window_holds_frames(void **state)
 		assert_int_equal(stats_of(&fk).cc_reductions, 0);
 		/* With a queue building (RTT 40 ms over a 20 ms minimum): the
 		 * window to 0.7 of itself, once for that flight. */
-		fk.c->rtt.min_us = 20000;
-		fk.c->rtt.srtt_us = 40000;
+		fk.c->loss.rtt.min_us = 20000;
+		fk.c->loss.rtt.srtt_us = 40000;
 		fk.now += 20000; /* a genuine NACK takes at least half the minimum RTT */
 		assert_int_equal(fake_ack_seq(&fk, (first + 6) & RUDP_WIRE_U24_MASK, true), 0);
 		assert_int_equal(fake_ack_seq(&fk, (first + 7) & RUDP_WIRE_U24_MASK, true), 0);

@@ -918,11 +918,11 @@ static void check_conversation_growth(void)
 		const struct rudp_conn *c = net.ep[i].c;
 
 		frames = c->rel.frames_cap > frames ? c->rel.frames_cap : frames;
-		history = c->sent.size > history ? c->sent.size : history;
+		history = c->loss.sent.size > history ? c->loss.sent.size : history;
 		dedup = c->rx.dedup.nbits > dedup ? c->rx.dedup.nbits : dedup;
 		acks = c->acktr.acks.cap > acks ? c->acktr.acks.cap : acks;
 		nacks = c->acktr.nacks.cap > nacks ? c->acktr.nacks.cap : nacks;
-		scratch = c->ack_cap > scratch ? c->ack_cap : scratch;
+		scratch = c->loss.ack_cap > scratch ? c->loss.ack_cap : scratch;
 		chans = c->rx.chans_count > chans ? c->rx.chans_count : chans;
 		for (uint32_t ch = 0; ch < c->rx.chans_count; ch++)
 			hold = c->rx.chans[ch].hold_cap > hold ? c->rx.chans[ch].hold_cap : hold;

@@ -127,7 +127,7 @@ void fz_check_invariants(const struct fz_pair *p, int i)
 	rudp_conn_get_stats(c, &st);
 	if (c->reasm.reserved_bytes > c->cfg.max_reassembly_bytes)
 		fz_fail("reassembly bytes above max_reassembly_bytes");
-	if (c->rel_unacked > c->cfg.window_frames || c->rel_sent > c->cfg.window_frames)
+	if (c->loss.rel_unacked > c->cfg.window_frames || c->rel_sent > c->cfg.window_frames)
 		fz_fail("more reliable frames in flight than the window");
 	if (c->rx.chans_count > CONN_CHANNELS)
 		fz_fail("more order channels than there are");
