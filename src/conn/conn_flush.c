@@ -222,8 +222,11 @@ static bool add_unreliable(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	return true;
 }
 
-int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
-	       bool *blocked, bool *budget_spent)
+/* Builds and sends data datagrams within limits (NULL: none); sets
+ * *blocked when the owner refused one, *budget_spent when the byte budget
+ * stopped it. Returns the number sent. */
+static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
+		      bool *blocked, bool *budget_spent)
 {
 	struct dgram_builder b = {0};
 
@@ -282,6 +285,48 @@ out:
 	if (budget_spent)
 		*budget_spent = b.budget_spent;
 	return b.emitted;
+}
+
+uint8_t *conn_datagram_buffer(struct rudp_conn *c)
+{
+	if (c->cb.datagram_buffer) {
+		uint8_t *p = c->cb.datagram_buffer(c->cb.ud, c->payload_max);
+
+		if (p)
+			return p;
+	}
+	if (!c->dgram_buf)
+		c->dgram_buf = malloc(c->payload_max);
+	return c->dgram_buf;
+}
+
+/* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */
+static bool conn_check_timers(struct rudp_conn *c, uint64_t now_us)
+{
+	if (c->state == RUDP_CONN_STATE_CONNECTING && now_us - c->created_us >= c->cfg.connect_timeout_us) {
+		conn_close(c, RUDP_CONN_CLOSE_CONNECT_FAILED);
+		return true;
+	}
+	if (c->state == RUDP_CONN_STATE_DISCONNECTING &&
+	    now_us - c->disconnect_start_us >= c->cfg.disconnect_linger_us) {
+		conn_close(c, RUDP_CONN_CLOSE_LOCAL);
+		return true;
+	}
+	if (now_us - c->last_recv_us >= c->cfg.timeout_us) {
+		conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
+								     : RUDP_CONN_CLOSE_TIMEOUT);
+		return true;
+	}
+	/* Frames go out first in queue order, so the first one not yet
+	 * acknowledged was sent before all the others. */
+	const struct sendq_frame *f = loss_oldest_unacked(&c->rel, c->rel_sent);
+
+	if (f && now_us - f->first_send_us >= c->cfg.timeout_us) {
+		conn_close(c, c->state == RUDP_CONN_STATE_CONNECTING ? RUDP_CONN_CLOSE_CONNECT_FAILED
+								     : RUDP_CONN_CLOSE_TIMEOUT);
+		return true;
+	}
+	return false;
 }
 
 int conn_emit_acks(struct rudp_conn *c, bool nack, uint64_t now_us, bool *blocked)

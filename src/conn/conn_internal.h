@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn internals: struct rudp_conn and the helpers the files of src/conn/ share.
- * Not installed; the host sees only conn.h.
+ * conn internals: struct rudp_conn, made of the parts' structs, and what
+ * the orchestrator files share. Not installed; the host sees only conn.h.
  *
- * Layout of the engine, one idea per file:
- *   conn.c        create/destroy, state machine, control messages, stats, deadlines
- *   sendq.c       queued frames (reliable and unreliable rings), splitting, rudp_conn_send
- *   flush.c       building datagrams: retransmissions, new frames, coalescing
- *   ackq.c        pending ACK/NACK ranges out; incoming ACK/NACK records in
- *   rtt.c         RFC 6298 estimator and per-frame backoff
- *   recv.c        incoming frame sets: dedup, ordering, sequencing, delivery
+ * The parts each own a struct, take only it (and plain values), and call
+ * no other part (scripts/check-layers.sh checks it in the built objects):
+ *   sendq.c       the send queue: frame records and their bodies
+ *   acktr.c       the ACK tracker: what we received, as ranges to send
+ *   loss.c        the loss and RTT engine: what we sent and what became of it
+ *                 (rtt.c: the RTT estimator, a leaf it calls)
+ *   cc.c          the congestion controller
+ *   recv.c        receive and ordering: dedup, channels, order hold, sequencing
  *   reassembly.c  split messages
+ * The orchestrator files are the only ones that call across the parts:
+ *   conn.c         create/destroy, state, datagrams in, ACK handling, deadlines, stats
+ *   conn_recv.c    frame sets in: reception checks, reassembly, delivery
+ *   conn_flush.c   building datagrams: ACKs, resends, new frames; the flush calls
+ *   conn_control.c the handshake and control messages, early messages, our close
+ *   conn_send.c    rudp_conn_send and the scheduler's queries
+ * Each calls only the ones listed after it, never back.
  */
 #ifndef RUDP_CONN_INTERNAL_H
 #define RUDP_CONN_INTERNAL_H
@@ -105,23 +113,34 @@ struct flush_ref {
 	uint32_t index;
 };
 
-/* conn.c */
-void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason);
-/* Where to build the next outgoing datagram (payload_max bytes): the
- * owner's buffer (callbacks.datagram_buffer) or the conn's own. NULL when
- * out of memory: the caller sends nothing now, as if the owner refused. */
-uint8_t *conn_datagram_buffer(struct rudp_conn *c);
+static inline void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason)
+{
+	if (c->closed_reported)
+		return;
+	c->state = RUDP_CONN_STATE_CLOSED;
+	c->closed_reported = true;
+	if (c->cb.closed)
+		c->cb.closed(c->cb.ud, reason);
+}
+
+static inline void conn_count_bad_frame(struct rudp_conn *c)
+{
+	c->frames_dropped++;
+}
+
+/* ---- conn_send.c ---- */
+
 /* Queues a message without the checks rudp_conn_send does for the app
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget);
 
-/* conn_recv.c: a decoded, valid frame-set datagram's frames; dup_dgram:
- * the datagram was seen before (its unreliable frames are dropped).
- * Returns true when the datagram may be acknowledged (false: a frame was
- * deferred for lack of room and must be sent again by the peer). */
-bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us);
+/* ---- conn_control.c ---- */
 
+/* A client's first message, the connection request (0x09). */
+void conn_queue_connection_request(struct rudp_conn *c, uint64_t now_us);
+/* Frees the early messages a connecting client holds. */
+void conn_free_early(struct rudp_conn *c);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
 /* Before a reliable frame counts as received: room in the send queue for
  * the reliable answer its control message asks for (a server's 0x10 to a
@@ -135,25 +154,28 @@ bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f);
 bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bool held);
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
-void conn_count_bad_frame(struct rudp_conn *c);
-/* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
-void conn_check_disconnect_done(struct rudp_conn *c);
 /* DISCONNECTING with our 0x15 not queued for want of memory: try again. */
 void conn_retry_disconnect(struct rudp_conn *c);
-/* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */
-bool conn_check_timers(struct rudp_conn *c, uint64_t now_us);
 /* Queues a connected ping when nothing was sent for keepalive_us. */
 void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us);
 
-/* flush.c: sends every pending ACK (or NACK) range as ACK datagrams.
- * Returns the number sent; sets *blocked when the owner refused one (the
- * rest stays queued). */
+/* ---- conn_flush.c ---- */
+
+/* Where to build the next outgoing datagram (payload_max bytes): the
+ * owner's buffer (callbacks.datagram_buffer) or the conn's own. NULL when
+ * out of memory: the caller sends nothing now, as if the owner refused. */
+uint8_t *conn_datagram_buffer(struct rudp_conn *c);
+/* Sends every pending ACK (or NACK) range as ACK datagrams. Returns the
+ * number sent; sets *blocked when the owner refused one (the rest stays
+ * queued). */
 int conn_emit_acks(struct rudp_conn *c, bool nack, uint64_t now_us, bool *blocked);
-/* flush.c: builds and sends data datagrams within limits (NULL: none);
- * sets *blocked when the owner refused one, *budget_spent when the byte
- * budget stopped it. Returns the number sent. */
-int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
-	       bool *blocked, bool *budget_spent);
+
+/* ---- conn_recv.c ---- */
+
+/* An incoming frame-set datagram: its seq noted, its frames received, an
+ * ACK queued when they all could be. 0, or a wire error code for a
+ * datagram dropped whole. */
+int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
 
 /* Test hook: start the counters somewhere (e.g. near 2^24 to cross the wrap).
  * Sets both what this side sends next and what it expects from the peer, so

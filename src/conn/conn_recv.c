@@ -177,3 +177,87 @@ bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool 
 			      f->sequenced_index, now_us);
 	return true;
 }
+
+/* ---- frame-set datagrams ---- */
+
+static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
+{
+	bool blocked = false;
+
+	if (acktr_queue_ack(&c->acktr, seq))
+		return;
+	/* Too many separate ranges to hold: send what we have now. */
+	conn_emit_acks(c, false, now_us, &blocked);
+	acktr_force_ack(&c->acktr, seq);
+}
+
+/* Frames of one datagram kept from the checking pass for the acting pass
+ * (on_frame_set); a datagram with more is decoded again past them. librudp
+ * packs at most eight (max_frames_per_datagram's default). */
+#define FRAME_SET_KEEP 16
+
+int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us)
+{
+	struct rudp_wire_dgram_header h;
+	struct rudp_wire_frame kept[FRAME_SET_KEEP], f;
+	bool ackable = true, dup;
+	enum dgram_seq_verdict verdict;
+	size_t off, nframes = 0, kept_end = 0;
+	int rc;
+
+	rc = rudp_wire_decode_dgram_header(p, n, &h);
+	if (rc < 0) {
+		c->stats.datagrams_dropped++;
+		return rc;
+	}
+	/* Check every frame before acting on any: a datagram is taken (and
+	 * acknowledged) whole or not at all. */
+	for (off = RUDP_WIRE_DGRAM_HEADER_LEN; off < n; off += (size_t)rc, nframes++) {
+		rc = rudp_wire_decode_frame(p + off, n - off, nframes < FRAME_SET_KEEP ? &kept[nframes] : &f);
+		if (rc < 0) {
+			c->stats.datagrams_dropped++;
+			return rc;
+		}
+		if (nframes < FRAME_SET_KEEP)
+			kept_end = off + (size_t)rc;
+	}
+	verdict = acktr_on_dgram_seq(&c->acktr, h.seq);
+	if (verdict == DGRAM_FAR_AHEAD) {
+		c->stats.datagrams_dropped++;
+		return RUDP_WIRE_BAD_VALUE;
+	}
+	dup = verdict == DGRAM_SEEN;
+	c->last_recv_us = now_us;
+	off = kept_end;
+	for (size_t i = 0; i < nframes && c->state != RUDP_CONN_STATE_CLOSED; i++) {
+		const struct rudp_wire_frame *fr;
+
+		if (i < FRAME_SET_KEEP) {
+			fr = &kept[i];
+		} else {
+			rc = rudp_wire_decode_frame(p + off, n - off, &f);
+			off += (size_t)rc;
+			fr = &f;
+		}
+		if (!conn_recv_frame(c, fr, dup, now_us))
+			ackable = false;
+	}
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return 0;
+	/* Duplicates are acknowledged too: the first ACK may have been lost. */
+	if (ackable)
+		queue_ack(c, h.seq, now_us);
+	if (c->remote_closing && recv_no_reliable_gaps(&c->rx)) {
+		bool blocked = false;
+
+		/* The peer waits for the ACK of its 0x15 before it closes: send it
+		 * now, there is no later flush on a closed conn. */
+		conn_emit_acks(c, false, now_us, &blocked);
+		/* While our own close is under way the peer's 0x15 is its answer
+		 * to ours (jsp-raknet sends it instead of acknowledging ours): our
+		 * close is what finished. */
+		conn_close(c, c->state == RUDP_CONN_STATE_DISCONNECTING ? RUDP_CONN_CLOSE_LOCAL
+									: RUDP_CONN_CLOSE_REMOTE);
+	}
+	return 0;
+}

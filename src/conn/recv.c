@@ -199,7 +199,7 @@ static int hold_grow(struct recv_channel *ch, uint32_t need)
  * be lost and its channel stalled behind the gap for good. Out of memory,
  * the frame is deferred instead (not acknowledged: it comes again). The
  * array entry, and for a frame's own body a block: a reassembled message's
- * buffer is handed over whole (hold_take_reassembled), and a body larger
+ * buffer is handed over whole (recv_hold_take), and a body larger
  * than a block only comes from a peer that ignores the MTU.
  */
 static bool hold_room(struct recv_channel *ch, uint32_t ahead)

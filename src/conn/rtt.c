@@ -3,7 +3,7 @@
  * Retransmission timeout from RTT samples, RFC 6298 style.
  *
  * Samples come from ACKs, one per ACK datagram: the newest datagram it
- * names, timed from that datagram's send (ackq.c). Karn's rule is not
+ * names, timed from that datagram's send (loss.c). Karn's rule is not
  * needed: every copy of a frame travels in a datagram with a sequence
  * number of its own, and ACKs name datagrams, so an ACK always says which
  * copy it answers. And from connected pongs. The

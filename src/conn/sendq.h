@@ -64,13 +64,38 @@ struct sendq {
 
 void sendq_init(struct sendq *q);
 void sendq_free(struct sendq *q);
+int sendq_reserve_slow(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body,
+		       uint64_t now_us);
 /* Makes room for nframes more records and nbytes more body bytes split in
  * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). A
- * growth of the body ring is stamped with now_us (sendq_trim_idle). */
-int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us);
-/* Appends a record (copied from tmpl) with a copy of body; room must be reserved. */
-struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
-			       uint16_t len);
+ * growth of the body ring is stamped with now_us (sendq_trim_idle). Inline
+ * for the common case, room enough already: it runs for every message. */
+static inline int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body,
+				uint64_t now_us)
+{
+	body_ring_mark_used(&q->ring, now_us);
+	if ((uint64_t)q->frames_count + nframes <= q->frames_cap &&
+	    q->ring.head - q->ring.tail + nbytes + max_body <= q->ring.cap)
+		return 0;
+	return sendq_reserve_slow(q, nframes, nbytes, max_body, now_us);
+}
+/* Appends a record (copied from tmpl) with a copy of body; room must be
+ * reserved. */
+static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl,
+					     const uint8_t *body, uint16_t len)
+{
+	uint64_t pos = body_ring_push(&q->ring, body, len);
+	struct sendq_frame *f;
+
+	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+	*f = *tmpl;
+	f->body_pos = pos;
+	f->body_len = len;
+	q->frames_count++;
+	q->body_bytes += len;
+	q->wire_bytes += (uint64_t)len + f->hdr_len;
+	return f;
+}
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
 {
 	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];

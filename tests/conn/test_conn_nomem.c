@@ -929,7 +929,7 @@ static void check_conversation_growth(void)
 		reasm = reasm && c->reasm.slots != NULL;
 	}
 	/* Beyond the first sizes: 16 records (sendq.c), SENT_HISTORY_MIN, 256
-	 * dedup bits (recv.c), 16 ranges (ackq.c), 16 held messages. */
+	 * dedup bits (recv.c), 16 ranges (acktr.c), 16 held messages. */
 	if (frames <= 16 || history <= SENT_HISTORY_MIN || dedup <= 256 || acks <= 16 || nacks <= 16 ||
 	    scratch <= 16 || chans != CONN_CHANNELS || hold <= 16 || !reasm)
 		net_error(
