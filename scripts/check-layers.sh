@@ -34,11 +34,14 @@ inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*"'
 
 broken=0
 rules=0
-# rule WHAT DIR PATTERN
+# rule WHAT DIR PATTERN [FILES]: FILES is a glob of the files in DIR the
+# rule reads (extglob; default all its C files).
+shopt -s extglob
 rule() {
-	local what=$1 dir=$2 pattern=$3 hits
+	local what=$1 dir=$2 pattern=$3 files=${4:-*.[ch]} hits
 	rules=$((rules + 1))
-	hits=$(cd "$root" && grep -EnH -- "$pattern" "$dir"/*.[ch] 2>/dev/null || true)
+	# shellcheck disable=SC2086 # $files is a glob, expanded on purpose
+	hits=$(cd "$root" && grep -EnH -- "$pattern" "$dir"/$files 2>/dev/null || true)
 	if [ -n "$hits" ]; then
 		broken=$((broken + 1))
 		[ "$every_rule" = 1 ] && return
@@ -59,6 +62,9 @@ rule "wire includes an upper layer's header" src/wire "${inc}(conn|policy|host|i
 rule "conn includes a host or io header" src/conn "${inc}(host|io)/"
 rule "policy includes a host or io header" src/policy "${inc}(host|io)/"
 rule "io includes a conn, policy or host header" src/io "${inc}(conn|policy|host)/"
+# The parts of the conn (all its files but conn.c, conn_*.c, conn.h and
+# defaults.h) see only their own structs: not struct rudp_conn.
+rule "a part of conn includes conn_internal.h" src/conn "${inc}(conn/)?conn_internal\\.h\"" '!(conn|conn_*|defaults).[ch]'
 
 # ---- symbol rules on the objects of src/conn ----
 
