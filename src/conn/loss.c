@@ -276,17 +276,6 @@ struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, ui
 	return f;
 }
 
-const struct sendq_frame *loss_oldest_unacked(const struct sendq *rel, uint32_t rel_sent)
-{
-	for (uint32_t i = 0; i < rel_sent; i++) {
-		const struct sendq_frame *f = sendq_at(rel, i);
-
-		if (f->state != FRAME_ACKED)
-			return f;
-	}
-	return NULL;
-}
-
 /* ---- incoming ACKs and NACKs ---- */
 
 static int compare_key_range(const void *a, const void *b)

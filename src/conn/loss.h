@@ -201,8 +201,18 @@ uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *re
 struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
 				    uint64_t now_us);
 /* The first sent frame not acknowledged yet (acknowledged ones at the
- * front are normally released at once), or NULL. */
-const struct sendq_frame *loss_oldest_unacked(const struct sendq *rel, uint32_t rel_sent);
+ * front are normally released at once), or NULL. Asked at every flush and
+ * deadline: inline. */
+static inline const struct sendq_frame *loss_oldest_unacked(const struct sendq *rel, uint32_t rel_sent)
+{
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(rel, i);
+
+		if (f->state != FRAME_ACKED)
+			return f;
+	}
+	return NULL;
+}
 /* Before the reliable frames of datagram seq are recorded
  * (loss_dgram_add): its slot in the history, which grows first when it
  * should. new_frames: frames in it never sent before. Returns the slot. */

@@ -22,44 +22,17 @@
 
 /* ---- dedup ---- */
 
-static bool dedup_bit(const struct recv_dedup *d, uint32_t ri)
-{
-	uint32_t i = ri & (d->nbits - 1);
-
-	return (d->bits[i / 64] >> (i % 64)) & 1u;
-}
-
-enum dedup_result recv_dedup_check(const struct receiver *r, uint32_t ri)
-{
-	const struct recv_dedup *d = &r->dedup;
-	int32_t ahead = rudp_u24_diff(ri, d->base);
-
-	if (ahead < 0)
-		return DEDUP_DUPLICATE;
-	if ((uint32_t)ahead >= d->window)
-		return DEDUP_AHEAD;
-	/* Beyond the ring: never received (every mark is preceded by
-	 * dedup_make_room), and its bit would alias a nearer index. */
-	if ((uint32_t)ahead >= d->nbits)
-		return DEDUP_NEW;
-	return dedup_bit(d, ri) ? DEDUP_DUPLICATE : DEDUP_NEW;
-}
-
 /* The bit ring starts at DEDUP_FIRST_BITS and doubles, up to the window,
  * when an index arrives further ahead of the base than it covers: on a
  * clean path the indexes arrive nearly in order, and a ring for the whole
- * window (recv_window 8,192: 1 KiB) is memory every connection pays. False
- * when out of memory (the frame is then treated as too far ahead: not
- * acknowledged, so the peer sends it again). */
-bool recv_dedup_make_room(struct receiver *r, uint32_t ri)
+ * window (recv_window 8,192: 1 KiB) is memory every connection pays. */
+bool recv_dedup_grow(struct receiver *r, uint32_t ri)
 {
 	struct recv_dedup *d = &r->dedup;
-	uint32_t ahead = (uint32_t)rudp_u24_diff(ri, d->base); /* checked: 0 <= ahead < window */
+	uint32_t ahead = (uint32_t)rudp_u24_diff(ri, d->base); /* checked: nbits <= ahead < window */
 	uint32_t nbits = d->nbits;
 	uint64_t *bits;
 
-	if (ahead < nbits)
-		return true;
 	while (nbits <= ahead)
 		nbits <<= 1;
 	bits = calloc(nbits / 64, sizeof(uint64_t));
@@ -67,7 +40,7 @@ bool recv_dedup_make_room(struct receiver *r, uint32_t ri)
 		return false;
 	/* Only [base, highest_plus_one) can have bits set. */
 	for (uint32_t k = d->base; k != d->highest_plus_one; k = rudp_u24_add(k, 1)) {
-		if (dedup_bit(d, k)) {
+		if (recv_dedup_bit(d, k)) {
 			uint32_t i = k & (nbits - 1);
 
 			bits[i / 64] |= (uint64_t)1 << (i % 64);
@@ -77,21 +50,6 @@ bool recv_dedup_make_room(struct receiver *r, uint32_t ri)
 	d->bits = bits;
 	d->nbits = nbits;
 	return true;
-}
-
-void recv_dedup_mark(struct receiver *r, uint32_t ri)
-{
-	struct recv_dedup *d = &r->dedup;
-	uint32_t i = ri & (d->nbits - 1);
-
-	d->bits[i / 64] |= (uint64_t)1 << (i % 64);
-	if (rudp_u24_diff(rudp_u24_add(ri, 1), d->highest_plus_one) > 0)
-		d->highest_plus_one = rudp_u24_add(ri, 1);
-	while (dedup_bit(d, d->base)) {
-		i = d->base & (d->nbits - 1);
-		d->bits[i / 64] &= ~((uint64_t)1 << (i % 64));
-		d->base = rudp_u24_add(d->base, 1);
-	}
 }
 
 int recv_init(struct receiver *r, uint32_t recv_window, uint32_t payload_max, uint32_t max_order_hold)
@@ -110,10 +68,8 @@ int recv_init(struct receiver *r, uint32_t recv_window, uint32_t payload_max, ui
 	return 0;
 }
 
-struct recv_channel *recv_channel(struct receiver *r, uint8_t ch)
+struct recv_channel *recv_channel_make(struct receiver *r, uint8_t ch)
 {
-	if (ch < r->chans_count)
-		return &r->chans[ch];
 	if (ch >= RUDP_WIRE_ORDER_CHANNELS)
 		return NULL;
 	struct recv_channel *chans = realloc(r->chans, ((size_t)ch + 1) * sizeof(*chans));
@@ -288,9 +244,9 @@ bool recv_hold_take(struct receiver *r, uint8_t *buf, size_t len, uint8_t reliab
 
 /* ---- ordering and sequencing ---- */
 
-bool recv_order_next(struct receiver *r, uint8_t channel, struct recv_held_msg *out)
+bool recv_order_next_held(struct receiver *r, uint8_t channel, struct recv_held_msg *out)
 {
-	struct recv_channel *ch = &r->chans[channel]; /* made by the caller */
+	struct recv_channel *ch = &r->chans[channel];
 
 	while (ch->held > 0) {
 		struct order_hold_entry *e = &ch->hold[ch->expected_order & (ch->hold_cap - 1)];
@@ -425,12 +381,8 @@ enum recv_route recv_route(struct receiver *r, const uint8_t *data, size_t len, 
 	}
 }
 
-void recv_hold_released_with(const struct recv_channel *ch, const struct rudp_wire_frame *f,
-			     uint32_t *messages, uint64_t *bytes)
+void recv_hold_released_by(const struct recv_channel *ch, uint32_t *messages, uint64_t *bytes)
 {
-	if (f->reliability != RUDP_WIRE_RELIABLE_ORDERED || ch->held == 0 ||
-	    f->order_index != ch->expected_order)
-		return;
 	for (uint32_t k = 1; k <= ch->held; k++) {
 		uint32_t index = rudp_u24_add(ch->expected_order, k);
 		const struct order_hold_entry *e = &ch->hold[index & (ch->hold_cap - 1)];

@@ -81,31 +81,87 @@ enum dedup_result {
 int recv_init(struct receiver *r, uint32_t recv_window, uint32_t payload_max, uint32_t max_order_hold);
 void recv_free(struct receiver *r);
 
+/* The receive path runs the dedup, channel and drain steps below for every
+ * frame: their common cases are inline, so the split from the conn adds
+ * no call per frame; the rare ones (growing, making a channel, held
+ * messages) are calls. */
+
+static inline bool recv_dedup_bit(const struct recv_dedup *d, uint32_t ri)
+{
+	uint32_t i = ri & (d->nbits - 1);
+
+	return (d->bits[i / 64] >> (i % 64)) & 1u;
+}
+
 /* Whether reliable index ri is new, a duplicate, or beyond the window. */
-enum dedup_result recv_dedup_check(const struct receiver *r, uint32_t ri);
+static inline enum dedup_result recv_dedup_check(const struct receiver *r, uint32_t ri)
+{
+	const struct recv_dedup *d = &r->dedup;
+	int32_t ahead = rudp_u24_diff(ri, d->base);
+
+	if (ahead < 0)
+		return DEDUP_DUPLICATE;
+	if ((uint32_t)ahead >= d->window)
+		return DEDUP_AHEAD;
+	/* Beyond the ring: never received (every mark is preceded by
+	 * recv_dedup_make_room), and its bit would alias a nearer index. */
+	if ((uint32_t)ahead >= d->nbits)
+		return DEDUP_NEW;
+	return recv_dedup_bit(d, ri) ? DEDUP_DUPLICATE : DEDUP_NEW;
+}
+
+bool recv_dedup_grow(struct receiver *r, uint32_t ri);
 /* Room in the dedup ring for ri (checked DEDUP_NEW); false when out of
- * memory (the frame is then treated as too far ahead). */
-bool recv_dedup_make_room(struct receiver *r, uint32_t ri);
+ * memory (the frame is then treated as too far ahead: not acknowledged,
+ * so the peer sends it again). */
+static inline bool recv_dedup_make_room(struct receiver *r, uint32_t ri)
+{
+	return (uint32_t)rudp_u24_diff(ri, r->dedup.base) < r->dedup.nbits || recv_dedup_grow(r, ri);
+}
+
 /* ri counts as received from now on (room made). */
-void recv_dedup_mark(struct receiver *r, uint32_t ri);
+static inline void recv_dedup_mark(struct receiver *r, uint32_t ri)
+{
+	struct recv_dedup *d = &r->dedup;
+	uint32_t i = ri & (d->nbits - 1);
+
+	d->bits[i / 64] |= (uint64_t)1 << (i % 64);
+	if (rudp_u24_diff(rudp_u24_add(ri, 1), d->highest_plus_one) > 0)
+		d->highest_plus_one = rudp_u24_add(ri, 1);
+	while (recv_dedup_bit(d, d->base)) {
+		i = d->base & (d->nbits - 1);
+		d->bits[i / 64] &= ~((uint64_t)1 << (i % 64));
+		d->base = rudp_u24_add(d->base, 1);
+	}
+}
 /* All reliable frames the peer sent so far are in (no holes). */
 static inline bool recv_no_reliable_gaps(const struct receiver *r)
 {
 	return r->dedup.base == r->dedup.highest_plus_one;
 }
 
+struct recv_channel *recv_channel_make(struct receiver *r, uint8_t ch);
 /* The receive state of order channel ch, made (with those below it) on
  * first use; NULL when out of memory or ch is not a channel. Pointers stay
  * valid until the next call that makes a channel. */
-struct recv_channel *recv_channel(struct receiver *r, uint8_t ch);
+static inline struct recv_channel *recv_channel(struct receiver *r, uint8_t ch)
+{
+	return ch < r->chans_count ? &r->chans[ch] : recv_channel_make(r, ch);
+}
 /* Before reliable ordered frame f, ahead > 0 of its channel's turn, counts
  * as received: room to hold its message. False when out of memory. */
 bool recv_hold_reserve(struct receiver *r, struct recv_channel *ch, uint32_t ahead,
 		       const struct rudp_wire_frame *f);
+void recv_hold_released_by(const struct recv_channel *ch, uint32_t *messages, uint64_t *bytes);
 /* What ordered frame f in its turn on ch releases from the hold with it:
  * adds those messages and their bytes. */
-void recv_hold_released_with(const struct recv_channel *ch, const struct rudp_wire_frame *f,
-			     uint32_t *messages, uint64_t *bytes);
+static inline void recv_hold_released_with(const struct recv_channel *ch, const struct rudp_wire_frame *f,
+					   uint32_t *messages, uint64_t *bytes)
+{
+	if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED && ch->held > 0 &&
+	    f->order_index == ch->expected_order)
+		recv_hold_released_by(ch, messages, bytes);
+}
 /* A reassembled reliable ordered message that must wait for earlier ones:
  * the hold takes buf itself (a heap buffer, freed with the entry) rather
  * than a copy. False when it is not such a message (route it as usual). */
@@ -139,9 +195,13 @@ struct recv_held_msg {
 	uint8_t reliability;
 	bool block;
 };
+bool recv_order_next_held(struct receiver *r, uint8_t channel, struct recv_held_msg *out);
 /* The next held message of channel (made) now in turn, passing over skip
  * markers; false when there is none. Deliver it, then recv_held_done. */
-bool recv_order_next(struct receiver *r, uint8_t channel, struct recv_held_msg *out);
+static inline bool recv_order_next(struct receiver *r, uint8_t channel, struct recv_held_msg *out)
+{
+	return r->chans[channel].held > 0 && recv_order_next_held(r, channel, out);
+}
 /* Frees (or keeps for reuse) a delivered held message's buffer. */
 void recv_held_done(struct receiver *r, struct recv_held_msg *m);
 
