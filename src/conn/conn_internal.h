@@ -4,7 +4,9 @@
  * the orchestrator files share. Not installed; the host sees only conn.h.
  *
  * The parts each own a struct, take only it (and plain values), and call
- * no other part (scripts/check-layers.sh checks it in the built objects):
+ * no other part (scripts/check-layers.sh checks it in the built objects);
+ * the loss engine is also handed the reliable queue's frame records, which
+ * hold its per-frame state, as a view (loss.h):
  *   sendq.c       the send queue: frame records and their bodies
  *   acktr.c       the ACK tracker: what we received, as ranges to send
  *   loss.c        the loss and RTT engine: what we sent and what became of it
@@ -26,8 +28,8 @@
 #include "common/body_ring.h"
 #include "conn/acktr.h"
 #include "conn/cc.h"
-#include "conn/loss.h"
 #include "conn/conn.h"
+#include "conn/loss.h"
 #include "conn/reassembly.h"
 #include "conn/recv.h"
 #include "conn/rtt.h"
@@ -86,7 +88,7 @@ struct rudp_conn {
 	int64_t peer_request_time;
 
 	struct rudp_conn_stats stats;
-	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
+	uint64_t frames_dropped; /* with the parts' own (rx, reasm): stats.frames_dropped */
 	/* Client side: messages that arrived before the server's connection
 	 * request accepted (0x10) was handled, held for delivery right after
 	 * it. Bounded by CONN_EARLY_MAX messages and CONN_EARLY_BYTES; a
