@@ -44,8 +44,8 @@ struct reasm_refused {
 struct reasm_limits {
 	uint32_t max_split_ids; /* slots */
 	uint32_t max_split_count;
-	uint64_t max_bytes; /* max_reassembly_bytes */
-	uint64_t max_message_size;
+	uint32_t max_bytes; /* max_reassembly_bytes */
+	uint32_t max_message_size;
 	uint64_t refused_memory_us; /* how long a refused split id is remembered */
 };
 
