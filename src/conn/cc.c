@@ -34,7 +34,7 @@
  *     queues too shallow to show in the RTT) was tried and dropped: over
  *     loopback at 5 % random loss it cut rudp-bench's throughput to a third
  *     (docs/benchmarks.md). What does count besides the queue is a resend
- *     lost again (ackq.c, declare_lost): a full drop-tail queue drops the
+ *     lost again (loss.c, declare_lost; conn.c, tell_cc_losses): a full drop-tail queue drops the
  *     resends sent into it, where random loss at p loses a resend with
  *     probability p, so a 5-datagram queue (no RTT signal) is found within
  *     a round trip of overflowing. Before the retransmission timer
@@ -63,7 +63,8 @@
  */
 #include <string.h>
 
-#include "conn/conn_internal.h"
+#include "conn/cc.h"
+#include "wire/wire.h"
 
 #define CC_INITIAL_DATAGRAMS 10u
 #define CC_MIN_DATAGRAMS 2u

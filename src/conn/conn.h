@@ -62,7 +62,7 @@ struct rudp_conn_config {
 	uint32_t recv_window; /* reliable-index dedup window; ahead of it is dropped */
 	uint32_t max_ack_ranges; /* ACK/NACK records processed per datagram */
 	/* A datagram seq further ahead of the highest seen is dropped, not
-	 * adopted, unless the peer goes on from there (conn.c, record_dgram_seq) */
+	 * adopted, unless the peer goes on from there (acktr.c, acktr_on_dgram_seq) */
 	uint32_t max_dgram_seq_jump;
 	uint64_t rto_initial_us; /* before any RTT sample */
 	uint64_t rto_min_us;
@@ -135,7 +135,7 @@ struct rudp_conn_stats {
 	/* frames_retransmitted by cause: reported missing (NACK), a later
 	 * datagram acknowledged first (inferred), tail-loss probe, RTO */
 	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
-	/* resends an older copy's ACK showed unneeded (ackq.c, ack_from_history) */
+	/* resends an older copy's ACK showed unneeded (loss.c, ack_from_history) */
 	uint64_t resent_spurious;
 };
 

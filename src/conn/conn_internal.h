@@ -1,404 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn internals: struct rudp_conn and the helpers the files of src/conn/ share.
- * Not installed; the host sees only conn.h.
+ * conn internals: struct rudp_conn, made of the parts' structs, and what
+ * the orchestrator files share. Not installed; the host sees only conn.h.
  *
- * Layout of the engine, one idea per file:
- *   conn.c        create/destroy, state machine, control messages, stats, deadlines
- *   sendq.c       queued frames (reliable and unreliable rings), splitting, rudp_conn_send
- *   flush.c       building datagrams: retransmissions, new frames, coalescing
- *   ackq.c        pending ACK/NACK ranges out; incoming ACK/NACK records in
- *   rtt.c         RFC 6298 estimator and per-frame backoff
- *   recv.c        incoming frame sets: dedup, ordering, sequencing, delivery
+ * The parts each own a struct, take only it (and plain values), and call
+ * no other part (scripts/check-layers.sh checks it in the built objects);
+ * the loss engine is also handed the reliable queue's frame records, which
+ * hold its per-frame state, as a view (loss.h):
+ *   sendq.c       the send queue: frame records and their bodies
+ *   acktr.c       the ACK tracker: what we received, as ranges to send
+ *   loss.c        the loss and RTT engine: what we sent and what became of it
+ *                 (rtt.c: the RTT estimator, a leaf it calls)
+ *   cc.c          the congestion controller
+ *   recv.c        receive and ordering: dedup, channels, order hold, sequencing
  *   reassembly.c  split messages
+ * The orchestrator files are the only ones that call across the parts:
+ *   conn.c         create/destroy, state, datagrams in, ACK handling, deadlines, stats
+ *   conn_recv.c    frame sets in: reception checks, reassembly, delivery
+ *   conn_flush.c   building datagrams: ACKs, resends, new frames; the flush calls
+ *   conn_control.c the handshake and control messages, early messages, our close
+ *   conn_send.c    rudp_conn_send and the scheduler's queries
+ * Each calls only the ones listed after it, never back.
  */
 #ifndef RUDP_CONN_INTERNAL_H
 #define RUDP_CONN_INTERNAL_H
 
 #include "common/body_ring.h"
+#include "conn/acktr.h"
+#include "conn/cc.h"
 #include "conn/conn.h"
+#include "conn/loss.h"
+#include "conn/reassembly.h"
+#include "conn/recv.h"
+#include "conn/rtt.h"
+#include "conn/sendq.h"
 #include "rudp_version.h"
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
-#define CONN_DGRAM_HISTORY 1024u
-/* Each ACK datagram repeats the acknowledged seqs among the last this many
- * (conn.c, conn_repeat_recent_acks), in at most this many ranges. */
-#define CONN_ACK_REPEAT_SPAN 128u
-#define CONN_ACK_REPEAT_RANGES 8u
-
-/* ---- rtt.c ---- */
-
-struct rtt_estimator {
-	uint64_t srtt_us;
-	uint64_t rttvar_us;
-	uint64_t rto_us;
-	uint64_t rto_min_us;
-	uint64_t rto_max_us;
-	/* Smallest ACK-timed sample lately: the path's RTT without the queues
-	 * our own bursts build, which srtt includes. Renewed every
-	 * RTT_MIN_WINDOW_US so a longer path is noticed. 0: no sample yet. */
-	uint64_t min_us;
-	uint64_t min_stamp_us;
-	bool has_sample;
-};
-
-void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uint64_t max_us);
-void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us);
-/* The RTO doubled `backoff` times, never above rto_max_us. */
-uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
-/* Feeds the windowed minimum; only samples timed in microseconds (ACKs),
- * not the millisecond pongs. */
-void rtt_note_min(struct rtt_estimator *r, uint64_t sample_us, uint64_t now_us);
-
-/* ---- cc.c: congestion control ---- */
-
-/*
- * AIMD over the wire bytes of reliable frames in flight (sent, neither
- * acknowledged nor declared lost). Unreliable frames, ACKs and tail-loss
- * probes are not held back by it. See cc.c for the rules and their reasons.
- */
-struct congestion {
-	bool enabled; /* false: in_flight is still counted, nothing is held back */
-	bool recovering; /* a reduction happened; see recovery_seq */
-	bool window_limited; /* the window held a frame back since the last ACK */
-	uint32_t recovery_seq; /* losses of datagrams older than this belong to the last reduction */
-	uint32_t cwnd; /* bytes */
-	uint32_t ssthresh; /* bytes; slow start below it */
-	uint32_t in_flight; /* bytes */
-	uint32_t mss; /* one datagram's payload: the unit of growth */
-	uint32_t min_cwnd, max_cwnd;
-	uint32_t avoid_acked; /* bytes acked toward the next mss of growth above ssthresh */
-	uint64_t reductions; /* loss and timeout reductions (stats) */
-};
-
-void cc_init(struct congestion *cc, bool enabled, uint32_t mss, uint32_t max_cwnd);
-/* May a reliable frame of `bytes` go out with `pending` bytes already put
- * in the datagram being built? Notes a refusal (window_limited). */
-bool cc_can_send(struct congestion *cc, uint32_t pending, uint32_t bytes);
-/* The same test without noting anything, for "is there work" checks. */
-bool cc_would_send(const struct congestion *cc, uint32_t bytes);
-/* Off, or `pending` + `bytes` more would leave at least half the window
- * free (rudp_conn_congestion_half_free). */
-bool cc_leaves_half_free(const struct congestion *cc, uint64_t pending, uint64_t bytes);
-void cc_on_sent(struct congestion *cc, uint32_t bytes);
-/* A frame left flight: acknowledged, or declared lost. */
-void cc_on_left(struct congestion *cc, uint32_t bytes);
-/* After an ACK datagram: `acked` bytes newly acknowledged. */
-void cc_on_acked(struct congestion *cc, uint32_t acked);
-/* Does the smoothed RTT stand clearly above the path's minimum (by a
- * quarter of it, and at least 2 ms), as when a queue builds up on the way? */
-bool cc_queue_is_building(uint64_t srtt_us, uint64_t min_rtt_us);
-/* A frame last sent in datagram lost_seq was declared lost (NACK or
- * inference); next_seq is the seq the next datagram will carry; queueing
- * from cc_queue_is_building(). */
-void cc_on_loss(struct congestion *cc, uint32_t lost_seq, uint32_t next_seq, bool queueing);
-/* A frame's retransmission timer expired. */
-void cc_on_timeout(struct congestion *cc, uint32_t lost_seq, uint32_t next_seq);
-
-/* ---- sendq.c: frame records and their bodies ---- */
-
-enum sendq_frame_state {
-	FRAME_QUEUED, /* never sent */
-	FRAME_IN_FLIGHT, /* sent, waiting for an ACK */
-	FRAME_NACKED, /* sent, peer reported its datagram missing: resend at next flush */
-	FRAME_ACKED, /* done; stays in the ring until everything older is done too */
-};
-
-struct sendq_frame {
-	uint64_t body_pos; /* position of the body in the queue's byte ring */
-	uint64_t first_send_us; /* for "reliable data never acked" timeouts */
-	uint64_t last_send_us;
-	uint64_t deadline_us; /* retransmit when still unacked at this time */
-	uint32_t reliable_index;
-	uint32_t sequenced_index;
-	uint32_t order_index;
-	uint32_t split_count;
-	uint32_t split_index;
-	uint32_t last_dgram_seq; /* the datagram it was last sent in: ACKs name datagrams */
-	uint16_t split_id;
-	uint16_t body_len;
-	uint8_t reliability;
-	uint8_t channel;
-	uint8_t state; /* enum sendq_frame_state */
-	uint8_t transmissions; /* saturates at 255 */
-	uint8_t backoff; /* RTO doublings so far */
-	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
-	uint8_t resend_why; /* enum conn_resend_why, while FRAME_NACKED */
-	bool split;
-};
-
-/* Why a frame was marked for resend before its RTO: counted per reason in
- * struct rudp_conn's retx_why, so tests and the simulator benchmark can tell
- * the recovery paths apart. */
-enum conn_resend_why {
-	RESEND_NACK,
-	RESEND_INFERRED,
-	RESEND_PROBE,
-	RESEND_TIMEOUT, /* its retransmission timer expired */
-};
-
-/*
- * A FIFO of frame records plus a byte ring holding their bodies in the same
- * order. Positions in the byte ring grow forever (uint64); the physical
- * offset is pos & (cap - 1). A body never wraps: when it would, the ring skips
- * to the start, and the skipped bytes are freed with the frame before them.
- * Releasing the oldest frame moves the tail to the next frame's body, so the
- * memory only ever comes back in FIFO order, as the reliable window needs.
- */
-struct sendq {
-	struct sendq_frame *frames;
-	uint32_t frames_cap; /* power of two */
-	uint32_t frames_head;
-	uint32_t frames_count;
-	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
-	uint64_t body_bytes; /* sum of body_len of the frames held */
-	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
-};
-
-void sendq_init(struct sendq *q);
-void sendq_free(struct sendq *q);
-/* Makes room for nframes more records and nbytes more body bytes split in
- * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). A
- * growth of the body ring is stamped with now_us (sendq_trim_idle). */
-int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us);
-/* Appends a record (copied from tmpl) with a copy of body; room must be reserved. */
-struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
-			       uint16_t len);
-static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
-{
-	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
-}
-/* A frame's size on the wire, header included: what the congestion window counts. */
-static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
-{
-	return (uint32_t)f->body_len + f->hdr_len;
-}
-static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
-{
-	return body_ring_at(&q->ring, f->body_pos);
-}
-void sendq_pop_front(struct sendq *q);
-/* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
- * for BODY_RING_TRIM_AFTER_US shrinks back to it (common/body_ring.h); one
- * that nothing was queued on for that long also gives all the ring's pages
- * back, once until its next use. */
-void sendq_trim_idle(struct sendq *q, uint64_t now_us);
-
-/* ---- ackq.c: outgoing ACK/NACK ranges ---- */
-
-/* Pending ranges. The array starts small (a clean path needs one or two
- * ranges) and doubles on demand up to max, so an idle or loss-free peer
- * costs a few hundred bytes, not max's worth. */
-struct ackq {
-	struct rudp_wire_range *ranges;
-	uint32_t count;
-	uint32_t cap; /* allocated */
-	uint32_t max; /* most ranges ever held */
-};
-
-int ackq_init(struct ackq *q, uint32_t max);
-void ackq_free(struct ackq *q);
-/* Records one datagram seq; false when the queue is full (caller emits early). */
-bool ackq_push_seq(struct ackq *q, uint32_t seq);
-/* Records start..end (span < 2^23); false when full. */
-bool ackq_push_range(struct ackq *q, uint32_t start, uint32_t end);
-/* Forgets seq if it is queued and not yet sent (a late datagram filled a NACKed gap). */
-void ackq_remove_seq(struct ackq *q, uint32_t seq);
-/* Sorts the ranges by distance from ref and merges touching ones. */
-void ackq_normalize(struct ackq *q, uint32_t ref);
-
-struct rudp_conn;
-/* Sends every pending range of q as ACK (or NACK) datagrams. Returns the
- * number of datagrams sent; sets *blocked when the owner refused one (the
- * rest stays queued). */
-int ackq_emit(struct rudp_conn *c, struct ackq *q, bool nack, uint64_t now_us, bool *blocked);
-/* Makes the ACK decode scratch hold at least want records (at most
- * max_ack_ranges); the first call makes it. 0 or RUDP_CONN_E_NOMEM. */
-int ack_scratch_grow(struct rudp_conn *c, size_t want);
-/* An incoming ACK or NACK datagram. */
-int ackq_on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
-
-/*
- * Which reliable frames each recent datagram carried (RakNet keeps the same):
- * an ACK for any copy of a frame finishes it, not only for its latest copy.
- * Without this, a frame resent after a spurious NACK (reordering) stays
- * unacked when only the first copy's ACK comes back, and is sent a third time.
- *
- * A slot per recent datagram names a run in one shared ring of reliable
- * indexes, written in send order, rather than max_frames_per_datagram
- * entries per datagram: a datagram of 800 B messages carries one frame, and
- * the fixed layout cost 8 KiB per connection for the seven unused entries.
- * The ring holds as many frame copies as there are slots; when it wraps
- * first (datagrams of many small frames), a datagram's run is partly
- * overwritten and those frames fall back, like datagrams older than the
- * history, to matching the frame's last_dgram_seq.
- *
- * Both hold four times the frames in flight: 64 at first, doubled (up to
- * four windows) when more are in flight, or when a slot about to be
- * reused still waits for its datagram's ACK (loss or delay) and names a
- * frame not yet acknowledged; a lost datagram whose frames arrived in
- * later copies is no reason to grow. A connection
- * with a few messages out at a time on a clean path keeps 0.8 KiB, not
- * the 3.3 KiB four windows take.
- */
-struct sent_history {
-	uint32_t *tag; /* seq | SENT_HISTORY_VALID per slot */
-	uint32_t *first; /* per slot: ring position of its first reliable index */
-	uint8_t *count; /* reliable frames recorded per slot */
-	/* per slot: its datagram's send time (low 32 bits of the µs clock).
-	 * An ACK names datagrams, and every copy of a frame goes in a new
-	 * one, so the ACK of any datagram times that datagram alone: no
-	 * retransmission ambiguity (Karn's) to avoid. */
-	uint32_t *sent_us;
-	uint32_t *ring; /* reliable indexes, at position & (size - 1) */
-	uint32_t ring_head; /* next position written (wraps at 2^32, harmlessly) */
-	/* Slots whose tag is valid: an ACK (which names again up to
-	 * CONN_ACK_REPEAT_SPAN recent datagrams) stops looking once it has
-	 * cleared them all. */
-	uint32_t valid;
-	/* No slot for a seq older than this is valid (a lower bound, kept
-	 * within size of next_dgram_seq): with a window in flight some slot
-	 * is always valid, so without it every ACK walked all the recent seqs
-	 * it names again, cleared long ago (an eighth of a bulk sender's ACK
-	 * work). */
-	uint32_t oldest_valid;
-	uint32_t size; /* slots, and ring entries: a power of two */
-	uint32_t max_size; /* four windows */
-};
-#define SENT_HISTORY_MIN 64u
-/* flush.c: (re)makes the history with size slots (a power of two, larger
- * than now), keeping what it holds; 0 or RUDP_CONN_E_NOMEM (unchanged). */
-int sent_history_resize(struct sent_history *h, uint32_t size);
-#define SENT_HISTORY_VALID 0x80000000u
-
-/* ---- recv.c ---- */
-
-/* Which reliable indexes arrived: bit i of the ring is index (base + k) for the
- * k with (base + k) & (nbits - 1) == i, for k < nbits; indexes from base +
- * nbits to base + window are accepted by growing the ring first. */
-struct recv_dedup {
-	uint64_t *bits;
-	uint32_t nbits; /* power of two; grows on demand up to the first >= window */
-	uint32_t window; /* cfg.recv_window */
-	uint32_t base; /* lowest reliable index not received yet */
-	uint32_t highest_plus_one; /* one past the highest received; == base when no gaps */
-};
-
-enum hold_kind {
-	HOLD_EMPTY = 0,
-	HOLD_MESSAGE,
-	HOLD_SKIP, /* an order index whose message was refused: deliver nothing, move on */
-};
-
-struct order_hold_entry {
-	uint8_t *data;
-	uint32_t len;
-	uint32_t order_index;
-	uint8_t kind; /* enum hold_kind */
-	uint8_t reliability;
-	/* data is a payload_max block, recycled through hold_block_cache;
-	 * otherwise a buffer of its own (a large message, or a reassembled
-	 * one handed over whole) */
-	bool block;
-};
-
-struct recv_channel {
-	uint32_t expected_order; /* next order index to deliver */
-	struct order_hold_entry *hold; /* indexed by order_index & (hold_cap - 1) */
-	uint32_t hold_cap;
-	uint32_t held;
-	/* last delivered sequenced message: (order index, sequenced index) */
-	bool have_sequenced;
-	uint32_t last_seq_order;
-	uint32_t last_seq_index;
-};
-
-int recv_init(struct rudp_conn *c);
-void recv_free(struct rudp_conn *c);
-/* A decoded, valid frame-set datagram's frames; dup_dgram: the datagram was
- * seen before (its unreliable frames are dropped). Returns true when the
- * datagram may be acknowledged (false: a frame was deferred for lack of
- * room and must be sent again by the peer). */
-bool recv_on_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us);
-/* All reliable frames the peer sent so far are in (no holes). */
-bool recv_no_reliable_gaps(const struct rudp_conn *c);
-/* The receive state of order channel ch, made (with those below it) on
- * first use; NULL when out of memory. Pointers stay valid until the next
- * call that makes a channel. */
-struct recv_channel *recv_channel(struct rudp_conn *c, uint8_t ch);
-/* Marks an order index as "nothing to deliver" (refused split message). */
-void recv_order_skip(struct rudp_conn *c, uint8_t channel, uint32_t order_index);
-/* Routes a complete message by reliability: ordering, sequencing, delivery. */
-void recv_route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-			uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us);
-
-/* ---- reassembly.c ---- */
-
-struct reasm_slot {
-	bool used;
-	uint16_t split_id;
-	uint8_t reliability;
-	uint8_t channel;
-	uint32_t count;
-	uint32_t received;
-	uint32_t order_index;
-	uint32_t sequenced_index;
-	uint64_t reserved; /* bytes counted against max_reassembly_bytes */
-	uint64_t started_us;
-	/* Opened by a connecting client: the whole message's room among the
-	 * early messages was set aside then (conn_reserve_early). */
-	bool early;
-	uint8_t *buf; /* count * stride bytes, then count uint16 fragment lengths */
-	size_t buf_cap;
-};
-
-struct reasm_refused {
-	uint16_t split_id;
-	uint32_t count;
-	uint64_t last_us;
-};
-
-#define REASM_REFUSED_MEMORY 16
-
-struct reassembly {
-	struct reasm_slot *slots;
-	uint32_t nslots;
-	uint32_t stride; /* largest fragment body a peer can send at this MTU */
-	uint64_t reserved_bytes;
-	struct reasm_refused refused[REASM_REFUSED_MEMORY];
-	uint32_t refused_next;
-	uint8_t *cached_buf; /* one freed buffer kept for the next split message */
-	size_t cached_cap;
-};
-
-enum reasm_result {
-	REASM_INCOMPLETE, /* stored, or dropped as bad (counted) */
-	REASM_COMPLETE, /* *slot_out holds the whole message */
-	REASM_DEFER, /* no room right now: do not mark the frame received */
-};
-
-int reasm_init(struct rudp_conn *c);
-void reasm_free(struct rudp_conn *c);
-/* Admission check before the frame is marked received: REASM_DEFER when the
- * split set is acceptable but does not fit now. */
-enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f);
-enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
-				    struct reasm_slot **slot_out, size_t *len_out);
-/* Frees the slot, and its buffer unless that is kept for the next set or
- * was handed over (buf NULL, buf_cap 0: hold_take_reassembled). */
-void reasm_release(struct rudp_conn *c, struct reasm_slot *s);
-/* Whether fragment f may end its set now: complete it (*bytes: at most
- * the message's size), or be the first of a set that may be refused
- * (*bytes 0), which passes its order index over. False: f only adds to
- * an open set. */
-bool reasm_may_end_set(const struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t *bytes);
-/* Whether a set with this split id is being reassembled. */
-bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id);
-/* Messages and bytes set aside among the early messages by the slots
- * opened while connecting (struct reasm_slot.early). */
-void reasm_early_reserved(const struct rudp_conn *c, uint32_t *msgs, uint64_t *bytes);
-/* Upper bound of the bytes of a set of count fragments. */
-uint64_t reasm_need(const struct reassembly *r, uint32_t count);
 
 /* ---- the connection ---- */
 
@@ -422,7 +60,6 @@ struct rudp_conn {
 	struct sendq rel; /* reliable frames, oldest unacked first */
 	struct sendq unrel; /* unreliable frames, released when sent */
 	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
-	uint32_t rel_unacked; /* sent frames not acked yet */
 	uint32_t next_reliable_index;
 	uint32_t next_dgram_seq;
 	uint16_t next_split_id;
@@ -431,65 +68,17 @@ struct rudp_conn {
 	/* payload_max bytes, made on first use: only when the owner gives no
 	 * datagram_buffer (conn_datagram_buffer) */
 	uint8_t *dgram_buf;
-	struct sent_history sent;
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
-	struct rtt_estimator rtt;
+	struct loss_engine loss; /* what became of the reliable frames sent */
 	struct congestion cc;
-	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
-	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
-	uint64_t ack_progress_us; /* when an ACK last acknowledged a reliable frame (frame_rto_deadline) */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
-	/* What lets a flush and the deadline skip their walks over the frames
-	 * in flight (five per flush with its deadline; with a window of 64 and
-	 * a dozen messages per flush they were a twentieth of a busy client's
-	 * CPU). resend_pending: some sent frame may be FRAME_NACKED; set
-	 * wherever a frame is marked, cleared by a flush walk that left none.
-	 * rto_due_us: the earliest frame_rto_deadline of the frames in flight,
-	 * set by every walk (flush_data's, and flush_note_rto_due after an
-	 * ACK, whose progress restarts the timers) and lowered by every send
-	 * (commit_reliable); 0 before the first flush. newest_sent_index: the
-	 * frame sent last (of those sent in the same microsecond, the highest
-	 * index), which while still in flight is the newest in flight that
-	 * the tail probe resends. */
-	bool resend_pending;
-	bool newest_sent_valid;
-	uint32_t newest_sent_index;
-	uint64_t newest_sent_us;
-	uint64_t rto_due_us;
 
 	/* acknowledgements */
-	struct ackq acks;
-	struct ackq nacks;
-	bool have_highest_dgram;
-	uint32_t highest_dgram_seq;
-	/* The last datagram dropped as too far ahead, and how many such came
-	 * in a row, each a little further on (record_dgram_seq) */
-	uint32_t far_ahead_seq;
-	uint32_t far_ahead_count;
-	/* datagram seqs seen among the last CONN_DGRAM_HISTORY below the highest:
-	 * a datagram the network duplicated must not deliver its unreliable
-	 * frames twice (reliable ones have their own dedup) */
-	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
-	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
-	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
-	/* Decoded records of one incoming ACK and the same normalized: ack_cap
-	 * of each, grown on demand (doubling) up to max_ack_ranges. */
-	struct rudp_wire_range *ack_scratch;
-	struct ack_key_range *ack_keys;
-	uint32_t ack_cap;
+	struct ack_tracker acktr;
 
 	/* receive side */
-	struct recv_dedup dedup;
-	/* Order channels 0 .. chans_count - 1, made when a message first
-	 * arrives on a channel (most applications use one of the 32: the
-	 * full array was 1.3 KiB of every connection's 3.2). Channels not
-	 * made yet expect chans_first_order (0, or what a test set). */
-	struct recv_channel *chans;
-	uint32_t chans_count;
-	uint32_t chans_first_order;
+	struct receiver rx;
 	struct reassembly reasm;
-	uint8_t **hold_block_cache; /* freed payload_max-sized hold buffers */
-	uint32_t hold_block_cached;
 
 	/* handshake and close */
 	bool answered_request; /* server: 0x10 queued */
@@ -499,7 +88,7 @@ struct rudp_conn {
 	int64_t peer_request_time;
 
 	struct rudp_conn_stats stats;
-	uint64_t frames_dropped; /* mirrored into stats.frames_dropped */
+	uint64_t frames_dropped; /* with the parts' own (rx, reasm): stats.frames_dropped */
 	/* Client side: messages that arrived before the server's connection
 	 * request accepted (0x10) was handled, held for delivery right after
 	 * it. Bounded by CONN_EARLY_MAX messages and CONN_EARLY_BYTES; a
@@ -521,50 +110,39 @@ struct rudp_conn {
 	uint8_t *early_handoff;
 };
 
-/*
- * When a frame in flight times out: its RTO (backed off) after its send, or
- * after the last ACK that acknowledged anything, whichever is later (RFC
- * 6298 5.3 restarts the timer on such an ACK). While ACKs make progress the
- * peer is alive and reading, and a frame lost meanwhile is found by the
- * NACK or loss inference that the later datagrams' ACKs bring; a timer
- * from the send alone fired whenever the round trip grew past an RTO
- * learnt before, and under a burst's queues that was most frames (a
- * resend of each, which lengthened the queues). The RTO is left for what
- * it is for: the peer or the path gone quiet.
- */
-static inline uint64_t frame_rto_deadline(const struct rudp_conn *c, const struct sendq_frame *f)
-{
-	uint64_t restarted = c->ack_progress_us + (f->deadline_us - f->last_send_us);
-
-	return restarted > f->deadline_us ? restarted : f->deadline_us;
-}
-
-/* Sets rto_due_us to the earliest frame_rto_deadline of the frames in
- * flight (UINT64_MAX: none), by a walk: after an ACK, whose progress
- * restarts the timers and whose frames leave the flight. */
-void flush_note_rto_due(struct rudp_conn *c);
-
 struct flush_ref {
 	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL */
 	uint32_t index;
 };
 
-struct ack_key_range {
-	int32_t lo; /* distances from next_dgram_seq, negative for sent seqs */
-	int32_t hi;
-};
+static inline void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason)
+{
+	if (c->closed_reported)
+		return;
+	c->state = RUDP_CONN_STATE_CLOSED;
+	c->closed_reported = true;
+	if (c->cb.closed)
+		c->cb.closed(c->cb.ud, reason);
+}
 
-/* conn.c */
-void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason reason);
-/* Where to build the next outgoing datagram (payload_max bytes): the
- * owner's buffer (callbacks.datagram_buffer) or the conn's own. NULL when
- * out of memory: the caller sends nothing now, as if the owner refused. */
-uint8_t *conn_datagram_buffer(struct rudp_conn *c);
+static inline void conn_count_bad_frame(struct rudp_conn *c)
+{
+	c->frames_dropped++;
+}
+
+/* ---- conn_send.c ---- */
+
 /* Queues a message without the checks rudp_conn_send does for the app
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget);
 
+/* ---- conn_control.c ---- */
+
+/* A client's first message, the connection request (0x09). */
+void conn_queue_connection_request(struct rudp_conn *c, uint64_t now_us);
+/* Frees the early messages a connecting client holds. */
+void conn_free_early(struct rudp_conn *c);
 void conn_on_control(struct rudp_conn *c, const uint8_t *data, size_t len, uint64_t now_us);
 /* Before a reliable frame counts as received: room in the send queue for
  * the reliable answer its control message asks for (a server's 0x10 to a
@@ -578,25 +156,28 @@ bool conn_reserve_answer(struct rudp_conn *c, const struct rudp_wire_frame *f);
 bool conn_reserve_early(struct rudp_conn *c, const struct rudp_wire_frame *f, bool held);
 void conn_deliver_app(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel);
-void conn_count_bad_frame(struct rudp_conn *c);
-/* Adds the recently acknowledged seqs to c->acks again (before an ACK is sent). */
-void conn_repeat_recent_acks(struct rudp_conn *c);
-/* After an ACK: DISCONNECTING conns close once everything is acknowledged. */
-void conn_check_disconnect_done(struct rudp_conn *c);
 /* DISCONNECTING with our 0x15 not queued for want of memory: try again. */
 void conn_retry_disconnect(struct rudp_conn *c);
-/* Timeouts (dead peer, unacked data, handshake, linger). True when it closed. */
-bool conn_check_timers(struct rudp_conn *c, uint64_t now_us);
 /* Queues a connected ping when nothing was sent for keepalive_us. */
 void conn_maybe_queue_keepalive(struct rudp_conn *c, uint64_t now_us);
 
-/* flush.c: when a tail-loss probe is due (UINT64_MAX: none). */
-uint64_t flush_probe_deadline(const struct rudp_conn *c);
-/* flush.c: builds and sends data datagrams within limits (NULL: none);
- * sets *blocked when the owner refused one, *budget_spent when the byte
- * budget stopped it. Returns the number sent. */
-int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
-	       bool *blocked, bool *budget_spent);
+/* ---- conn_flush.c ---- */
+
+/* Where to build the next outgoing datagram (payload_max bytes): the
+ * owner's buffer (callbacks.datagram_buffer) or the conn's own. NULL when
+ * out of memory: the caller sends nothing now, as if the owner refused. */
+uint8_t *conn_datagram_buffer(struct rudp_conn *c);
+/* Sends every pending ACK (or NACK) range as ACK datagrams. Returns the
+ * number sent; sets *blocked when the owner refused one (the rest stays
+ * queued). */
+int conn_emit_acks(struct rudp_conn *c, bool nack, uint64_t now_us, bool *blocked);
+
+/* ---- conn_recv.c ---- */
+
+/* An incoming frame-set datagram: its seq noted, its frames received, an
+ * ACK queued when they all could be. 0, or a wire error code for a
+ * datagram dropped whole. */
+int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
 
 /* Test hook: start the counters somewhere (e.g. near 2^24 to cross the wrap).
  * Sets both what this side sends next and what it expects from the peer, so

@@ -21,29 +21,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/conn_internal.h"
+#include "conn/reassembly.h"
 
 /* Smallest split frame header: flags, bit length, split fields (unreliable). */
 #define REASM_MIN_SPLIT_HEADER 13u
 /* Buffers up to this size are kept for the next split message. */
 #define REASM_CACHE_MAX (256u * 1024u)
 
-int reasm_init(struct rudp_conn *c)
+int reasm_init(struct reassembly *r, uint32_t payload_max, const struct reasm_limits *lim)
 {
-	struct reassembly *r = &c->reasm;
-
 	/* The slots come with the first split message (reasm_free_slot): most
 	 * connections never receive one, and max_split_ids slots cost about
 	 * 1.8 KiB each of them. */
 	memset(r, 0, sizeof(*r));
-	r->stride = c->payload_max - RUDP_WIRE_DGRAM_HEADER_LEN - REASM_MIN_SPLIT_HEADER;
+	r->stride = payload_max - RUDP_WIRE_DGRAM_HEADER_LEN - REASM_MIN_SPLIT_HEADER;
+	r->lim = *lim;
 	return 0;
 }
 
-void reasm_free(struct rudp_conn *c)
+void reasm_free(struct reassembly *r)
 {
-	struct reassembly *r = &c->reasm;
-
 	for (uint32_t i = 0; i < r->nslots; i++)
 		free(r->slots[i].buf);
 	free(r->slots);
@@ -62,26 +59,19 @@ static struct reasm_slot *reasm_find(const struct reassembly *r, uint16_t split_
 
 /* NULL when every slot is taken, or when the slots cannot be made (out of
  * memory): either way the fragment waits, unacknowledged, for a resend. */
-static struct reasm_slot *reasm_free_slot(struct rudp_conn *c)
+static struct reasm_slot *reasm_free_slot(struct reassembly *r)
 {
-	struct reassembly *r = &c->reasm;
-
 	if (!r->slots) {
-		r->slots = calloc(c->cfg.max_split_ids, sizeof(*r->slots));
+		r->slots = calloc(r->lim.max_split_ids, sizeof(*r->slots));
 		if (!r->slots)
 			return NULL;
-		r->nslots = c->cfg.max_split_ids;
+		r->nslots = r->lim.max_split_ids;
 	}
 	for (uint32_t i = 0; i < r->nslots; i++) {
 		if (!r->slots[i].used)
 			return &r->slots[i];
 	}
 	return NULL;
-}
-
-uint64_t reasm_need(const struct reassembly *r, uint32_t count)
-{
-	return (uint64_t)count * r->stride;
 }
 
 /*
@@ -92,10 +82,8 @@ uint64_t reasm_need(const struct reassembly *r, uint32_t count)
  * their channel. RakNet peers and librudp send split messages reliably, so
  * this only matters with peers that do not.
  */
-static void reasm_drop_unreliable(struct rudp_conn *c, uint64_t need)
+static void reasm_drop_unreliable(struct reassembly *r, uint64_t need)
 {
-	struct reassembly *r = &c->reasm;
-
 	while (r->slots) {
 		struct reasm_slot *oldest = NULL;
 		bool slot_free = false;
@@ -109,43 +97,40 @@ static void reasm_drop_unreliable(struct rudp_conn *c, uint64_t need)
 				 (!oldest || s->started_us < oldest->started_us))
 				oldest = s;
 		}
-		if ((slot_free && r->reserved_bytes + need <= c->cfg.max_reassembly_bytes) || !oldest)
+		if ((slot_free && r->reserved_bytes + need <= r->lim.max_bytes) || !oldest)
 			return;
-		conn_count_bad_frame(c);
-		reasm_release(c, oldest);
+		r->frames_dropped++;
+		reasm_release(r, oldest);
 	}
 }
 
 /* A free slot, with room for need more bytes: made by giving up stale
  * unreliable sets when needed. NULL when there is none. */
-static struct reasm_slot *reasm_room(struct rudp_conn *c, uint64_t need)
+static struct reasm_slot *reasm_room(struct reassembly *r, uint64_t need)
 {
-	struct reasm_slot *s = reasm_free_slot(c);
+	struct reasm_slot *s = reasm_free_slot(r);
 
-	if (!s || c->reasm.reserved_bytes + need > c->cfg.max_reassembly_bytes) {
-		reasm_drop_unreliable(c, need);
-		s = reasm_free_slot(c);
+	if (!s || r->reserved_bytes + need > r->lim.max_bytes) {
+		reasm_drop_unreliable(r, need);
+		s = reasm_free_slot(r);
 	}
-	return s && c->reasm.reserved_bytes + need <= c->cfg.max_reassembly_bytes ? s : NULL;
+	return s && r->reserved_bytes + need <= r->lim.max_bytes ? s : NULL;
 }
 
-static bool reasm_never_fits(const struct rudp_conn *c, const struct rudp_wire_frame *f)
+static bool reasm_never_fits(const struct reassembly *r, const struct rudp_wire_frame *f)
 {
-	return f->split_count > c->cfg.max_split_count ||
-	       reasm_need(&c->reasm, f->split_count) > c->cfg.max_reassembly_bytes;
+	return f->split_count > r->lim.max_split_count || reasm_need(r, f->split_count) > r->lim.max_bytes;
 }
 
 /* Refused split ids are forgotten after timeout_us without a fragment: ids
  * are only 16 bits and come round again. */
-static bool reasm_is_refused(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
+static bool reasm_is_refused(struct reassembly *r, const struct rudp_wire_frame *f, uint64_t now_us)
 {
-	struct reassembly *r = &c->reasm;
-
 	for (uint32_t i = 0; i < REASM_REFUSED_MEMORY; i++) {
 		struct reasm_refused *x = &r->refused[i];
 
 		if (x->count != 0 && x->split_id == f->split_id && x->count == f->split_count &&
-		    now_us - x->last_us < c->cfg.timeout_us) {
+		    now_us - x->last_us < r->lim.refused_memory_us) {
 			x->last_us = now_us;
 			return true;
 		}
@@ -153,18 +138,22 @@ static bool reasm_is_refused(struct rudp_conn *c, const struct rudp_wire_frame *
 	return false;
 }
 
-static void reasm_refuse(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
+/* REASM_SKIP_ORDER (with *skip) when the refused set was ordered. */
+static enum reasm_result reasm_refuse(struct reassembly *r, const struct rudp_wire_frame *f, uint64_t now_us,
+				      struct reasm_skip *skip)
 {
-	struct reassembly *r = &c->reasm;
 	struct reasm_refused *x = &r->refused[r->refused_next];
 
 	r->refused_next = (r->refused_next + 1) % REASM_REFUSED_MEMORY;
 	x->split_id = f->split_id;
 	x->count = f->split_count;
 	x->last_us = now_us;
-	conn_count_bad_frame(c);
-	if (f->reliability == RUDP_WIRE_RELIABLE_ORDERED)
-		recv_order_skip(c, f->order_channel, f->order_index);
+	r->frames_dropped++;
+	if (f->reliability != RUDP_WIRE_RELIABLE_ORDERED)
+		return REASM_INCOMPLETE;
+	skip->channel = f->order_channel;
+	skip->order_index = f->order_index;
+	return REASM_SKIP_ORDER;
 }
 
 /* A split set's buffer: its fragments at index * stride, then their lengths. */
@@ -173,14 +162,13 @@ static size_t reasm_buf_cap(const struct reassembly *r, uint32_t count)
 	return (size_t)reasm_need(r, count) + (size_t)count * sizeof(uint16_t);
 }
 
-enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame *f)
+enum reasm_result reasm_admit(struct reassembly *r, const struct rudp_wire_frame *f)
 {
-	struct reassembly *r = &c->reasm;
 	size_t cap;
 
-	if (!rudp_wire_is_reliable(f->reliability) || reasm_find(r, f->split_id) || reasm_never_fits(c, f))
+	if (!rudp_wire_is_reliable(f->reliability) || reasm_find(r, f->split_id) || reasm_never_fits(r, f))
 		return REASM_INCOMPLETE;
-	if (!reasm_room(c, reasm_need(r, f->split_count)))
+	if (!reasm_room(r, reasm_need(r, f->split_count)))
 		return REASM_DEFER;
 	/* The buffer is made now, as the cached one reasm_open takes: once the
 	 * frame counts as received, failing to make it would refuse the set
@@ -199,12 +187,12 @@ enum reasm_result reasm_admit(struct rudp_conn *c, const struct rudp_wire_frame 
 	return REASM_INCOMPLETE;
 }
 
-static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us)
+static struct reasm_slot *reasm_open(struct reassembly *r, const struct rudp_wire_frame *f, uint64_t now_us,
+				     bool early)
 {
-	struct reassembly *r = &c->reasm;
 	uint64_t need = reasm_need(r, f->split_count);
 	size_t cap = reasm_buf_cap(r, f->split_count);
-	struct reasm_slot *s = reasm_room(c, need);
+	struct reasm_slot *s = reasm_room(r, need);
 
 	if (!s)
 		return NULL;
@@ -230,14 +218,14 @@ static struct reasm_slot *reasm_open(struct rudp_conn *c, const struct rudp_wire
 	s->sequenced_index = f->sequenced_index;
 	s->reserved = need;
 	s->started_us = now_us;
-	s->early = c->role == RUDP_CONN_CLIENT && c->state == RUDP_CONN_STATE_CONNECTING;
+	s->early = early;
 	r->reserved_bytes += need;
 	return s;
 }
 
-bool reasm_may_end_set(const struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t *bytes)
+bool reasm_may_end_set(const struct reassembly *r, const struct rudp_wire_frame *f, uint64_t *bytes)
 {
-	const struct reasm_slot *s = reasm_find(&c->reasm, f->split_id);
+	const struct reasm_slot *s = reasm_find(r, f->split_id);
 
 	*bytes = 0;
 	if (s && s->received + 1 < s->count)
@@ -245,31 +233,29 @@ bool reasm_may_end_set(const struct rudp_conn *c, const struct rudp_wire_frame *
 	/* The last fragment of an open set, a set of one, or a first
 	 * fragment that may be refused (which passes its order index over). */
 	if (s || f->split_count <= 1)
-		*bytes = reasm_need(&c->reasm, s ? s->count : 1);
+		*bytes = reasm_need(r, s ? s->count : 1);
 	return true;
 }
 
-bool reasm_is_open(const struct rudp_conn *c, uint16_t split_id)
+bool reasm_is_open(const struct reassembly *r, uint16_t split_id)
 {
-	return reasm_find(&c->reasm, split_id) != NULL;
+	return reasm_find(r, split_id) != NULL;
 }
 
-void reasm_early_reserved(const struct rudp_conn *c, uint32_t *msgs, uint64_t *bytes)
+void reasm_early_reserved(const struct reassembly *r, uint32_t *msgs, uint64_t *bytes)
 {
 	*msgs = 0;
 	*bytes = 0;
-	for (uint32_t i = 0; i < c->reasm.nslots; i++) {
-		if (c->reasm.slots[i].used && c->reasm.slots[i].early) {
+	for (uint32_t i = 0; i < r->nslots; i++) {
+		if (r->slots[i].used && r->slots[i].early) {
 			(*msgs)++;
-			*bytes += c->reasm.slots[i].reserved;
+			*bytes += r->slots[i].reserved;
 		}
 	}
 }
 
-void reasm_release(struct rudp_conn *c, struct reasm_slot *s)
+void reasm_release(struct reassembly *r, struct reasm_slot *s)
 {
-	struct reassembly *r = &c->reasm;
-
 	r->reserved_bytes -= s->reserved;
 	if (s->buf_cap <= REASM_CACHE_MAX && s->buf_cap > r->cached_cap) {
 		free(r->cached_buf);
@@ -296,26 +282,24 @@ static void lens_set(struct reasm_slot *s, uint64_t data_bytes, uint32_t i, uint
 	memcpy(s->buf + data_bytes + (size_t)i * sizeof(v), &v, sizeof(v));
 }
 
-enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, uint64_t now_us,
-				    struct reasm_slot **slot_out, size_t *len_out)
+enum reasm_result reasm_on_fragment(struct reassembly *r, const struct rudp_wire_frame *f, uint64_t now_us,
+				    bool early, struct reasm_slot **slot_out, size_t *len_out,
+				    struct reasm_skip *skip_out)
 {
-	struct reassembly *r = &c->reasm;
 	struct reasm_slot *s = reasm_find(r, f->split_id);
 	uint64_t total = 0;
 
 	if (!s) {
-		if (reasm_is_refused(c, f, now_us)) {
-			conn_count_bad_frame(c);
+		if (reasm_is_refused(r, f, now_us)) {
+			r->frames_dropped++;
 			return REASM_INCOMPLETE;
 		}
-		if (reasm_never_fits(c, f) || !(s = reasm_open(c, f, now_us))) {
-			reasm_refuse(c, f, now_us);
-			return REASM_INCOMPLETE;
-		}
+		if (reasm_never_fits(r, f) || !(s = reasm_open(r, f, now_us, early)))
+			return reasm_refuse(r, f, now_us, skip_out);
 	}
 	if (f->split_count != s->count || f->split_index >= s->count || f->reliability != s->reliability ||
 	    f->body_len > r->stride || lens_get(s, s->reserved, f->split_index) != 0) {
-		conn_count_bad_frame(c);
+		r->frames_dropped++;
 		return REASM_INCOMPLETE;
 	}
 	memcpy(s->buf + (size_t)f->split_index * r->stride, f->body, f->body_len);
@@ -332,12 +316,17 @@ enum reasm_result reasm_on_fragment(struct rudp_conn *c, const struct rudp_wire_
 			memmove(s->buf + total, s->buf + from, len);
 		total += len;
 	}
-	if (total > c->cfg.max_message_size) {
-		conn_count_bad_frame(c);
-		if (s->reliability == RUDP_WIRE_RELIABLE_ORDERED)
-			recv_order_skip(c, s->channel, s->order_index);
-		reasm_release(c, s);
-		return REASM_INCOMPLETE;
+	if (total > r->lim.max_message_size) {
+		r->frames_dropped++;
+		if (s->reliability != RUDP_WIRE_RELIABLE_ORDERED) {
+			reasm_release(r, s);
+			return REASM_INCOMPLETE;
+		}
+		/* Released by the caller once the index is passed over. */
+		skip_out->channel = s->channel;
+		skip_out->order_index = s->order_index;
+		*slot_out = s;
+		return REASM_SKIP_ORDER;
 	}
 	*slot_out = s;
 	*len_out = (size_t)total;

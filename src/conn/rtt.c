@@ -3,14 +3,14 @@
  * Retransmission timeout from RTT samples, RFC 6298 style.
  *
  * Samples come from ACKs, one per ACK datagram: the newest datagram it
- * names, timed from that datagram's send (ackq.c). Karn's rule is not
+ * names, timed from that datagram's send (loss.c). Karn's rule is not
  * needed: every copy of a frame travels in a datagram with a sequence
  * number of its own, and ACKs name datagrams, so an ACK always says which
  * copy it answers. And from connected pongs. The
  * clock granularity G of the RFC is taken as 1 ms: our clock is in
  * microseconds, but the peer's ACK timing is no finer than its flush loop.
  */
-#include "conn/conn_internal.h"
+#include "conn/rtt.h"
 
 #define RTT_GRANULARITY_US 1000u
 /* How long a minimum RTT sample stands before a larger one replaces it. */

@@ -1,28 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The send queues: frame records and their bodies, and rudp_conn_send(),
- * which turns a message into frames (splitting it when it does not fit in one
- * datagram) and gives it its reliable / ordered / sequenced indexes.
- *
- * Indexes are assigned when a message is queued, not when it is first sent:
- * reliable frames then sit in the ring in reliable-index order, so the frame
- * with reliable index r is at position r - oldest_unacked, the window test is
- * a subtraction, and no per-frame lookup structure is needed.
+ * The send queue: a FIFO of frame records and a byte ring of their bodies
+ * (common/body_ring.h), grown on demand and given back when idle.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/body_ring.h"
-#include "conn/conn_internal.h"
+#include "conn/conn.h"
+#include "conn/sendq.h"
 
 /* The record ring starts small and doubles: a connection with a few
  * messages in flight (a game client, each of 2,048 in one process) needs
  * 16 or 32 records, and 64 cost 4.6 KiB each. */
 #define SENDQ_MIN_FRAMES 16u
-/* Each queued frame also costs a record; bound how many records a budget of
- * max_queue_bytes can pin, whatever the message sizes. */
-#define SENDQ_BYTES_PER_RECORD 64u
-#define SENDQ_MIN_RECORDS 1024u
 
 static uint64_t round_up_pow2(uint64_t v)
 {
@@ -94,7 +85,7 @@ static bool sendq_bodies_fit(const struct sendq *q, uint64_t nbytes, uint32_t ma
 	return true;
 }
 
-int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us)
+int sendq_reserve_slow(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body, uint64_t now_us)
 {
 	uint64_t used = q->ring.head - q->ring.tail;
 	/* After growing, the run must fit wherever the head then is: it wraps
@@ -102,7 +93,6 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 	uint64_t need = used + nbytes + max_body;
 	int rc;
 
-	body_ring_mark_used(&q->ring, now_us);
 	if ((uint64_t)q->frames_count + nframes > q->frames_cap) {
 		rc = sendq_grow_frames(q, q->frames_count + nframes);
 		if (rc < 0)
@@ -114,22 +104,6 @@ int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t m
 			return rc;
 	}
 	return 0;
-}
-
-struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl, const uint8_t *body,
-			       uint16_t len)
-{
-	uint64_t pos = body_ring_push(&q->ring, body, len);
-	struct sendq_frame *f;
-
-	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
-	*f = *tmpl;
-	f->body_pos = pos;
-	f->body_len = len;
-	q->frames_count++;
-	q->body_bytes += len;
-	q->wire_bytes += (uint64_t)len + f->hdr_len;
-	return f;
 }
 
 void sendq_trim_idle(struct sendq *q, uint64_t now_us)
@@ -151,260 +125,4 @@ void sendq_pop_front(struct sendq *q)
 	} else {
 		q->ring.tail = sendq_at(q, 0)->body_pos;
 	}
-}
-
-/* Fragments a message of len bytes takes. Most messages fit one frame, and
- * this runs several times per message: no division for them. */
-static inline size_t conn_frag_count(const struct rudp_conn *c, size_t len)
-{
-	if (len != 0 && len <= c->frag_body_max)
-		return 1;
-	return (len + c->frag_body_max - 1) / c->frag_body_max;
-}
-
-static uint8_t plain_reliability(uint8_t r)
-{
-	switch (r) {
-	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT: return RUDP_WIRE_UNRELIABLE;
-	case RUDP_WIRE_RELIABLE_ACK_RECEIPT: return RUDP_WIRE_RELIABLE;
-	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT: return RUDP_WIRE_RELIABLE_ORDERED;
-	default: return r;
-	}
-}
-
-uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
-{
-	uint8_t rel = plain_reliability(reliability);
-
-	if (len > c->frag_body_max) {
-		/* A lost fragment would lose the whole message; RakNet sends split
-		 * unreliable messages reliably for the same reason. */
-		if (rel == RUDP_WIRE_UNRELIABLE)
-			rel = RUDP_WIRE_RELIABLE;
-		else if (rel == RUDP_WIRE_UNRELIABLE_SEQUENCED)
-			rel = RUDP_WIRE_RELIABLE_SEQUENCED;
-	}
-	return rel;
-}
-
-int rudp_conn_check_size(const struct rudp_conn *c, size_t len)
-{
-	size_t nfrags = conn_frag_count(c, len);
-
-	if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
-		return RUDP_CONN_E_TOO_LARGE;
-	return 0;
-}
-
-static void take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, struct rudp_conn_msg_indexes *ix)
-{
-	ix->order_index = 0;
-	ix->sequenced_index = 0;
-	if (!rudp_wire_is_ordered_or_sequenced(rel))
-		return;
-	if (rudp_wire_is_sequenced(rel)) {
-		/* A sequenced message carries the channel's current order index
-		 * (the next ordered message's), as RakNet does, so the receiver can
-		 * tell it is not older than the ordered stream. */
-		ix->sequenced_index = c->sequenced_write[channel];
-		c->sequenced_write[channel] = rudp_u24_add(c->sequenced_write[channel], 1);
-		ix->order_index = c->order_write[channel];
-	} else {
-		ix->order_index = c->order_write[channel];
-		c->order_write[channel] = rudp_u24_add(c->order_write[channel], 1);
-	}
-}
-
-void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t channel,
-			    struct rudp_conn_msg_indexes *ix)
-{
-	take_indexes(c, reliability, channel, ix);
-	c->stats.messages_sent++;
-}
-
-/* rel is already effective (see rudp_conn_effective_reliability). */
-static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
-			const struct rudp_conn_msg_indexes *ix_or_null)
-{
-	size_t nfrags = conn_frag_count(c, len);
-	struct rudp_conn_msg_indexes ix;
-	struct sendq_frame tmpl;
-	struct sendq *q;
-	int rc;
-
-	/* Reliable indexes must stay well inside half the 24-bit space from the
-	 * oldest unacked one, or the peer could not tell new from old. */
-	if ((uint64_t)c->rel.frames_count + nfrags >= (1u << 22))
-		return RUDP_CONN_E_QUEUE_FULL;
-
-	q = rudp_wire_is_reliable(rel) ? &c->rel : &c->unrel;
-	rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max, c->now_us);
-	if (rc < 0)
-		return rc;
-
-	if (ix_or_null)
-		ix = *ix_or_null;
-	else
-		take_indexes(c, rel, channel, &ix);
-	memset(&tmpl, 0, sizeof(tmpl));
-	tmpl.reliability = rel;
-	tmpl.state = FRAME_QUEUED;
-	if (rudp_wire_is_ordered_or_sequenced(rel)) {
-		tmpl.channel = channel;
-		tmpl.order_index = ix.order_index;
-		tmpl.sequenced_index = ix.sequenced_index;
-	}
-	if (nfrags > 1) {
-		tmpl.split = true;
-		tmpl.split_count = (uint32_t)nfrags;
-		tmpl.split_id = c->next_split_id++;
-	}
-	/* Every fragment of a message has the same header layout. */
-	tmpl.hdr_len = (uint8_t)rudp_wire_frame_header_len_of(rel, tmpl.split);
-	for (size_t i = 0; i < nfrags; i++) {
-		size_t off = i * c->frag_body_max;
-		size_t part = len - off < c->frag_body_max ? len - off : c->frag_body_max;
-
-		tmpl.split_index = (uint32_t)i;
-		if (rudp_wire_is_reliable(rel)) {
-			tmpl.reliable_index = c->next_reliable_index;
-			c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
-		}
-		sendq_push(q, &tmpl, data + off, (uint16_t)part);
-	}
-	if (q == &c->rel)
-		c->rel_unsent_wire += (uint64_t)len + (uint64_t)nfrags * tmpl.hdr_len;
-	return 0;
-}
-
-int rudp_conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-			    uint8_t channel, const struct rudp_conn_msg_indexes *ix)
-{
-	int rc =
-		queue_frames(c, data, len, rudp_conn_effective_reliability(c, len, reliability), channel, ix);
-
-	if (rc == 0 && !ix)
-		c->stats.messages_sent++;
-	return rc;
-}
-
-int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		       uint8_t channel, bool enforce_budget)
-{
-	uint8_t rel = rudp_conn_effective_reliability(c, len, reliability);
-
-	if (enforce_budget) {
-		size_t nfrags = conn_frag_count(c, len);
-		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
-		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
-		int rc = rudp_conn_check_size(c, len);
-
-		if (rc < 0)
-			return rc;
-		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
-			return RUDP_CONN_E_QUEUE_FULL;
-	}
-	return queue_frames(c, data, len, rel, channel, NULL);
-}
-
-int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-			 uint8_t channel, uint64_t now_us)
-{
-	uint8_t rel;
-
-	if (now_us > c->now_us)
-		c->now_us = now_us;
-	if (c->state != RUDP_CONN_STATE_CONNECTED)
-		return RUDP_CONN_E_STATE;
-	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT)
-		return RUDP_CONN_E_ARG;
-	rel = plain_reliability(reliability);
-	if (rudp_wire_is_ordered_or_sequenced(rel) && channel >= CONN_CHANNELS)
-		return RUDP_CONN_E_ARG;
-	/* The peer's conn would consume such a message as a control message. */
-	if (rudp_wire_is_control_id(data[0]))
-		return RUDP_CONN_E_ARG;
-	return 0;
-}
-
-int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		      uint8_t channel, uint8_t priority, uint64_t now_us)
-{
-	uint8_t rel = plain_reliability(reliability);
-	int rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
-
-	/* Priority is checked with the other arguments, after the state. */
-	if (rc == 0 && priority >= RUDP_CONN_PRIORITIES)
-		rc = RUDP_CONN_E_ARG;
-	if (rc < 0)
-		return rc;
-	if (!rudp_wire_is_ordered_or_sequenced(rel))
-		channel = 0;
-	rc = conn_queue_message(c, data, len, rel, channel, true);
-	if (rc == 0)
-		c->stats.messages_sent++;
-	return rc;
-}
-
-int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint64_t now_us)
-{
-	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
-}
-
-/* ---- the room a send scheduler above asks for (conn.h) ---- */
-
-uint32_t rudp_conn_window_frames(const struct rudp_conn *c)
-{
-	return c->cfg.window_frames;
-}
-
-uint32_t rudp_conn_window_frames_used(const struct rudp_conn *c)
-{
-	return c->rel.frames_count;
-}
-
-uint64_t rudp_conn_reliable_bytes(const struct rudp_conn *c)
-{
-	return c->rel.wire_bytes;
-}
-
-uint64_t rudp_conn_reliable_unsent_bytes(const struct rudp_conn *c)
-{
-	return c->rel_unsent_wire;
-}
-
-uint64_t rudp_conn_unreliable_bytes(const struct rudp_conn *c)
-{
-	return c->unrel.wire_bytes;
-}
-
-uint64_t rudp_conn_queue_room(const struct rudp_conn *c)
-{
-	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-
-	return queued < c->cfg.max_queue_bytes ? c->cfg.max_queue_bytes - queued : 0;
-}
-
-bool rudp_conn_congestion_allows(const struct rudp_conn *c, uint64_t bytes)
-{
-	return cc_would_send(&c->cc, (uint32_t)bytes);
-}
-
-bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes)
-{
-	return cc_leaves_half_free(&c->cc, c->rel_unsent_wire, bytes);
-}
-
-uint32_t rudp_conn_message_frames(const struct rudp_conn *c, size_t len)
-{
-	return (uint32_t)conn_frag_count(c, len);
-}
-
-uint64_t rudp_conn_message_encoded_bytes(const struct rudp_conn *c, size_t len, uint8_t reliability)
-{
-	uint64_t nfrags = conn_frag_count(c, len);
-
-	return len + nfrags * rudp_wire_frame_header_len_of(plain_reliability(reliability), nfrags > 1);
 }

@@ -1176,31 +1176,32 @@ static void test_ack_repeats_match_bitwise_walk(void **state)
 			rng ^= rng << 17;
 			uint64_t r = rng;
 			switch (round % 5) {
-			case 0: c->dgram_acked[w] = ~(uint64_t)0; break;
-			case 1: c->dgram_acked[w] = r; break;
-			case 2: c->dgram_acked[w] = r & (r >> 1) & (r >> 2); break; /* sparse */
-			case 3: c->dgram_acked[w] = r | (r << 1) | (r << 2); break; /* dense */
-			default: c->dgram_acked[w] = (r & 1) ? ~(uint64_t)0 : 0; break;
+			case 0: c->acktr.dgram_acked[w] = ~(uint64_t)0; break;
+			case 1: c->acktr.dgram_acked[w] = r; break;
+			case 2: c->acktr.dgram_acked[w] = r & (r >> 1) & (r >> 2); break; /* sparse */
+			case 3: c->acktr.dgram_acked[w] = r | (r << 1) | (r << 2); break; /* dense */
+			default: c->acktr.dgram_acked[w] = (r & 1) ? ~(uint64_t)0 : 0; break;
 			}
 		}
 		rng ^= rng << 13;
 		rng ^= rng >> 7;
 		rng ^= rng << 17;
-		c->have_highest_dgram = true;
+		c->acktr.have_highest_dgram = true;
 		/* Near the 24-bit wrap now and then, at any bit of a word. */
-		c->highest_dgram_seq = (uint32_t)(round % 7 == 0 ? (rng % 300) : rng) & RUDP_WIRE_U24_MASK;
-		c->acks.count = 0;
-		conn_repeat_recent_acks(c);
+		c->acktr.highest_dgram_seq =
+			(uint32_t)(round % 7 == 0 ? (rng % 300) : rng) & RUDP_WIRE_U24_MASK;
+		c->acktr.acks.count = 0;
+		acktr_repeat_recent_acks(&c->acktr);
 		uint32_t n;
-		reference_repeats(c->dgram_acked, c->highest_dgram_seq, want, &n);
-		assert_int_equal(c->acks.count, n);
+		reference_repeats(c->acktr.dgram_acked, c->acktr.highest_dgram_seq, want, &n);
+		assert_int_equal(c->acktr.acks.count, n);
 		for (uint32_t i = 0; i < n; i++) {
-			assert_int_equal(c->acks.ranges[i].start, want[i].start);
-			assert_int_equal(c->acks.ranges[i].end, want[i].end);
+			assert_int_equal(c->acktr.acks.ranges[i].start, want[i].start);
+			assert_int_equal(c->acktr.acks.ranges[i].end, want[i].end);
 		}
 	}
-	fk.c->acks.count = 0;
-	memset(fk.c->dgram_acked, 0, sizeof(fk.c->dgram_acked));
+	fk.c->acktr.acks.count = 0;
+	memset(fk.c->acktr.dgram_acked, 0, sizeof(fk.c->acktr.dgram_acked));
 	rudp_conn_destroy(fk.c);
 }
 
@@ -1353,7 +1354,7 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	 * which the fake's silence would close the conn. */
 	cfg.timeout_us = 3600000000u;
 	fake_setup(&fk, &cfg);
-	fk.c->sent.ring_head += ring_start;
+	fk.c->loss.sent.ring_head += ring_start;
 	assert_int_equal(cfg.window_frames, 64);
 	assert_int_equal(cfg.max_frames_per_datagram, 8);
 	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0); /* the 0x10 */
@@ -1363,7 +1364,7 @@ static void sent_history_shared_ring(uint32_t ring_start)
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(rudp_conn_send(fk.c, body, sizeof(body), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
 	int before = fk.data_dgrams;
-	d1_end = fk.c->sent.ring_head + 16; /* one past d1's run */
+	d1_end = fk.c->loss.sent.ring_head + 16; /* one past d1's run */
 	fake_flush(&fk);
 	assert_int_equal(fk.data_dgrams, before + 8);
 	assert_int_equal(stats_of(&fk).window_in_use, 64);
@@ -1380,8 +1381,8 @@ static void sent_history_shared_ring(uint32_t ring_start)
 
 	/* Timeouts resend the other 56, oldest first, until the ring has
 	 * wrapped past d1's run. */
-	assert_int_equal(fk.c->sent.size, 256); /* grown from 64: four windows */
-	while (fk.c->sent.ring_head - d1_end <= fk.c->sent.size) {
+	assert_int_equal(fk.c->loss.sent.size, 256); /* grown from 64: four windows */
+	while (fk.c->loss.sent.ring_head - d1_end <= fk.c->loss.sent.size) {
 		uint64_t due = rudp_conn_next_deadline(fk.c);
 
 		assert_true(due > fk.now && due - fk.now < cfg.timeout_us);
@@ -1436,11 +1437,11 @@ static void history_doubles_while_unacked(struct fake *fk, const uint8_t *body, 
 	uint32_t first = fk->c->next_dgram_seq;
 	fake_flush(fk);
 	while (rudp_u24_diff(fk->c->next_dgram_seq, first) <= 64) {
-		assert_int_equal(fk->c->sent.size, 64);
+		assert_int_equal(fk->c->loss.sent.size, 64);
 		fk->now = rudp_conn_next_deadline(fk->c);
 		fake_flush(fk);
 	}
-	assert_int_equal(fk->c->sent.size, 128);
+	assert_int_equal(fk->c->loss.sent.size, 128);
 	assert_int_equal(rudp_conn_state(fk->c), RUDP_CONN_STATE_CONNECTED);
 }
 
@@ -1461,7 +1462,7 @@ static void test_sent_history_grows_under_loss(void **state)
 		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
 	}
 	assert_int_equal(stats_of(&fk).window_in_use, 0);
-	assert_int_equal(fk.c->sent.size, 64);
+	assert_int_equal(fk.c->loss.sent.size, 64);
 	/* Unreliable datagrams, acknowledged when nothing reliable is in
 	 * flight: their slots are cleared all the same, no growth. */
 	for (int i = 0; i < 200; i++) {
@@ -1470,7 +1471,7 @@ static void test_sent_history_grows_under_loss(void **state)
 		fake_flush(&fk);
 		assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
 	}
-	assert_int_equal(fk.c->sent.size, 64);
+	assert_int_equal(fk.c->loss.sent.size, 64);
 	history_doubles_while_unacked(&fk, body, sizeof(body));
 	rudp_conn_destroy(fk.c);
 }
@@ -1623,7 +1624,7 @@ static void test_sent_history_ignores_finished_losses(void **state)
 						 0);
 		}
 		assert_int_equal(stats_of(&fk).window_in_use, 0);
-		assert_int_equal(fk.c->sent.size, 64);
+		assert_int_equal(fk.c->loss.sent.size, 64);
 	}
 	/* Still grows when a reused slot names a frame that waits. */
 	history_doubles_while_unacked(&fk, body, sizeof(body));
@@ -1671,7 +1672,7 @@ static void test_dedup_grows_ahead(void **state)
 	}
 	assert_int_equal(fk.delivered, delivered + 813);
 	assert_int_equal(stats_of(&fk).duplicates_dropped, 1 + 811);
-	assert_true(recv_no_reliable_gaps(fk.c));
+	assert_true(recv_no_reliable_gaps(&fk.c->rx));
 	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	fk.ri = rudp_u24_add(base, 813);
 	expect_app_message_works(&fk, 0);
@@ -1734,8 +1735,8 @@ static void test_congestion_window_holds_frames(void **state)
 		assert_int_equal(stats_of(&fk).cc_reductions, 0);
 		/* With a queue building (RTT 40 ms over a 20 ms minimum): the
 		 * window to 0.7 of itself, once for that flight. */
-		fk.c->rtt.min_us = 20000;
-		fk.c->rtt.srtt_us = 40000;
+		fk.c->loss.rtt.min_us = 20000;
+		fk.c->loss.rtt.srtt_us = 40000;
 		fk.now += 20000; /* a genuine NACK takes at least half the minimum RTT */
 		assert_int_equal(fake_ack_seq(&fk, (first + 6) & RUDP_WIRE_U24_MASK, true), 0);
 		assert_int_equal(fake_ack_seq(&fk, (first + 7) & RUDP_WIRE_U24_MASK, true), 0);
@@ -1797,7 +1798,7 @@ static void test_datagram_seq_jump_followed(void **state)
 	assert_false(fake_unreliable_arrives(&fk));
 	assert_true(fake_unreliable_arrives(&fk));
 	assert_true(fake_unreliable_arrives(&fk));
-	assert_int_equal(fk.c->highest_dgram_seq, rudp_u24_add(fk.seq, (uint32_t)-1));
+	assert_int_equal(fk.c->acktr.highest_dgram_seq, rudp_u24_add(fk.seq, (uint32_t)-1));
 	assert_int_equal(stats_of(&fk).datagrams_dropped, 5);
 	expect_app_message_works(&fk, 0);
 	rudp_conn_destroy(fk.c);

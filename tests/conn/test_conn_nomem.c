@@ -714,14 +714,15 @@ static void check_quiet_state(void)
 	for (int i = 0; i < 2; i++) {
 		const struct rudp_conn *c = net.ep[i].c;
 
-		for (uint32_t ch = 0; ch < c->chans_count; ch++) {
-			if (c->chans[ch].held != 0)
-				net_error("ep%d still holds %u messages on ch %u", i, c->chans[ch].held, ch);
+		for (uint32_t ch = 0; ch < c->rx.chans_count; ch++) {
+			if (c->rx.chans[ch].held != 0)
+				net_error("ep%d still holds %u messages on ch %u", i, c->rx.chans[ch].held,
+					  ch);
 		}
 		if (c->reasm.reserved_bytes != 0)
 			net_error("ep%d still reserves %llu reassembly bytes", i,
 				  (unsigned long long)c->reasm.reserved_bytes);
-		if (!recv_no_reliable_gaps(c))
+		if (!recv_no_reliable_gaps(&c->rx))
 			net_error("ep%d still misses reliable frames", i);
 		if (c->rel.frames_count != 0 || c->unrel.frames_count != 0 || c->rel_sent != 0)
 			net_error("ep%d still has frames queued", i);
@@ -917,18 +918,18 @@ static void check_conversation_growth(void)
 		const struct rudp_conn *c = net.ep[i].c;
 
 		frames = c->rel.frames_cap > frames ? c->rel.frames_cap : frames;
-		history = c->sent.size > history ? c->sent.size : history;
-		dedup = c->dedup.nbits > dedup ? c->dedup.nbits : dedup;
-		acks = c->acks.cap > acks ? c->acks.cap : acks;
-		nacks = c->nacks.cap > nacks ? c->nacks.cap : nacks;
-		scratch = c->ack_cap > scratch ? c->ack_cap : scratch;
-		chans = c->chans_count > chans ? c->chans_count : chans;
-		for (uint32_t ch = 0; ch < c->chans_count; ch++)
-			hold = c->chans[ch].hold_cap > hold ? c->chans[ch].hold_cap : hold;
+		history = c->loss.sent.size > history ? c->loss.sent.size : history;
+		dedup = c->rx.dedup.nbits > dedup ? c->rx.dedup.nbits : dedup;
+		acks = c->acktr.acks.cap > acks ? c->acktr.acks.cap : acks;
+		nacks = c->acktr.nacks.cap > nacks ? c->acktr.nacks.cap : nacks;
+		scratch = c->loss.ack_cap > scratch ? c->loss.ack_cap : scratch;
+		chans = c->rx.chans_count > chans ? c->rx.chans_count : chans;
+		for (uint32_t ch = 0; ch < c->rx.chans_count; ch++)
+			hold = c->rx.chans[ch].hold_cap > hold ? c->rx.chans[ch].hold_cap : hold;
 		reasm = reasm && c->reasm.slots != NULL;
 	}
 	/* Beyond the first sizes: 16 records (sendq.c), SENT_HISTORY_MIN, 256
-	 * dedup bits (recv.c), 16 ranges (ackq.c), 16 held messages. */
+	 * dedup bits (recv.c), 16 ranges (acktr.c), 16 held messages. */
 	if (frames <= 16 || history <= SENT_HISTORY_MIN || dedup <= 256 || acks <= 16 || nacks <= 16 ||
 	    scratch <= 16 || chans != CONN_CHANNELS || hold <= 16 || !reasm)
 		net_error(

@@ -173,7 +173,7 @@ static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t co
 		assert_int_equal(st[i].messages_received, s->ep[i].rx_messages);
 		/* Order channels are made as messages use them: the four of
 		 * the workload, not all 32. */
-		assert_int_equal(s->ep[i].c->chans_count, 4);
+		assert_int_equal(s->ep[i].c->rx.chans_count, 4);
 		/* Without loss or reordering nothing is ever sent twice. */
 		if (perfect_link)
 			assert_int_equal(st[i].frames_retransmitted, 0);
@@ -495,8 +495,8 @@ static void test_lost_acks_inferred(void **state)
 	sim_assert_complete(s, 1);
 	/* One channel in use, one made (plus none on the sender, which
 	 * received nothing ordered). */
-	assert_int_equal(s->ep[1].c->chans_count, 1);
-	assert_int_equal(s->ep[0].c->chans_count, 0);
+	assert_int_equal(s->ep[1].c->rx.chans_count, 1);
+	assert_int_equal(s->ep[0].c->rx.chans_count, 0);
 	print_message("3000 messages with 10 %% ACK loss: %.3f s of virtual time\n",
 		      (double)(s->now - start) / SEC);
 	/* Measured: 1.28 s; without the inference (probes and RTO only) 2.96 s.
@@ -932,7 +932,7 @@ static uint64_t run_forged_seq(bool forge, struct rudp_conn_stats st[2], uint32_
 		/* A connected ping (0x00), unreliable: well formed in every way but its seq. */
 		uint8_t dgram[64], ping[9] = {0x00};
 		struct rudp_wire_dgram_header h = {
-			.flags = 0x84, .seq = rudp_u24_add(s->ep[1].c->highest_dgram_seq, 100000)};
+			.flags = 0x84, .seq = rudp_u24_add(s->ep[1].c->acktr.highest_dgram_seq, 100000)};
 		struct rudp_wire_frame f = {.reliability = 0, .body = ping, .body_len = sizeof(ping)};
 		int off = rudp_wire_encode_dgram_header(dgram, sizeof(dgram), &h);
 

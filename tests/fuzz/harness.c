@@ -127,15 +127,15 @@ void fz_check_invariants(const struct fz_pair *p, int i)
 	rudp_conn_get_stats(c, &st);
 	if (c->reasm.reserved_bytes > c->cfg.max_reassembly_bytes)
 		fz_fail("reassembly bytes above max_reassembly_bytes");
-	if (c->rel_unacked > c->cfg.window_frames || c->rel_sent > c->cfg.window_frames)
+	if (c->loss.rel_unacked > c->cfg.window_frames || c->rel_sent > c->cfg.window_frames)
 		fz_fail("more reliable frames in flight than the window");
-	if (c->chans_count > CONN_CHANNELS)
+	if (c->rx.chans_count > CONN_CHANNELS)
 		fz_fail("more order channels than there are");
-	for (uint32_t ch = 0; ch < c->chans_count; ch++) {
-		if (c->chans[ch].held > c->cfg.max_order_hold)
+	for (uint32_t ch = 0; ch < c->rx.chans_count; ch++) {
+		if (c->rx.chans[ch].held > c->cfg.max_order_hold)
 			fz_fail("more held messages than max_order_hold");
 	}
-	if (c->acks.count > c->acks.cap || c->nacks.count > c->nacks.cap)
+	if (c->acktr.acks.count > c->acktr.acks.cap || c->acktr.nacks.count > c->acktr.nacks.cap)
 		fz_fail("ack queue over capacity");
 	if (p->side[i].closed > 1)
 		fz_fail("closed() called twice");

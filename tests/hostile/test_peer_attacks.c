@@ -422,7 +422,7 @@ static void test_order_hold_limit(void **state)
 	scene_start(&s, &cfg);
 	server_conn_stats(&s, &st0);
 	memset(body, 0xfe, sizeof(body));
-	uint32_t base = recv_channel(s.evil_peer->conn, 3)->expected_order;
+	uint32_t base = recv_channel(&s.evil_peer->conn->rx, 3)->expected_order;
 	/* Messages 1..40 ahead of a gap that never fills, on channel 3. */
 	for (uint32_t k = 1; k <= 40; k++) {
 		struct rudp_wire_frame f = {.reliability = RUDP_WIRE_RELIABLE_ORDERED,
@@ -435,7 +435,7 @@ static void test_order_hold_limit(void **state)
 	}
 	steps(&s, 10);
 	server_conn_stats(&s, &st);
-	uint32_t held = recv_channel(s.evil_peer->conn, 3)->held;
+	uint32_t held = recv_channel(&s.evil_peer->conn->rx, 3)->held;
 	printf("order hold: %u held (limit %u), %llu frames refused\n", held, cfg.max_order_hold,
 	       (unsigned long long)(st.frames_dropped - st0.frames_dropped));
 	/* Bound: at most max_order_hold messages held; the rest refused unacked. */

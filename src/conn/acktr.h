@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ACK tracker: what we received, as the ACK and NACK ranges to send.
+ * It keeps the highest datagram seq seen (and the rule for one far ahead),
+ * which recent seqs were seen and acknowledged, and the pending ranges; the
+ * conn encodes and sends them (conn_flush.c). A part of the conn
+ * (conn_internal.h): it owns struct ack_tracker and calls no other part.
+ */
+#ifndef RUDP_CONN_ACKTR_H
+#define RUDP_CONN_ACKTR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire/wire.h"
+
+#define CONN_DGRAM_HISTORY 1024u
+/* Each ACK datagram repeats the acknowledged seqs among the last this many
+ * (acktr_repeat_recent_acks), in at most this many ranges. */
+#define CONN_ACK_REPEAT_SPAN 128u
+#define CONN_ACK_REPEAT_RANGES 8u
+
+/* Pending ranges. The array starts small (a clean path needs one or two
+ * ranges) and doubles on demand up to max, so an idle or loss-free peer
+ * costs a few hundred bytes, not max's worth. */
+struct ackq {
+	struct rudp_wire_range *ranges;
+	uint32_t count;
+	uint32_t cap; /* allocated */
+	uint32_t max; /* most ranges ever held */
+};
+
+int ackq_init(struct ackq *q, uint32_t max);
+void ackq_free(struct ackq *q);
+/* Records one datagram seq; false when the queue is full (caller emits early). */
+bool ackq_push_seq(struct ackq *q, uint32_t seq);
+/* Records start..end (span < 2^23); false when full. */
+bool ackq_push_range(struct ackq *q, uint32_t start, uint32_t end);
+/* Forgets seq if it is queued and not yet sent (a late datagram filled a NACKed gap). */
+void ackq_remove_seq(struct ackq *q, uint32_t seq);
+/* Sorts the ranges by distance from ref and merges touching ones. */
+void ackq_normalize(struct ackq *q, uint32_t ref);
+/* Forgets the first n ranges (sent). */
+void ackq_drop_front(struct ackq *q, uint32_t n);
+
+struct ack_tracker {
+	struct ackq acks;
+	struct ackq nacks;
+	bool have_highest_dgram;
+	uint32_t highest_dgram_seq;
+	uint32_t max_dgram_seq_jump; /* cfg.max_dgram_seq_jump */
+	/* The last datagram dropped as too far ahead, and how many such came
+	 * in a row, each a little further on (acktr_on_dgram_seq) */
+	uint32_t far_ahead_seq;
+	uint32_t far_ahead_count;
+	/* datagram seqs seen among the last CONN_DGRAM_HISTORY below the highest:
+	 * a datagram the network duplicated must not deliver its unreliable
+	 * frames twice (reliable ones have their own dedup) */
+	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
+	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
+	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
+};
+
+/* 0 or RUDP_CONN_E_NOMEM (then acktr_free it). */
+int acktr_init(struct ack_tracker *t, uint32_t max_dgram_seq_jump);
+void acktr_free(struct ack_tracker *t);
+
+enum dgram_seq_verdict {
+	DGRAM_NEW,
+	DGRAM_SEEN, /* a duplicate, or older than the history: its unreliable frames are dropped */
+	DGRAM_FAR_AHEAD, /* beyond max_dgram_seq_jump: dropped whole, not adopted */
+};
+/* Notes a frame-set datagram's seq: NACKs for the gap it reveals, and
+ * whether it was seen already (or is too old to tell). */
+enum dgram_seq_verdict acktr_on_dgram_seq(struct ack_tracker *t, uint32_t seq);
+/* Queues an ACK for seq; false when the ACK queue is full (the conn sends
+ * what it holds, then acktr_force_ack). */
+bool acktr_queue_ack(struct ack_tracker *t, uint32_t seq);
+/* Queues an ACK for seq after the queue was sent; when it is still full
+ * (the owner refused the ACK datagram), the oldest range is forgotten: the
+ * peer resends those frames and we ACK the copies. */
+void acktr_force_ack(struct ack_tracker *t, uint32_t seq);
+/* Adds the recently acknowledged seqs to the ACK queue again. */
+void acktr_repeat_recent_acks(struct ack_tracker *t);
+/* The queue to send (NACKs or ACKs), ready to encode: for ACKs with the
+ * recent ones repeated, sorted and merged. */
+struct ackq *acktr_prepare(struct ack_tracker *t, bool nack);
+/* Whether any ACK or NACK waits to be sent. */
+static inline bool acktr_pending(const struct ack_tracker *t)
+{
+	return t->acks.count > 0 || t->nacks.count > 0;
+}
+
+#endif

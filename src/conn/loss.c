@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loss and RTT engine: the sent history, incoming ACKs and NACKs, loss
+ * inference, the RTO and tail-probe deadlines, and the RTT samples.
+ *
+ * ACK records name datagrams, not frames. Walking a record's seqs could be
+ * 2^23 steps for one hostile record, so instead each in-flight frame (at most
+ * a window's worth) looks its last datagram seq up in the sorted records,
+ * and the sent history is walked only over the seqs it holds.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn.h"
+#include "conn/loss.h"
+
+/* Datagrams acknowledged after a frame's latest copy that make it lost. */
+#define INFER_DGRAM_THRESHOLD 3
+/* Records the ACK decode scratch starts with. */
+#define ACK_SCRATCH_INITIAL 16u
+
+int loss_init(struct loss_engine *l, const struct loss_config *cfg)
+{
+	memset(l, 0, sizeof(*l));
+	l->window_frames = cfg->window_frames;
+	l->max_ack_ranges = cfg->max_ack_ranges;
+	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
+	/* Up to four windows of datagrams and of frame copies: ACKs come back
+	 * within about one. */
+	l->sent.max_size = SENT_HISTORY_MIN;
+	while (l->sent.max_size < 4 * cfg->window_frames)
+		l->sent.max_size <<= 1;
+	if (sent_history_resize(&l->sent, SENT_HISTORY_MIN) < 0 || loss_scratch_grow(l, 1) < 0)
+		return RUDP_CONN_E_NOMEM;
+	return 0;
+}
+
+void loss_free(struct loss_engine *l)
+{
+	free(l->sent.tag);
+	free(l->sent.first);
+	free(l->sent.count);
+	free(l->sent.sent_us);
+	free(l->sent.ring);
+	free(l->ack_scratch);
+	free(l->ack_keys);
+	memset(l, 0, sizeof(*l));
+}
+
+int loss_scratch_grow(struct loss_engine *l, size_t want)
+{
+	uint32_t cap = l->ack_cap ? l->ack_cap : ACK_SCRATCH_INITIAL;
+
+	while (cap < want && cap < l->max_ack_ranges)
+		cap *= 2;
+	if (cap > l->max_ack_ranges)
+		cap = l->max_ack_ranges;
+	if (cap <= l->ack_cap)
+		return 0;
+	struct rudp_wire_range *s = realloc(l->ack_scratch, cap * sizeof(*s));
+	if (!s)
+		return RUDP_CONN_E_NOMEM;
+	l->ack_scratch = s;
+	struct ack_key_range *k = realloc(l->ack_keys, cap * sizeof(*k));
+	if (!k)
+		return RUDP_CONN_E_NOMEM;
+	l->ack_keys = k;
+	l->ack_cap = cap;
+	return 0;
+}
+
+/* ---- the sent history ---- */
+
+int sent_history_resize(struct sent_history *h, uint32_t size)
+{
+	uint32_t *tag = calloc(size, sizeof(*tag));
+	uint32_t *first = malloc(size * sizeof(*first));
+	uint8_t *count = malloc(size * sizeof(*count));
+	uint32_t *sent_us = malloc(size * sizeof(*sent_us));
+	uint32_t *ring = calloc(size, sizeof(*ring));
+
+	if (!tag || !first || !count || !sent_us || !ring) {
+		free(tag);
+		free(first);
+		free(count);
+		free(sent_us);
+		free(ring);
+		return RUDP_CONN_E_NOMEM;
+	}
+	/* Slots move to their seq's place in the larger table, unless part of
+	 * their run was overwritten already (not copied below: it would read
+	 * as valid in the larger ring). */
+	uint32_t valid = 0;
+	for (uint32_t i = 0; i < h->size; i++) {
+		uint32_t seq = h->tag[i] & ~SENT_HISTORY_VALID;
+		uint32_t j = seq & (size - 1);
+
+		if (!(h->tag[i] & SENT_HISTORY_VALID) || h->ring_head - h->first[i] > h->size)
+			continue;
+		valid++;
+		tag[j] = h->tag[i];
+		first[j] = h->first[i];
+		count[j] = h->count[i];
+		sent_us[j] = h->sent_us[i];
+	}
+	/* All of the old ring (zeros where never written), positions taken
+	 * modulo 2^32 like ring_head: after ring_head wraps, the newest
+	 * entries sit at the top of the position space. */
+	for (uint32_t k = 0; k < h->size; k++) {
+		uint32_t pos = h->ring_head - 1 - k;
+
+		ring[pos & (size - 1)] = h->ring[pos & (h->size - 1)];
+	}
+	free(h->tag);
+	free(h->first);
+	free(h->count);
+	free(h->sent_us);
+	free(h->ring);
+	h->tag = tag;
+	h->first = first;
+	h->count = count;
+	h->sent_us = sent_us;
+	h->ring = ring;
+	h->size = size;
+	h->valid = valid;
+	return 0;
+}
+
+/* Whether a slot still says something an ACK could use: it waits for its
+ * datagram's ACK and one of the reliable frames it carried is still
+ * unacknowledged. A lost datagram whose frames were since acknowledged
+ * through other copies is never acked itself, so its slot stays valid for
+ * ever; taking that for "loss outran the history" grew every connection
+ * that saw any loss to four windows (3.3 KiB) for no match it could make. */
+static bool sent_slot_in_use(const struct sent_history *h, const struct sendq *rel, uint32_t rel_sent,
+			     uint32_t slot)
+{
+	uint32_t oldest;
+
+	if (!(h->tag[slot] & SENT_HISTORY_VALID) || rel_sent == 0)
+		return false;
+	oldest = sendq_at(rel, 0)->reliable_index;
+	for (uint32_t j = 0; j < h->count[slot]; j++) {
+		uint32_t pos = h->first[slot] + j;
+		int32_t i;
+		const struct sendq_frame *f;
+
+		if (h->ring_head - pos > h->size)
+			continue; /* overwritten: matched by last_dgram_seq alone */
+		i = rudp_u24_diff(h->ring[pos & (h->size - 1)], oldest);
+		if (i < 0 || (uint32_t)i >= rel_sent)
+			continue; /* acknowledged and released */
+		f = sendq_at(rel, (uint32_t)i);
+		if (f->state == FRAME_IN_FLIGHT || f->state == FRAME_NACKED)
+			return true;
+	}
+	return false;
+}
+
+uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
+			  uint64_t now_us, uint32_t new_frames)
+{
+	struct sent_history *h = &l->sent;
+	uint32_t slot;
+
+	/* Four copies' room per frame in flight, and room for every datagram
+	 * whose frames still wait: a slot about to be reused that names an
+	 * unacknowledged frame means loss or delay outran the history (on a
+	 * clean path its ACK cleared it long ago), and under loss is when
+	 * first-copy matches save resends. Out of memory keeps the smaller
+	 * history, which only loses such matches. */
+	slot = seq & (h->size - 1);
+	if (h->size < h->max_size &&
+	    (4 * (l->rel_unacked + new_frames) > h->size || sent_slot_in_use(h, rel, rel_sent, slot)) &&
+	    sent_history_resize(h, h->size * 2) == 0)
+		slot = seq & (h->size - 1);
+
+	if (h->valid == 0)
+		h->oldest_valid = seq;
+	else if (rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size)
+		h->oldest_valid = rudp_u24_add(seq, 1u - h->size); /* older slots were reused */
+	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
+	h->tag[slot] = seq | SENT_HISTORY_VALID;
+	h->first[slot] = h->ring_head;
+	h->count[slot] = 0;
+	h->sent_us[slot] = (uint32_t)now_us;
+	return slot;
+}
+
+/* ---- tail-loss probe, RTO deadline ---- */
+
+/*
+ * Tail-loss probe. When the last datagrams of a burst are lost, nothing
+ * later reaches the peer to reveal the gap (no NACK) and nothing later is
+ * acknowledged (no inferred loss), so only the RTO would recover, and an
+ * application waiting for those messages sends nothing meanwhile. So when
+ * frames are in flight and nothing was sent for two RTTs plus a little
+ * slack, resend the newest one: its ACK (which repeats the peer's recent
+ * ranges), or the NACK its new sequence number provokes, recovers the rest
+ * at once. At most two probes go out per ACK progress, so a dead peer is
+ * left to the RTO's backoff.
+ *
+ * The slack only covers an ACK leaving the peer a little late (RTT samples
+ * already include a peer's usual ACK delay); a spurious probe costs one
+ * frame. It is small because the host's timers wait whole milliseconds on
+ * top of it: with 1 ms a probe on a LAN fired after 2 ms, now after 1, and
+ * on a fast path a stalled ordered channel waits for exactly this.
+ */
+#define LOSS_MAX_PROBES 2
+#define LOSS_PROBE_SLACK_US 250
+
+void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
+{
+	l->rto_due_us = UINT64_MAX;
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT && loss_rto_deadline(l, f) < l->rto_due_us)
+			l->rto_due_us = loss_rto_deadline(l, f);
+	}
+}
+
+/* The frame in flight sent last (of those sent in the same microsecond,
+ * the highest index): the one committed last while it is still in flight,
+ * else found by a walk. */
+static struct sendq_frame *newest_in_flight(const struct loss_engine *l, const struct sendq *rel,
+					    uint32_t rel_sent)
+{
+	struct sendq_frame *newest = NULL;
+
+	if (l->newest_sent_valid && rel_sent > 0) {
+		int32_t i = rudp_u24_diff(l->newest_sent_index, sendq_at(rel, 0)->reliable_index);
+
+		if (i >= 0 && (uint32_t)i < rel_sent) {
+			newest = sendq_at(rel, (uint32_t)i);
+			if (newest->state == FRAME_IN_FLIGHT)
+				return newest;
+			newest = NULL;
+		}
+	}
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT && (!newest || f->last_send_us >= newest->last_send_us))
+			newest = f;
+	}
+	return newest;
+}
+
+uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
+{
+	const struct sendq_frame *f;
+	uint64_t pto;
+
+	if (l->rel_unacked == 0 || l->probes_without_ack >= LOSS_MAX_PROBES)
+		return UINT64_MAX;
+	f = newest_in_flight(l, rel, rel_sent);
+	if (!f)
+		return UINT64_MAX;
+	pto = l->rtt.has_sample ? 2 * l->rtt.srtt_us + LOSS_PROBE_SLACK_US : l->rtt.rto_us;
+	return f->last_send_us + pto;
+}
+
+struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
+				    uint64_t now_us)
+{
+	struct sendq_frame *f;
+
+	if (loss_probe_deadline(l, rel, rel_sent) > now_us)
+		return NULL;
+	f = newest_in_flight(l, rel, rel_sent);
+	f->state = FRAME_NACKED;
+	f->resend_why = RESEND_PROBE;
+	l->probes_without_ack++;
+	l->resend_pending = true;
+	return f;
+}
+
+/* ---- incoming ACKs and NACKs ---- */
+
+static int compare_key_range(const void *a, const void *b)
+{
+	const struct ack_key_range *x = a, *y = b;
+
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Turns records into disjoint, sorted ranges of distances from next_dgram_seq
+ * (sent seqs are at -1, -2, ...). Records that run backwards or span half the
+ * seq space or more are meaningless and skipped; parts naming seqs not sent
+ * yet are cut off. */
+static uint32_t normalize_records(struct loss_engine *l, uint32_t next_dgram_seq,
+				  const struct rudp_wire_range *recs, size_t count)
+{
+	struct ack_key_range *keys = l->ack_keys;
+	uint32_t n = 0, out = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		uint32_t span = (recs[i].end - recs[i].start) & RUDP_WIRE_U24_MASK;
+		int64_t lo = rudp_u24_diff(recs[i].start, next_dgram_seq);
+		int64_t hi = lo + span;
+
+		if (span >= 0x800000u || lo >= 0)
+			continue;
+		if (hi > -1)
+			hi = -1;
+		keys[n].lo = (int32_t)lo;
+		keys[n].hi = (int32_t)hi;
+		n++;
+	}
+	if (n > 1)
+		qsort(keys, n, sizeof(*keys), compare_key_range);
+	for (uint32_t i = 0; i < n; i++) {
+		if (out > 0 && keys[i].lo <= keys[out - 1].hi + 1) {
+			if (keys[i].hi > keys[out - 1].hi)
+				keys[out - 1].hi = keys[i].hi;
+			continue;
+		}
+		keys[out++] = keys[i];
+	}
+	return out;
+}
+
+static bool key_in_ranges(const struct ack_key_range *keys, uint32_t n, int32_t key)
+{
+	uint32_t lo = 0, hi = n;
+
+	/* Most frames in flight were sent after the newest datagram named. */
+	if (key > keys[n - 1].hi || key < keys[0].lo)
+		return false;
+	/* last range with lo <= key */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (keys[mid].lo <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && key <= keys[lo - 1].hi;
+}
+
+/* What one call works on: the engine, the frames sent, rel[0, rel_sent),
+ * the seq the next datagram will carry, the time, and the verdict. */
+struct loss_ctx {
+	struct loss_engine *l;
+	struct sendq *rel;
+	uint32_t rel_sent;
+	uint32_t next_dgram_seq;
+	uint64_t now_us;
+	struct loss_verdict *v;
+};
+
+static void note_lost_seq(struct loss_seqs *s, uint32_t seq, int32_t key)
+{
+	if (!s->any || key < s->oldest_key) {
+		s->oldest = seq;
+		s->oldest_key = key;
+	}
+	if (!s->any || key > s->newest_key) {
+		s->newest = seq;
+		s->newest_key = key;
+	}
+	s->any = true;
+}
+
+/* NACKed or inferred lost: out of the flight, and for the conn a
+ * congestion signal when a queue shows in the RTT, or when the copy lost
+ * was itself a resend (see cc.c: what a shallow queue's overflow looks
+ * like): v->lost and v->lost_resent. */
+static void declare_lost(struct loss_ctx *x, struct sendq_frame *f, enum conn_resend_why why)
+{
+	int32_t key = rudp_u24_diff(f->last_dgram_seq, x->next_dgram_seq);
+
+	f->state = FRAME_NACKED;
+	f->resend_why = (uint8_t)why;
+	x->l->resend_pending = true;
+	x->l->nack_resends_since_ack++;
+	x->v->left_bytes += sendq_frame_wire_bytes(f);
+	note_lost_seq(&x->v->lost, f->last_dgram_seq, key);
+	if (f->transmissions > 1)
+		note_lost_seq(&x->v->lost_resent, f->last_dgram_seq, key);
+}
+
+/* copy_send_us: when the acknowledged copy of f was sent, which is not
+ * f->last_send_us when an older copy's datagram is the one named. */
+static void ack_frame(struct loss_ctx *x, struct sendq_frame *f, uint64_t copy_send_us)
+{
+	struct loss_engine *l = x->l;
+	struct ack_sample *sample = &x->v->sample;
+
+	/* A frame declared lost left the flight already. */
+	if (f->state == FRAME_IN_FLIGHT)
+		x->v->left_bytes += sendq_frame_wire_bytes(f);
+	x->v->acked_bytes += sendq_frame_wire_bytes(f);
+	f->state = FRAME_ACKED;
+	l->rel_unacked--;
+	l->probes_without_ack = 0;
+	l->nack_resends_since_ack = 0;
+	l->ack_progress_us = x->now_us;
+	if (copy_send_us > sample->newest_acked_send_us)
+		sample->newest_acked_send_us = copy_send_us;
+	/* The newest datagram named, when the history no longer holds its
+	 * send time: this frame's latest copy went in it, so its time is the
+	 * datagram's (see ack_from_history). */
+	if (!sample->have && rudp_u24_diff(f->last_dgram_seq, x->next_dgram_seq) == sample->newest_key) {
+		sample->rtt_us = x->now_us > f->last_send_us ? x->now_us - f->last_send_us : 0;
+		sample->have = true;
+	}
+}
+
+/* Acks every frame any acked datagram carried, through the sent history.
+ * Only seqs inside the history are visited, so this is bounded by its size
+ * however wide the records are. */
+static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
+{
+	struct loss_engine *l = x->l;
+	struct ack_sample *sample = &x->v->sample;
+	struct sent_history *h = &l->sent;
+	int32_t floor = -(int32_t)h->size;
+	int32_t oldest_valid_key = rudp_u24_diff(h->oldest_valid, x->next_dgram_seq);
+	/* Visited even with nothing in flight: the slots of acknowledged
+	 * datagrams are cleared, or the history would take them for
+	 * datagrams still waiting and grow (builder_commit). */
+	uint32_t oldest = x->rel_sent > 0 ? sendq_at(x->rel, 0)->reliable_index : 0;
+
+	/* Newest first, and no further once no slot is valid: an ACK names
+	 * again every datagram acknowledged among the last 128, and on a
+	 * path without loss all but the newest few were cleared by earlier
+	 * ACKs (walking them all was a seventh of a small echo's
+	 * instructions). A lost datagram whose frames went again in others
+	 * keeps its slot valid until it is reused: then the walk goes on.
+	 * Nor below the oldest seq that may still be valid. */
+	if (oldest_valid_key > floor)
+		floor = oldest_valid_key;
+	for (uint32_t r = nkeys; r-- > 0 && h->valid > 0 && l->ack_keys[r].hi >= floor;) {
+		int32_t lo = l->ack_keys[r].lo < floor ? floor : l->ack_keys[r].lo;
+
+		for (int32_t k = l->ack_keys[r].hi; k >= lo && h->valid > 0; k--) {
+			uint32_t seq = (x->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
+			uint32_t slot = seq & (h->size - 1);
+
+			if (h->tag[slot] != (seq | SENT_HISTORY_VALID))
+				continue;
+			h->tag[slot] = 0;
+			h->valid--;
+			/* The send time of this datagram, not of the frames' latest
+			 * copies: after a timeout resend, the first copy's ACK
+			 * coming late (the RTO was spurious: queues, not loss)
+			 * would otherwise date it at the resend, and loss inference
+			 * would take every frame sent before the resend for lost. */
+			uint64_t dgram_send_us =
+				x->now_us - (uint32_t)((uint32_t)x->now_us - h->sent_us[slot]);
+			/* Only the newest datagram named is timed, and only the
+			 * first time it is named: the others may be named again
+			 * because their first ACK was lost (the peer repeats
+			 * recent ranges) and would measure how long that took.
+			 * Any copy of a frame may be in it: each copy has a
+			 * datagram of its own, so unlike TCP there is no
+			 * ambiguity to skip (Karn's rule). Skipping resent
+			 * frames starved the estimate exactly when it mattered:
+			 * when a burst's queues pushed the round trip past an
+			 * RTO learnt before it, every frame timed out, every
+			 * ACK then named a resent frame, no sample came, and the
+			 * RTO stayed too small (about a million spurious resends
+			 * for 1.4 million messages at 1,024 connections). */
+			if (k == sample->newest_key) {
+				sample->rtt_us = (uint32_t)x->now_us - h->sent_us[slot];
+				sample->have = true;
+			}
+			for (uint32_t j = 0; j < h->count[slot] && x->rel_sent > 0; j++) {
+				uint32_t pos = h->first[slot] + j;
+				int32_t i;
+				struct sendq_frame *f;
+
+				/* Overwritten since: left to the last_dgram_seq match. */
+				if (h->ring_head - pos > h->size)
+					continue;
+				i = rudp_u24_diff(h->ring[pos & (h->size - 1)], oldest);
+				if (i < 0 || (uint32_t)i >= x->rel_sent)
+					continue;
+				f = sendq_at(x->rel, (uint32_t)i);
+				if (f->state != FRAME_IN_FLIGHT && f->state != FRAME_NACKED)
+					continue;
+				/* An older copy arrived after the frame went again:
+				 * that resend was not needed. */
+				if (f->transmissions > 1 && f->last_dgram_seq != seq)
+					x->v->resent_spurious++;
+				ack_frame(x, f, dgram_send_us);
+			}
+		}
+	}
+	/* Past the slots cleared now; each seq is passed once. */
+	if (h->valid == 0) {
+		h->oldest_valid = x->next_dgram_seq;
+	} else {
+		while (h->oldest_valid != x->next_dgram_seq &&
+		       h->tag[h->oldest_valid & (h->size - 1)] != (h->oldest_valid | SENT_HISTORY_VALID))
+			h->oldest_valid = rudp_u24_add(h->oldest_valid, 1);
+	}
+}
+
+/*
+ * Loss inference: a frame still unacked although the peer acknowledged a
+ * datagram sent clearly after it was lost, or its ACK was (and the peer's
+ * ACKs repeat recent ranges, so rarely that). Either way waiting for the
+ * RTO, or for a tail probe, only stalls the window: the peer NACKs a lost
+ * datagram once, and that NACK may be lost too. Resending early costs a
+ * duplicate the receiver drops by reliable index.
+ *
+ * "Clearly after" is either of two tests. By count, as TCP's duplicate
+ * ACK threshold: at least INFER_DGRAM_THRESHOLD datagrams newer than the
+ * frame's latest copy were acknowledged. This is what recovers within one
+ * RTT of the loss on a fast path, where a whole window leaves in less than
+ * any sane time threshold. By time, as TCP's RACK: a frame sent more than a
+ * quarter of the RTT (at least 1 ms) after it was acknowledged; this covers
+ * frames with too few datagrams after them to count. Both leave room for
+ * some reordering on the path.
+ *
+ * Like NACKs, inferences without ACK progress share the budget of two
+ * windows: an ACK that only names datagrams already acknowledged must not
+ * pull resends again and again.
+ */
+/*
+ * The same walk also sets rto_due_us (as loss_note_rto_due would after it:
+ * the ACK progress restarted the timers), over the frames it leaves in
+ * flight; it goes on past the budget for that.
+ */
+static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_send_us,
+				      int32_t newest_acked_key)
+{
+	struct loss_engine *l = x->l;
+	uint64_t reorder_window = l->rtt.srtt_us / 4;
+	uint64_t sent_before = 0;
+	uint64_t due = UINT64_MAX;
+
+	if (reorder_window < 1000)
+		reorder_window = 1000;
+	if (newest_acked_send_us > reorder_window)
+		sent_before = newest_acked_send_us - reorder_window;
+	for (uint32_t i = 0; i < x->rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(x->rel, i);
+		int32_t key;
+
+		if (f->state != FRAME_IN_FLIGHT)
+			continue;
+		key = rudp_u24_diff(f->last_dgram_seq, x->next_dgram_seq);
+		if ((f->last_send_us < sent_before || newest_acked_key - key >= INFER_DGRAM_THRESHOLD) &&
+		    l->nack_resends_since_ack < 2 * l->window_frames) {
+			declare_lost(x, f, RESEND_INFERRED);
+			continue;
+		}
+		if (loss_rto_deadline(l, f) < due)
+			due = loss_rto_deadline(l, f);
+	}
+	l->rto_due_us = due;
+}
+
+int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint32_t next_dgram_seq,
+			 const uint8_t *p, size_t n, uint64_t now_us, struct loss_verdict *v)
+{
+	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v};
+	size_t count = 0, dropped = 0;
+	bool nack = false;
+	uint32_t nkeys;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	rc = rudp_wire_decode_ack(p, n, l->ack_scratch, l->ack_cap, &count, &dropped, &nack);
+	if (rc < 0)
+		return rc;
+	/* More records than the scratch holds: grow it (up to max_ack_ranges,
+	 * at most log2(max / initial) times per connection) and decode again. */
+	if (dropped > 0 && l->ack_cap < l->max_ack_ranges && loss_scratch_grow(l, count + dropped) == 0)
+		rudp_wire_decode_ack(p, n, l->ack_scratch, l->ack_cap, &count, &dropped, &nack);
+	v->nack = nack;
+	v->records = count;
+
+	nkeys = normalize_records(l, next_dgram_seq, l->ack_scratch, count);
+	if (nkeys == 0)
+		return 0;
+	v->named = true;
+	v->sample.newest_key = l->ack_keys[nkeys - 1].hi;
+	if (!nack)
+		ack_from_history(&x, nkeys);
+	/* Frames whose latest copy is older than the history, and NACKs. */
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(rel, i);
+
+		if (f->state != FRAME_IN_FLIGHT && f->state != FRAME_NACKED)
+			continue;
+		if (!key_in_ranges(l->ack_keys, nkeys, rudp_u24_diff(f->last_dgram_seq, next_dgram_seq)))
+			continue;
+		if (nack) {
+			/* Only the copy in that datagram was lost; a NACK for an older copy
+			 * does not match because last_dgram_seq moved on when it was resent.
+			 * A genuine NACK cannot come back sooner than about half the
+			 * path's minimum RTT after the send. Not half the smoothed RTT:
+			 * that includes the queues our own bursts build, which drain
+			 * while a loss stalls the window, so genuine NACKs came back
+			 * faster than srtt / 2 and were ignored. NACKs alone (with no
+			 * ACK progress) may pull at most two windows of resends; after
+			 * that the RTO and its backoff decide. A peer NACKing every seq
+			 * it can name must not get the window once per NACK datagram.
+			 * A frame already marked (by loss inference) is not counted
+			 * twice. */
+			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= l->rtt.min_us / 2 &&
+			    l->nack_resends_since_ack < 2 * l->window_frames)
+				declare_lost(&x, f, RESEND_NACK);
+			continue;
+		}
+		/* Matched by last_dgram_seq: the latest copy is the one named. */
+		ack_frame(&x, f, f->last_send_us);
+	}
+	if (nack)
+		loss_note_rto_due(l, rel, rel_sent);
+	return 0;
+}
+
+void loss_ack_end(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint32_t next_dgram_seq,
+		  uint64_t now_us, struct loss_verdict *v)
+{
+	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v};
+
+	v->left_bytes = 0;
+	memset(&v->lost, 0, sizeof(v->lost));
+	memset(&v->lost_resent, 0, sizeof(v->lost_resent));
+	/* Frames left the flight and the ACK progress restarted the timers. */
+	infer_losses_note_rto_due(&x, v->sample.newest_acked_send_us, v->sample.newest_key);
+}
+
+void loss_ack_sample(struct loss_engine *l, const struct loss_verdict *v, uint64_t now_us)
+{
+	/* One sample per ACK datagram, from the freshest frame it covers: many
+	 * samples from one ACK would shrink rttvar without new information. */
+	if (v->sample.have) {
+		rtt_on_sample(&l->rtt, v->sample.rtt_us);
+		rtt_note_min(&l->rtt, v->sample.rtt_us, now_us);
+	}
+}

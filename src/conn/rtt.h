@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RTT estimator (RFC 6298) and the RTO it gives, with its backoff. A
+ * leaf of the loss and RTT engine (loss.h), which owns one; the conn reads
+ * it for stats and deadlines and feeds it the connected pongs.
+ */
+#ifndef RUDP_CONN_RTT_H
+#define RUDP_CONN_RTT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rtt_estimator {
+	uint64_t srtt_us;
+	uint64_t rttvar_us;
+	uint64_t rto_us;
+	uint64_t rto_min_us;
+	uint64_t rto_max_us;
+	/* Smallest ACK-timed sample lately: the path's RTT without the queues
+	 * our own bursts build, which srtt includes. Renewed every
+	 * RTT_MIN_WINDOW_US so a longer path is noticed. 0: no sample yet. */
+	uint64_t min_us;
+	uint64_t min_stamp_us;
+	bool has_sample;
+};
+
+void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uint64_t max_us);
+void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us);
+/* The RTO doubled `backoff` times, never above rto_max_us. */
+uint64_t rtt_backed_off_rto(const struct rtt_estimator *r, uint32_t backoff);
+/* Feeds the windowed minimum; only samples timed in microseconds (ACKs),
+ * not the millisecond pongs. */
+void rtt_note_min(struct rtt_estimator *r, uint64_t sample_us, uint64_t now_us);
+
+#endif

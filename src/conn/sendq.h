@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send queue: frame records and their bodies in a byte ring, in queue
+ * order. A part of the conn (conn_internal.h): it owns struct sendq and
+ * calls no other part. The frame record (struct sendq_frame) is also what
+ * the loss and RTT engine (loss.h) keeps its per-frame state in, through
+ * the inline accessors below.
+ */
+#ifndef RUDP_CONN_SENDQ_H
+#define RUDP_CONN_SENDQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/body_ring.h"
+
+enum sendq_frame_state {
+	FRAME_QUEUED, /* never sent */
+	FRAME_IN_FLIGHT, /* sent, waiting for an ACK */
+	FRAME_NACKED, /* sent, peer reported its datagram missing: resend at next flush */
+	FRAME_ACKED, /* done; stays in the ring until everything older is done too */
+};
+
+struct sendq_frame {
+	uint64_t body_pos; /* position of the body in the queue's byte ring */
+	uint64_t first_send_us; /* for "reliable data never acked" timeouts */
+	uint64_t last_send_us;
+	uint64_t deadline_us; /* retransmit when still unacked at this time */
+	uint32_t reliable_index;
+	uint32_t sequenced_index;
+	uint32_t order_index;
+	uint32_t split_count;
+	uint32_t split_index;
+	uint32_t last_dgram_seq; /* the datagram it was last sent in: ACKs name datagrams */
+	uint16_t split_id;
+	uint16_t body_len;
+	uint8_t reliability;
+	uint8_t channel;
+	uint8_t state; /* enum sendq_frame_state */
+	uint8_t transmissions; /* saturates at 255 */
+	uint8_t backoff; /* RTO doublings so far */
+	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
+	uint8_t resend_why; /* enum conn_resend_why (loss.h), while FRAME_NACKED */
+	bool split;
+};
+
+/*
+ * A FIFO of frame records plus a byte ring holding their bodies in the same
+ * order. Positions in the byte ring grow forever (uint64); the physical
+ * offset is pos & (cap - 1). A body never wraps: when it would, the ring skips
+ * to the start, and the skipped bytes are freed with the frame before them.
+ * Releasing the oldest frame moves the tail to the next frame's body, so the
+ * memory only ever comes back in FIFO order, as the reliable window needs.
+ */
+struct sendq {
+	struct sendq_frame *frames;
+	uint32_t frames_cap; /* power of two */
+	uint32_t frames_head;
+	uint32_t frames_count;
+	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
+	uint64_t body_bytes; /* sum of body_len of the frames held */
+	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
+};
+
+void sendq_init(struct sendq *q);
+void sendq_free(struct sendq *q);
+int sendq_reserve_slow(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body,
+		       uint64_t now_us);
+/* Makes room for nframes more records and nbytes more body bytes split in
+ * bodies of at most max_body; 0 or RUDP_CONN_E_NOMEM (nothing changed). A
+ * growth of the body ring is stamped with now_us (sendq_trim_idle). Inline
+ * for the common case, room enough already: it runs for every message. */
+static inline int sendq_reserve(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body,
+				uint64_t now_us)
+{
+	body_ring_mark_used(&q->ring, now_us);
+	if ((uint64_t)q->frames_count + nframes <= q->frames_cap &&
+	    q->ring.head - q->ring.tail + nbytes + max_body <= q->ring.cap)
+		return 0;
+	return sendq_reserve_slow(q, nframes, nbytes, max_body, now_us);
+}
+/* Appends a record (copied from tmpl) with a copy of body; room must be
+ * reserved. */
+static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq_frame *tmpl,
+					     const uint8_t *body, uint16_t len)
+{
+	uint64_t pos = body_ring_push(&q->ring, body, len);
+	struct sendq_frame *f;
+
+	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+	*f = *tmpl;
+	f->body_pos = pos;
+	f->body_len = len;
+	q->frames_count++;
+	q->body_bytes += len;
+	q->wire_bytes += (uint64_t)len + f->hdr_len;
+	return f;
+}
+static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
+{
+	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
+}
+/* A frame's size on the wire, header included: what the congestion window counts. */
+static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
+{
+	return (uint32_t)f->body_len + f->hdr_len;
+}
+static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
+{
+	return body_ring_at(&q->ring, f->body_pos);
+}
+void sendq_pop_front(struct sendq *q);
+/* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
+ * for BODY_RING_TRIM_AFTER_US shrinks back to it (common/body_ring.h); one
+ * that nothing was queued on for that long also gives all the ring's pages
+ * back, once until its next use. */
+void sendq_trim_idle(struct sendq *q, uint64_t now_us);
+
+#endif

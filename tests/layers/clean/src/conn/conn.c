@@ -1,0 +1,2 @@
+/* Fixture for scripts/check-layers.sh: conn.c may see struct rudp_conn. */
+#include "conn/conn_internal.h"
