@@ -4,7 +4,9 @@
 #   scripts/test.sh               the normal build in build/
 #   scripts/test.sh --sanitize    an ASan+UBSan build (clang) in build-asan/; it also
 #                                 runs the libFuzzer targets (suite fuzz) for 15 s each
-#   scripts/test.sh --valgrind    the protocol core (suites wire and conn) and the
+#   scripts/test.sh --valgrind    the protocol core (suites wire and conn), the host and
+#                                 its I/O layer (suites host and io, fewer messages, on
+#                                 recvmmsg/sendmmsg: the io_uring runs skip) and the
 #                                 integration tests over real sockets (suite hostile,
 #                                 without the soaks and scripts) under valgrind memcheck,
 #                                 zero errors and zero leaks, in build-valgrind/
@@ -40,8 +42,8 @@ elif [ "$mode" = --valgrind ]; then
 	dir=build-valgrind
 	[ -d "$dir" ] || meson setup "$dir" -Dbuildtype=debug -Dwerror=true >/dev/null
 	meson compile -C "$dir"
-	meson test -C "$dir" --setup valgrind --suite wire --suite conn --suite hostile --no-suite soak \
-		--no-suite script --print-errorlogs
+	meson test -C "$dir" --setup valgrind --suite wire --suite conn --suite host --suite io \
+		--suite hostile --no-suite soak --no-suite script --print-errorlogs
 	exit 0
 elif [ "$mode" = --no-policy ]; then
 	dir=build-nopolicy
