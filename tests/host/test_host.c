@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <xxhash.h>
 
+#include "../io/udp_offload.h"
 #include "rudp.h"
 
 static uint64_t now_ms(void)
@@ -249,7 +250,10 @@ static rudp_peer *pair_connect_settled(struct pair *p)
 /* A request and its answer: the server's answer and the ACK of the request
  * leave in one flush, one system call on both backends (io_uring: one GSO
  * send, answer first, the shorter ACK as its last segment, which reaches
- * the client as one GRO read; recvmmsg: one sendmmsg of both). */
+ * the client as one GRO read; recvmmsg: one sendmmsg of both). The counts
+ * are bounds a correct build meets on any kernel: at most one send call
+ * for the flush (two would be a call per datagram), a GSO send and a GRO
+ * read where the kernel does those on loopback. */
 static void test_answer_and_ack_share_one_send(void **state)
 {
 	(void)state;
@@ -271,11 +275,15 @@ static void test_answer_and_ack_share_one_send(void **state)
 	assert_int_equal(rudp_host_stats_get(p.client, &cb), 0);
 	assert_int_equal(rudp_send(server_peer, answer, sizeof(answer), RUDP_RELIABLE_ORDERED, 0), 0);
 	int uring = strcmp(sb.io_backend, "uring") == 0;
+	struct udp_offload kernel = udp_offload_probe();
 	assert_int_equal(rudp_flush(p.server), 2);
 	assert_int_equal(rudp_host_stats_get(p.server, &sa), 0);
 	assert_int_equal(sa.datagrams_sent - sb.datagrams_sent, 2);
-	assert_int_equal(sa.syscalls_send - sb.syscalls_send, 1);
-	assert_int_equal(sa.gso_sends - sb.gso_sends, uring ? 1 : 0);
+	assert_true(sa.syscalls_send - sb.syscalls_send <= 1);
+	if (!uring)
+		assert_int_equal(sa.gso_sends, 0); /* recvmmsg/sendmmsg has no GSO */
+	else if (kernel.gso)
+		assert_true(sa.gso_sends - sb.gso_sends >= 1);
 
 	n = 0;
 	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;)
@@ -284,8 +292,8 @@ static void test_answer_and_ack_share_one_send(void **state)
 	assert_int_equal(ev[0].type, RUDP_EVENT_RECEIVE);
 	assert_memory_equal(ev[0].data, answer, sizeof(answer));
 	assert_int_equal(rudp_host_stats_get(p.client, &ca), 0);
-	if (uring)
-		assert_int_equal(ca.gro_receives - cb.gro_receives, 1);
+	if (uring && kernel.gro)
+		assert_true(ca.gro_receives - cb.gro_receives >= 1);
 	/* The ACK came with it: nothing of the client's is left in flight. */
 	rudp_peer_stats st;
 	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
@@ -339,10 +347,23 @@ static void test_resends_counted_by_cause(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* The enters one io_uring wait of a few milliseconds may take on any
+ * kernel: the one that sleeps, one more for each of the backend's two
+ * wake-up timers that an earlier call left in the kernel and that fires
+ * early (the host then waits again), and one that collects completions
+ * the kernel left as task work. */
+enum { WAIT_ENTERS_MAX = 4 };
+
 /* A call that finds nothing arrived and is going to wait hands what was
  * queued to the kernel before it sleeps. io_uring: a lone datagram leaves
  * by a plain sendmsg and then the wait's enter (measured faster than one
- * enter for both: docs/io.md); a longer run goes in the wait's own enter. */
+ * enter for both: docs/io.md); a longer run goes in one submit, of its own
+ * or the wait's enter. How many system calls that takes exactly depends
+ * on the wait's watch and on wake-ups (a matter for the benchmarks); what
+ * holds on any kernel is at most one send call for all the datagrams (a
+ * call per datagram fails for the run of three), and with io_uring, whose
+ * watch reads shared memory, a wait that sleeps: at most WAIT_ENTERS_MAX
+ * enters in the 5 ms (a wait that polled would make hundreds). */
 static void waiting_call_sends(rudp_peer *peer, struct pair *p, size_t len, int count)
 {
 	rudp_event ev[8];
@@ -362,12 +383,13 @@ static void waiting_call_sends(rudp_peer *peer, struct pair *p, size_t len, int 
 	assert_int_equal(rudp_service(p->client, ev, 8, 5), 0);
 	assert_int_equal(rudp_host_stats_get(p->client, &after), 0);
 	assert_int_equal(after.datagrams_sent - before.datagrams_sent, (uint64_t)count);
-	uint64_t calls =
-		after.syscalls_recv + after.syscalls_send - before.syscalls_recv - before.syscalls_send;
+	uint64_t send_calls = after.syscalls_send - before.syscalls_send;
+	uint64_t recv_calls = after.syscalls_recv - before.syscalls_recv;
+	assert_true(send_calls <= 1);
 	if (strcmp(after.io_backend, "uring") == 0)
-		assert_int_equal(calls, count == 1 ? 2 : 1); /* sendmsg + wait, or both in one */
+		assert_true(recv_calls >= 1 && recv_calls <= WAIT_ENTERS_MAX);
 	else
-		assert_true(calls >= 2); /* sendmmsg, then poll */
+		assert_true(send_calls == 1 && recv_calls >= 1); /* sendmmsg, then poll */
 	/* It did go out: the server receives it without the client's help. */
 	int got = 0;
 	for (uint64_t until = now_ms() + 2000; now_ms() < until && got < count;) {
@@ -1041,8 +1063,20 @@ static void test_next_timeout_tells_errors_apart(void **state)
 	rudp_host_destroy(h);
 }
 
-int main(void)
+/* test_host [uring|mmsg]: the backend every host here gets, unless the
+ * environment already names another (the valgrind setup sets RUDP_IO=mmsg:
+ * memcheck cannot see the kernel write io_uring's buffers), in which case
+ * this run is skipped rather than made on a backend it did not ask for. */
+int main(int argc, char **argv)
 {
+	if (argc > 1) {
+		const char *env = getenv("RUDP_IO");
+		if (env && strcmp(env, "auto") != 0 && strcmp(env, argv[1]) != 0) {
+			printf("RUDP_IO=%s in the environment: the %s run is skipped\n", env, argv[1]);
+			return 77; /* meson: skipped */
+		}
+		setenv("RUDP_IO", argv[1], 1);
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_rejects_bad_arguments),
 		cmocka_unit_test(test_next_timeout_tells_errors_apart),

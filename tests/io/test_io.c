@@ -32,6 +32,7 @@
 
 #include "io/io.h"
 #include "rudp.h"
+#include "udp_offload.h"
 
 static uint64_t now_ms(void)
 {
@@ -61,17 +62,50 @@ static const char *backend_of(rudp_host *h)
 	return s.io_backend;
 }
 
-/* Whether io_uring works here at all (built in, and the kernel allows it). */
+/* RUDP_IO as the test run was started with (NULL when unset); the tests
+ * that set it put this back. "mmsg" there (the valgrind setup: memcheck
+ * cannot see the kernel write io_uring's buffers) forbids io_uring to the
+ * whole program: the tests that need it skip. */
+static const char *io_env_at_start;
+static char io_env_copy[32];
+
+static bool uring_forbidden(void)
+{
+	return io_env_at_start && strcmp(io_env_at_start, "mmsg") == 0;
+}
+
+static void restore_io_env(void)
+{
+	if (io_env_at_start)
+		setenv("RUDP_IO", io_env_at_start, 1);
+	else
+		unsetenv("RUDP_IO");
+}
+
+/* Whether io_uring works here at all (built in, the kernel allows it, and
+ * the environment does not forbid it). */
 static int uring_usable(void)
 {
+	if (uring_forbidden())
+		return 0;
 	rudp_config c;
 	rudp_config_init(&c);
 	c.io_backend = RUDP_IO_URING;
 	rudp_host *h = NULL;
 	if (rudp_host_create(&c, &h) != 0)
 		return 0;
+	int uring = strcmp(backend_of(h), "uring") == 0;
 	rudp_host_destroy(h);
-	return 1;
+	return uring;
+}
+
+/* The messages of a longer echo on recvmmsg: fewer with RUDP_TEST_QUICK
+ * (set by the valgrind setup), where each costs some fifty times as much.
+ * (The io_uring echo keeps its count: its stalls must outrun the buffers,
+ * and it never runs under valgrind.) */
+static uint32_t messages(uint32_t full)
+{
+	return getenv("RUDP_TEST_QUICK") ? full / 10 : full;
 }
 
 static void test_backend_choice(void **state)
@@ -117,12 +151,18 @@ static void test_backend_choice(void **state)
 	assert_int_equal(log.lines, 1);
 	assert_non_null(strstr(log.last, "urnig"));
 	unsetenv("RUDP_IO");
+	if (RUDP_HAVE_IO_URING && uring_forbidden()) {
+		restore_io_env();
+		print_message("RUDP_IO=mmsg in the environment: the io_uring half is not run\n");
+		skip();
+	}
 
 	c.io_backend = RUDP_IO_URING;
 	int r = rudp_host_create(&c, &h);
 	if (!RUDP_HAVE_IO_URING) {
 		assert_int_equal(r, RUDP_E_UNSUPPORTED);
 		assert_null(h);
+		restore_io_env();
 		return;
 	}
 	if (r == RUDP_E_UNSUPPORTED) {
@@ -139,6 +179,7 @@ static void test_backend_choice(void **state)
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	assert_string_equal(backend_of(h), "uring");
 	rudp_host_destroy(h);
+	restore_io_env();
 }
 
 /* A connected server/client pair, both on the given backend. */
@@ -271,7 +312,9 @@ static void gro_off(rudp_config *c)
 /* Large messages (equal-size fragments) and a window of equal small ones
  * arrive intact whether the io_uring backend coalesces them into GSO sends
  * (the default) or not, and whether the receiver reads runs whole (UDP GRO,
- * the default) or not; the host stats say which happened. */
+ * the default) or not; the host stats say which happened: none of either
+ * when switched off, and at least one where asked for and the kernel does
+ * it on loopback. */
 static void gso_round_trip(int gso, int gro)
 {
 	struct pair p;
@@ -307,18 +350,19 @@ static void gso_round_trip(int gso, int gro)
 		rudp_service(p.client, in, 0, 0); /* ACKs, resends */
 	}
 	assert_int_equal(got, 4 + COUNT);
+	struct udp_offload kernel = udp_offload_probe();
 	rudp_host_stats hs;
 	assert_int_equal(rudp_host_stats_get(p.client, &hs), 0);
-	if (gso)
-		assert_true(hs.gso_sends > 0);
-	else
+	if (!gso)
 		assert_int_equal(hs.gso_sends, 0);
+	else if (kernel.gso)
+		assert_true(hs.gso_sends > 0);
 	/* Loopback hands a GSO run to a GRO socket unsplit. */
 	assert_int_equal(rudp_host_stats_get(p.server, &hs), 0);
-	if (gso && gro)
-		assert_true(hs.gro_receives > 0);
-	else
+	if (!gso || !gro)
 		assert_int_equal(hs.gro_receives, 0);
+	else if (kernel.gro)
+		assert_true(hs.gro_receives > 0);
 	pair_close(&p);
 }
 
@@ -479,16 +523,44 @@ static void two_peers_close(struct two_peers *t)
 	close(t->rx2);
 }
 
+/* Reaps the completions of sends still in the kernel (a flush with nothing
+ * queued submits nothing and only reaps), so that the counters of finished
+ * sends are up to date and the next flush finds no send in flight, however
+ * late the kernel posts them. Loopback sends nearly always complete during
+ * their submit; a few more flushes a millisecond apart give a slower kernel
+ * its moment. */
+static void settle_sends(struct rudp_io *io)
+{
+	for (int i = 0; i < 5; i++) {
+		rudp_io_flush(io);
+		usleep(1000);
+	}
+	rudp_io_flush(io);
+}
+
+/* Skips a test that needs the kernel to send UDP GSO runs on loopback. */
+#define NEED_KERNEL_GSO()                                                                                    \
+	do {                                                                                                 \
+		if (!udp_offload_probe().gso) {                                                              \
+			print_message("this kernel does not send UDP GSO runs on loopback\n");               \
+			skip();                                                                              \
+		}                                                                                            \
+	} while (0)
+
 /* An ACK-like datagram committed as movable rides at the end of the next
  * GSO run to its peer (one send), goes alone when the next datagram is
  * for another peer, and goes first, in a send of its own, when the run
  * it waited for has no room for it (64 segments): never later than the
- * flush it was committed in, and never reordering data. */
+ * flush it was committed in, and never reordering data. The order of
+ * arrival shows where it went; GSO sends are counted once the sends are
+ * back from the kernel: at least one more where a run had to form, none
+ * where none could. */
 static void test_uring_movable_datagram(void **state)
 {
 	(void)state;
 	if (!uring_usable())
 		skip();
+	NEED_KERNEL_GSO();
 	struct two_peers t;
 	two_peers_open(&t);
 	struct rudp_io *io = t.io;
@@ -500,28 +572,32 @@ static void test_uring_movable_datagram(void **state)
 	commit_tagged(io, false, 'b', 500, &a);
 	commit_tagged(io, false, 'c', 500, &a);
 	assert_int_equal(rudp_io_flush(io), 3);
-	assert_int_equal(io->stats.gso_sends, 1);
 	expect_tags(rx, "bcA");
+	settle_sends(io);
+	assert_true(io->stats.gso_sends >= 1);
 
 	/* Data to another peer next: the ACK goes alone, in its place. */
+	uint64_t gso = io->stats.gso_sends;
 	commit_tagged(io, true, 'A', 40, &a);
 	commit_tagged(io, false, 'x', 500, &b);
 	assert_int_equal(rudp_io_flush(io), 2);
-	assert_int_equal(io->stats.gso_sends, 1);
 	expect_tags(rx, "A");
 	expect_tags(rx2, "x");
+	settle_sends(io);
+	assert_int_equal(io->stats.gso_sends, gso);
 
 	/* A full run (64 segments): the ACK goes first, alone. */
 	commit_tagged(io, true, 'A', 40, &a);
 	for (int i = 0; i < 64; i++)
 		commit_tagged(io, false, 'd', 500, &a);
 	assert_int_equal(rudp_io_flush(io), 65);
-	assert_int_equal(io->stats.gso_sends, 2);
 	char want[66];
 	want[0] = 'A';
 	memset(want + 1, 'd', 64);
 	want[65] = '\0';
 	expect_tags(rx, want);
+	settle_sends(io);
+	assert_true(io->stats.gso_sends >= gso + 1);
 
 	/* A shorter data datagram ends the run: the ACK does not follow it
 	 * into the same send (only the last segment may be shorter), and the
@@ -531,14 +607,17 @@ static void test_uring_movable_datagram(void **state)
 	commit_tagged(io, false, 'f', 300, &a);
 	assert_int_equal(rudp_io_flush(io), 3);
 	expect_tags(rx, "Aef");
+	settle_sends(io);
 
 	/* With GSO off the ACK keeps its place. */
+	gso = io->stats.gso_sends;
 	io->gso_off = true;
 	commit_tagged(io, true, 'A', 40, &a);
 	commit_tagged(io, false, 'g', 500, &a);
 	assert_int_equal(rudp_io_flush(io), 2);
-	assert_int_equal(io->stats.gso_sends, 3);
 	expect_tags(rx, "Ag");
+	settle_sends(io);
+	assert_int_equal(io->stats.gso_sends, gso);
 	two_peers_close(&t);
 }
 
@@ -546,12 +625,16 @@ static void test_uring_movable_datagram(void **state)
  * datagrams, on a ring with nothing in the kernel, sends it with a plain
  * sendmsg; longer runs and flushes of several requests go through the
  * ring. Every datagram arrives, in order, either way, and the counters
- * agree. */
+ * agree. Each step starts with the earlier sends back from the kernel
+ * (settle_sends), so which way a flush takes does not depend on how soon
+ * the kernel completes them; a flush takes at most one system call,
+ * whatever it carries, and a run to one peer at least one GSO send. */
 static void test_uring_direct_send(void **state)
 {
 	(void)state;
 	if (!uring_usable())
 		skip();
+	NEED_KERNEL_GSO();
 	struct two_peers t;
 	two_peers_open(&t);
 	struct rudp_io *io = t.io;
@@ -562,7 +645,7 @@ static void test_uring_direct_send(void **state)
 	commit_tagged(io, false, 'a', 500, &a);
 	assert_int_equal(rudp_io_flush(io), 1);
 	assert_int_equal(io->stats.direct_sends, 1);
-	assert_int_equal(io->stats.send_calls, 1);
+	assert_true(io->stats.send_calls <= 1);
 	expect_tags(rx, "a");
 
 	/* An answer with its ACK riding: one GSO send, direct. */
@@ -570,7 +653,7 @@ static void test_uring_direct_send(void **state)
 	commit_tagged(io, false, 'b', 500, &a);
 	assert_int_equal(rudp_io_flush(io), 2);
 	assert_int_equal(io->stats.direct_sends, 2);
-	assert_int_equal(io->stats.gso_sends, 1);
+	assert_true(io->stats.gso_sends >= 1);
 	expect_tags(rx, "bA");
 
 	/* A lone ACK. */
@@ -580,15 +663,16 @@ static void test_uring_direct_send(void **state)
 	expect_tags(rx, "A");
 
 	/* A run of three: the ring's way, still one GSO send. */
-	uint64_t calls = io->stats.send_calls;
+	uint64_t calls = io->stats.send_calls, gso = io->stats.gso_sends;
 	commit_tagged(io, false, 'c', 500, &a);
 	commit_tagged(io, false, 'd', 500, &a);
 	commit_tagged(io, false, 'e', 500, &a);
 	assert_int_equal(rudp_io_flush(io), 3);
 	assert_int_equal(io->stats.direct_sends, 3);
-	assert_int_equal(io->stats.gso_sends, 2);
-	assert_int_equal(io->stats.send_calls, calls + 1);
+	assert_true(io->stats.send_calls <= calls + 1);
 	expect_tags(rx, "cde");
+	settle_sends(io);
+	assert_true(io->stats.gso_sends >= gso + 1);
 
 	/* Two peers: two requests in one enter, none direct. */
 	calls = io->stats.send_calls;
@@ -596,9 +680,10 @@ static void test_uring_direct_send(void **state)
 	commit_tagged(io, false, 'g', 500, &b);
 	assert_int_equal(rudp_io_flush(io), 2);
 	assert_int_equal(io->stats.direct_sends, 3);
-	assert_int_equal(io->stats.send_calls, calls + 1);
+	assert_true(io->stats.send_calls <= calls + 1);
 	expect_tags(rx, "f");
 	expect_tags(rx2, "g");
+	settle_sends(io);
 
 	/* An ACK behind a short datagram rides: it is not longer. */
 	commit_tagged(io, true, 'A', 40, &a);
@@ -615,6 +700,7 @@ static void test_uring_direct_send(void **state)
 	assert_int_equal(rudp_io_flush(io), 3);
 	assert_int_equal(io->stats.direct_sends, 4);
 	expect_tags(rx, "Aij");
+	settle_sends(io);
 
 	/* A wait with a lone send pending sends it directly too, then waits
 	 * (nothing comes: the timeout ends it). */
@@ -744,7 +830,7 @@ static void test_uring_wait_spin(void **state)
 	commit_tagged(t.io, false, 'b', 100, &t.b);
 	uint64_t send_calls = t.io->stats.send_calls;
 	assert_true(wait_for_datagram(&t, 1000, 20) < 300);
-	assert_int_equal(t.io->stats.send_calls, send_calls + 1);
+	assert_true(t.io->stats.send_calls <= send_calls + 1); /* both requests in one submit */
 	assert_int_equal(t.io->stats.wait_spins, 2);
 	assert_int_equal(t.io->stats.wait_spin_hits, 2);
 	expect_tags(t.rx, "a");
@@ -1103,7 +1189,11 @@ static void test_gro_splits_runs(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	gro_splits_runs(true);
+	NEED_KERNEL_GSO();
+	if (udp_offload_probe().gro)
+		gro_splits_runs(true);
+	else
+		print_message("this kernel splits GSO runs for a UDP_GRO socket: GRO half not run\n");
 	gro_splits_runs(false);
 }
 
@@ -1119,6 +1209,10 @@ static void test_gro_buffers_grow_only_for_single_datagrams(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
+	if (!udp_offload_probe().gro) {
+		print_message("this kernel does not hand GSO runs whole to a UDP_GRO socket\n");
+		skip();
+	}
 	struct sockaddr_in a, from;
 	socklen_t alen;
 	int tx, rx = loopback_pair(&a, &alen, &from, &tx);
@@ -1469,7 +1563,7 @@ static void test_rebind_right_after_destroy(void **state)
 static void test_batch_echo_mmsg(void **state)
 {
 	(void)state;
-	echo_with_batches(RUDP_IO_MMSG, 20000, 16, 0);
+	echo_with_batches(RUDP_IO_MMSG, messages(20000), 16, 0);
 }
 
 static void test_batch_echo_uring_buffers_run_out(void **state)
@@ -1855,11 +1949,17 @@ static void test_seccomp_forces_fallback(void **state)
 		assert_int_equal(rudp_host_create(&c, &h), 0);
 		assert_string_equal(backend_of(h), "uring");
 		rudp_host_destroy(h);
+		restore_io_env();
 	}
 }
 
 int main(void)
 {
+	const char *io = getenv("RUDP_IO");
+	if (io) {
+		snprintf(io_env_copy, sizeof(io_env_copy), "%s", io);
+		io_env_at_start = io_env_copy;
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backend_choice),
 		cmocka_unit_test(test_reuse_port),
