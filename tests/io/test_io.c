@@ -1088,24 +1088,9 @@ static void send_gso_run(int tx, const struct sockaddr_in *a, uint32_t run, uint
 	assert_true(count <= GRO_MAX_RUN && last_len <= GRO_LEN);
 	for (uint32_t k = 0; k < count; k++)
 		gro_fill(buf + (size_t)k * GRO_LEN, k + 1 < count ? GRO_LEN : last_len, run, k);
-	struct iovec iov = {buf, (size_t)(count - 1) * GRO_LEN + last_len};
-	union {
-		char b[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr m = {.msg_name = (void *)a,
-			   .msg_namelen = sizeof(*a),
-			   .msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = ctl.b,
-			   .msg_controllen = sizeof(ctl.b)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_UDP;
-	cm->cmsg_type = UDP_SEGMENT;
-	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-	uint16_t seg = GRO_LEN;
-	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
-	assert_int_equal(sendmsg(tx, &m, 0), (ssize_t)iov.iov_len);
+	size_t len = (size_t)(count - 1) * GRO_LEN + last_len;
+	assert_int_equal(udp_send_gso(tx, (const struct sockaddr *)a, sizeof(*a), buf, len, GRO_LEN),
+			 (ssize_t)len);
 }
 
 /* Receives want datagrams: runs of `segs` (the last of each run 300 bytes)

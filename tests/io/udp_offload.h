@@ -24,6 +24,32 @@ struct udp_offload {
 	bool gro; /* and it arrives as one read with its segment size */
 };
 
+/* Sends buf as one UDP GSO request of seg-byte segments (the last may be
+ * shorter); sendmsg's result. The control buffer is zeroed whole, padding
+ * too, so memcheck sees no uninitialised bytes go to the kernel. */
+static inline ssize_t udp_send_gso(int tx, const struct sockaddr *to, socklen_t tolen, const void *buf,
+				   size_t len, uint16_t seg)
+{
+	struct iovec iov = {(void *)buf, len};
+	union {
+		char b[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	struct msghdr m = {.msg_name = (void *)to,
+			   .msg_namelen = tolen,
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.b,
+			   .msg_controllen = sizeof(ctl.b)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	return sendmsg(tx, &m, 0);
+}
+
 static inline struct udp_offload udp_offload_probe(void)
 {
 	enum { SEG = 100 };
@@ -41,25 +67,8 @@ static inline struct udp_offload udp_offload_probe(void)
 
 	uint8_t run[2 * SEG];
 	memset(run, 0x5a, sizeof(run));
-	struct iovec iov = {run, sizeof(run)};
-	union {
-		char b[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} ctl;
-	memset(&ctl, 0, sizeof(ctl));
-	struct msghdr m = {.msg_name = &a,
-			   .msg_namelen = alen,
-			   .msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = ctl.b,
-			   .msg_controllen = sizeof(ctl.b)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_UDP;
-	cm->cmsg_type = UDP_SEGMENT;
-	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-	uint16_t seg = SEG;
-	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
-	found.gso = sendmsg(tx, &m, 0) == (ssize_t)sizeof(run);
+	found.gso = udp_send_gso(tx, (const struct sockaddr *)&a, alen, run, sizeof(run), SEG) ==
+		    (ssize_t)sizeof(run);
 	if (!found.gso || !gro_asked)
 		goto out;
 
@@ -71,12 +80,12 @@ static inline struct udp_offload udp_offload_probe(void)
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} rctl;
-	iov = (struct iovec){got, sizeof(got)};
-	m = (struct msghdr){
+	struct iovec iov = {got, sizeof(got)};
+	struct msghdr m = {
 		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = rctl.b, .msg_controllen = sizeof(rctl.b)};
 	if (recvmsg(rx, &m, 0) != (ssize_t)sizeof(run))
 		goto out;
-	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
 		int size;
 		if (cm->cmsg_level != SOL_UDP || cm->cmsg_type != UDP_GRO ||
 		    cm->cmsg_len < CMSG_LEN(sizeof(size)))
