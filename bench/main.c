@@ -42,6 +42,7 @@
 
 #include "bench.h"
 #include "bench_config.h"
+#include "emu.h"
 #include "netns.h"
 #include "report.h"
 #include "rudp.h"
@@ -601,6 +602,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	char ns_c[64] = "", ns_s[64] = "";
 	const char *addr_ip = "127.0.0.1";
 	pid_t emu = -1;
+	struct emu_stats *emu_st = NULL;
 	int rc = -1;
 	r->rcvbuf_errors = -1;
 	r->client_resent = r->client_dups = r->client_spurious = -1;
@@ -620,7 +622,9 @@ static int run_one(struct run *r, int seq, bool use_ns)
 				goto out;
 			}
 			track_ns(ns_c);
-			emu = emu_start(ns_c, ns_s, row->delay_ms / 2.0, row->loss_pct);
+			struct emu_link link = {.delay_ms_oneway = row->delay_ms / 2.0,
+						.loss_pct = row->loss_pct};
+			emu = emu_start(ns_c, ns_s, &link, &emu_st);
 			if (emu < 0) {
 				snprintf(r->error, sizeof r->error, "TUN link emulator failed to start");
 				goto out;
@@ -804,6 +808,7 @@ out:
 		struct rusage ru;
 		wait_until(emu, bench_now_ns() + 2000000000ull, &st, &ru);
 	}
+	emu_stats_free(emu_st);
 	if (ns_c[0] && strcmp(ns_c, ns_s))
 		ns_delete(ns_c);
 	if (ns_s[0])
@@ -824,6 +829,8 @@ static void usage(void)
 		"                  [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE]\n"
 		"                  [--out DIR] [--no-netns] [--resume DIR] [--list]\n"
 		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
+		"       rudp-bench link-check --rate MBIT [--queue-ms MS] [--delay RTT_MS] [--loss PCT]\n"
+		"                  (measures the link emulator against what it was asked for)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
 		"         enet raw-udp; workloads: single sparse many loaded\n");
 }
@@ -874,6 +881,8 @@ int main(int argc, char **argv)
 	find_quic();
 	if (argc > 1 && (!strcmp(argv[1], "server") || !strcmp(argv[1], "client")))
 		return sub_main(argc - 1, argv + 1, !strcmp(argv[1], "server"));
+	if (argc > 1 && !strcmp(argv[1], "link-check"))
+		return link_check_main(argc - 1, argv + 1);
 
 	struct plan_opts po = {.mode = MODE_QUICK, .rounds = 0, .loss_pct = -1, .delay_ms = -1};
 	const char *json_path = NULL, *outdir = "rudp-bench-results", *resume_dir = NULL;
