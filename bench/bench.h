@@ -54,7 +54,8 @@ enum wl_kind { WL_SINGLE, WL_SPARSE, WL_MANY, WL_LOADED, WL_PATH, WL_KINDS };
 
 /* Message streams (byte [1] of a message). */
 enum wl_stream { WL_STREAM_BULK, WL_STREAM_GAME_UNRELIABLE, WL_STREAM_GAME_RELIABLE };
-#define WL_GAME_SLOTS 64 /* game messages built and not yet handed to the transport, per stream */
+#define WL_GAME_SLOTS                                                                                        \
+	256 /* game messages built and not yet handed to the transport, per stream (4 s at 60 Hz) */
 
 /* Fault a client driver injects into its delivery path (tests only). */
 enum wl_fault { FAULT_NONE, FAULT_CORRUPT, FAULT_REORDER, FAULT_DROP };
