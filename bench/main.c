@@ -454,7 +454,7 @@ static void append_args(char **argv, char *a, char *b)
 static bool have_root;
 static unsigned workers_forced; /* --workers N; 0: BENCH.md's defaults */
 /* --tcp-cc: the TCP congestion control of the TCP columns and the competing
- * flow on emulated links; NULL: the kernel's default. */
+ * flow on rows with a bottleneck; NULL: the kernel's default. */
 static const char *path_tcp_cc = "cubic";
 
 /* Server-side ports in a run's namespace: the measured transport's, the
@@ -644,7 +644,8 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	struct competitor_shared *comp_sh = NULL;
 	bool emulated = row->delay_ms > 0 || row->rate_mbit > 0;
 	bool tcp_col = !strncmp(col, "tcp", 3);
-	const char *tcp_cc = emulated && tcp_col ? path_tcp_cc : NULL;
+	/* Only rows with a bottleneck: the delay rows keep the kernel's default. */
+	const char *tcp_cc = row->rate_mbit > 0 && tcp_col ? path_tcp_cc : NULL;
 	char out[4096] = "", served[4096] = "";
 	int rc = -1;
 	r->rcvbuf_errors = -1;

@@ -78,19 +78,19 @@ double path_base_rtt_ms(const struct row *row, uint32_t udp_payload)
 
 void path_describe(const struct row *row, const char *tcp_cc, char *buf, size_t n)
 {
-	int len = 0;
-	if (row->rate_mbit > 0)
-		len = snprintf(buf, n, "tun-emulator: %g Mbit/s, %g ms drop-tail buffer (%llu B), ",
-			       row->rate_mbit, row->queue_ms,
-			       (unsigned long long)emu_queue_bytes(row->rate_mbit, row->queue_ms));
-	else
-		len = snprintf(buf, n, "tun-emulator: ");
-	if (len < 0 || (size_t)len >= n)
+	if (row->rate_mbit <= 0) {
+		/* Delay and loss only: as these rows always read. */
+		snprintf(buf, n, "tun-emulator: %.1f ms each way, %.2g %% drop each way; MTU %d",
+			 row->delay_ms / 2.0, row->loss_pct, EMU_MTU);
 		return;
-	len += snprintf(buf + len, n - (size_t)len, "%g ms each way, %g %% drop each way; MTU %d",
-			row->delay_ms / 2.0, row->loss_pct, EMU_MTU);
-	if (row->kind == WL_PATH && len > 0 && (size_t)len < n)
-		snprintf(buf + len, n - (size_t)len, "; TCP %s", tcp_cc ? tcp_cc : "at the kernel's default");
+	}
+	snprintf(buf, n,
+		 "tun-emulator: %g Mbit/s, %g ms drop-tail buffer (%llu B), %g ms each way, %g %% drop each "
+		 "way; "
+		 "MTU %d; TCP %s",
+		 row->rate_mbit, row->queue_ms,
+		 (unsigned long long)emu_queue_bytes(row->rate_mbit, row->queue_ms), row->delay_ms / 2.0,
+		 row->loss_pct, EMU_MTU, tcp_cc ? tcp_cc : "at the kernel's default");
 }
 
 static double game_fig(const char *result, const char *key, double base_ms)

@@ -254,7 +254,7 @@ static const char *no_figure(const struct plan *p, const struct row *row, int co
 	const char *why = column_unavailable(col);
 	if (why)
 		return why;
-	if (!columns[col].reliable && (row->loss_pct > 0 || row->delay_ms > 0))
+	if (!columns[col].reliable && (row->loss_pct > 0 || row->delay_ms > 0 || row->rate_mbit > 0))
 		return "n/a: no reliability";
 	if (a->failed)
 		return "FAIL";
