@@ -6,10 +6,12 @@
  *              server echoes every complete record it has read with one write.
  * TCP_NODELAY everywhere; buffers are allocated once per connection. The
  * server runs o->workers threads, each with its own SO_REUSEPORT listening
- * socket and the connections the kernel gave it. An echo the socket does
- * not take at once waits in the connection's output buffer, and the
- * connection is not read again until it has gone: one connection whose
- * peer reads slowly (a bottleneck) never holds up the worker's others.
+ * socket and the connections the kernel gave it. Neither side ever waits
+ * on one full socket: an echo the server's socket does not take at once
+ * waits in the connection's output buffer, and the connection is not read
+ * again until it has gone; a client's records wait in the connection's
+ * queue for EPOLLOUT while the other connections go on. One connection
+ * whose peer reads slowly (a bottleneck) never holds up the others.
  * A game stream (path rows) goes in-band, on connection 0's byte stream.
  */
 #define _GNU_SOURCE
@@ -35,6 +37,12 @@ struct tconn {
 	size_t len, cap;
 	uint8_t *out; /* server: echoes the socket has not taken yet (cap bytes) */
 	size_t out_len;
+	/* client: records built and not yet all written, oldest first (they
+	 * stay in the workload's slots meanwhile); blocked: the socket is
+	 * full and the connection waits for EPOLLOUT. */
+	struct iovec *pend;
+	uint32_t pend_head, pend_len, pend_cap;
+	bool blocked;
 };
 
 const char *bench_tcp_cc;
@@ -61,50 +69,6 @@ static int set_nodelay(int fd)
 {
 	int one = 1;
 	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/* Waits until fd is writable. While waiting, `drain` (when given) consumes
- * input so that two peers writing to each other never both block. */
-static int wait_writable(int fd, int (*drain)(void *), void *arg)
-{
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLOUT | (drain ? POLLIN : 0)};
-		int r = poll(&p, 1, 200);
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (bench_stop)
-			return -1;
-		if (r <= 0)
-			continue;
-		if ((p.revents & POLLIN) && drain && drain(arg) < 0)
-			return -1;
-		if (p.revents & (POLLOUT | POLLERR | POLLHUP))
-			return 0;
-	}
-}
-
-static int writev_full(int fd, struct iovec *iov, int n, int (*drain)(void *), void *arg)
-{
-	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN && wait_writable(fd, drain, arg) == 0)
-				continue;
-			return -1;
-		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
 }
 
 /* ---- server ---- */
@@ -328,16 +292,13 @@ int tcp_server(const char *column, const struct drv_server_opts *o)
 
 /* ---- client ---- */
 
+/* A connection whose socket is full waits for EPOLLOUT while the others go
+ * on: the client never blocks on one connection. */
 struct tclient {
 	struct wl *w;
 	struct tconn *k;
 	bool batch;
 	int ep;
-};
-
-struct drain_arg {
-	struct tclient *t;
-	uint32_t c;
 };
 
 static int client_read(struct tclient *t, uint32_t c)
@@ -377,61 +338,104 @@ static int client_read(struct tclient *t, uint32_t c)
 	}
 }
 
-static int drain_cb(void *arg)
+static int pend_push(struct tclient *t, uint32_t c, uint8_t *rec, size_t len)
 {
-	struct drain_arg *d = arg;
-	return client_read(d->t, d->c);
+	struct tconn *k = &t->k[c];
+	if (k->pend_len == k->pend_cap) {
+		snprintf(t->w->err, sizeof t->w->err, "connection %u: %u records waiting to be written", c,
+			 k->pend_len);
+		return -1;
+	}
+	k->pend[(k->pend_head + k->pend_len++) % k->pend_cap] = (struct iovec){rec, len};
+	return 0;
 }
 
-static int send_game(struct tclient *t);
-
-static int client_send(struct tclient *t, uint32_t c)
+static int set_blocked(struct tclient *t, uint32_t c, bool blocked)
 {
-	struct iovec iov[64];
-	struct drain_arg d = {t, c};
-	uint32_t len = 4 + t->w->p.size;
-	for (;;) {
-		/* Echoes freeing the window keep this loop going: the game's
-		 * due messages go between its writes. */
-		if (c == 0 && send_game(t) < 0)
-			return -1;
-		int n = 0;
-		uint8_t *slot;
-		while (n < 64 && (slot = wl_next(t->w, c)) != NULL) {
-			iov[n].iov_base = slot;
-			iov[n].iov_len = len;
+	struct tconn *k = &t->k[c];
+	if (k->blocked == blocked)
+		return 0;
+	k->blocked = blocked;
+	struct epoll_event e = {.events = EPOLLIN | (blocked ? EPOLLOUT : 0), .data.u32 = c};
+	return epoll_ctl(t->ep, EPOLL_CTL_MOD, k->fd, &e);
+}
+
+/* Writes connection c's waiting records: one per write (tcp), up to 64
+ * per writev (tcp-batch). Returns 0 (all written, or the socket is full
+ * and c is blocked) or -1. */
+static int pend_flush(struct tclient *t, uint32_t c)
+{
+	struct tconn *k = &t->k[c];
+	while (k->pend_len) {
+		struct iovec iov[64];
+		uint32_t n = 0, max = t->batch ? 64 : 1;
+		while (n < max && n < k->pend_len) {
+			iov[n] = k->pend[(k->pend_head + n) % k->pend_cap];
 			n++;
-			if (!t->batch)
-				break;
 		}
-		if (n == 0)
-			return 0;
-		if (writev_full(t->k[c].fd, iov, n, drain_cb, &d) < 0) {
-			if (!t->w->err[0])
-				snprintf(t->w->err, sizeof t->w->err, "connection %u: write: %s", c,
-					 strerror(errno));
+		ssize_t w = writev(k->fd, iov, (int)n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return set_blocked(t, c, true);
+		if (w < 0) {
+			snprintf(t->w->err, sizeof t->w->err, "connection %u: write: %s", c, strerror(errno));
 			return -1;
+		}
+		while (w > 0) {
+			struct iovec *h = &k->pend[k->pend_head];
+			if ((size_t)w < h->iov_len) {
+				h->iov_base = (uint8_t *)h->iov_base + w;
+				h->iov_len -= (size_t)w;
+				break;
+			}
+			w -= (ssize_t)h->iov_len;
+			k->pend_head = (k->pend_head + 1) % k->pend_cap;
+			k->pend_len--;
 		}
 	}
+	return set_blocked(t, c, false);
 }
 
 /* The game stream's due messages, in-band on connection 0: a byte stream
  * has no other way, so they queue behind whatever bulk it holds. */
-static int send_game(struct tclient *t)
+static int queue_game(struct tclient *t)
 {
 	enum wl_stream st;
 	uint8_t *slot;
-	struct drain_arg d = {t, 0};
-	while ((slot = wl_game_next(t->w, &st)) != NULL) {
-		struct iovec iov = {slot, 4 + (size_t)t->w->p.game_size};
-		if (writev_full(t->k[0].fd, &iov, 1, drain_cb, &d) < 0) {
-			if (!t->w->err[0])
-				snprintf(t->w->err, sizeof t->w->err, "connection 0: write: %s",
-					 strerror(errno));
+	while ((slot = wl_game_next(t->w, &st)) != NULL)
+		if (pend_push(t, 0, slot, 4 + (size_t)t->w->p.game_size) < 0)
 			return -1;
-		}
-	}
 	return 0;
+}
+
+/* Builds connection c's messages while its window allows and writes them,
+ * until it has nothing to send or its socket is full. Echoes freeing the
+ * window keep it going: on connection 0 the game's due messages go
+ * between its writes. */
+static int client_send(struct tclient *t, uint32_t c)
+{
+	struct tconn *k = &t->k[c];
+	size_t len = 4 + (size_t)t->w->p.size;
+	for (;;) {
+		if (c == 0 && queue_game(t) < 0)
+			return -1;
+		if (k->pend_len == 0) {
+			uint8_t *slot;
+			int n = 0;
+			while (n < (t->batch ? 64 : 1) && (slot = wl_next(t->w, c)) != NULL) {
+				if (pend_push(t, c, slot, len) < 0)
+					return -1;
+				n++;
+			}
+			if (n == 0)
+				return 0;
+		}
+		if (pend_flush(t, c) < 0)
+			return -1;
+		if (k->pend_len)
+			return 0;
+	}
 }
 
 int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w)
@@ -447,12 +451,18 @@ int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 	t.ep = epoll_create1(0);
 	int rc = -1;
 	uint32_t pending = nc;
+	for (uint32_t c = 0; c < nc; c++)
+		t.k[c].fd = -1;
 	for (uint32_t c = 0; c < nc; c++) {
 		struct tconn *k = &t.k[c];
 		k->cap = TCP_RBUF + 2 * ((size_t)w->p.size + 4);
 		k->buf = malloc(k->cap);
+		/* At most a window of messages, and on connection 0 the game's
+		 * held messages, wait to be written. */
+		k->pend_cap = w->p.window + (c == 0 && w->p.game_hz ? 2 * WL_GAME_SLOTS : 0);
+		k->pend = malloc(k->pend_cap * sizeof *k->pend);
 		k->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		if (k->fd < 0 || !k->buf) {
+		if (k->fd < 0 || !k->buf || !k->pend) {
 			snprintf(w->err, sizeof w->err, "socket: %s", strerror(errno));
 			goto out;
 		}
@@ -489,17 +499,21 @@ int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 	w->last_progress_ns = bench_now_ns();
 	while (!wl_finished(w)) {
 		int c;
-		if (send_game(&t) < 0)
+		if (w->p.game_hz && (queue_game(&t) < 0 || (!t.k[0].blocked && pend_flush(&t, 0) < 0)))
 			goto out;
 		while ((c = wl_pop_ready(w)) >= 0)
-			if (client_send(&t, (uint32_t)c) < 0)
+			if (!t.k[c].blocked && client_send(&t, (uint32_t)c) < 0)
 				goto out;
 		if (wl_finished(w))
 			break;
 		int n = epoll_wait(t.ep, evs, 256, wl_wait_ms(w, 10));
-		for (int i = 0; i < n; i++)
-			if (client_read(&t, evs[i].data.u32) < 0)
+		for (int i = 0; i < n; i++) {
+			uint32_t k = evs[i].data.u32;
+			if ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && client_read(&t, k) < 0)
 				goto out;
+			if ((evs[i].events & EPOLLOUT) && t.k[k].blocked && client_send(&t, k) < 0)
+				goto out;
+		}
 		if (wl_check_stall(w) < 0)
 			goto out;
 	}
@@ -507,11 +521,12 @@ int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 out:
 	w->resent_bytes = 0;
 	for (uint32_t c = 0; c < nc; c++) {
-		int64_t r = t.k[c].fd > 0 ? bench_tcp_bytes_retrans(t.k[c].fd) : -1;
+		int64_t r = t.k[c].fd >= 0 ? bench_tcp_bytes_retrans(t.k[c].fd) : -1;
 		w->resent_bytes = w->resent_bytes < 0 || r < 0 ? -1 : w->resent_bytes + r;
-		if (t.k[c].fd > 0)
+		if (t.k[c].fd >= 0)
 			close(t.k[c].fd);
 		free(t.k[c].buf);
+		free(t.k[c].pend);
 	}
 	free(t.k);
 	close(t.ep);
