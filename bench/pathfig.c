@@ -99,10 +99,15 @@ static double game_fig(const char *result, const char *key, double base_ms)
 	return us < 0 ? -1 : us / 1000 - base_ms;
 }
 
-void path_figures(struct run *r, const struct path_inputs *in)
+void path_figures(struct run *r, const struct path_inputs *in_)
 {
 	const struct row *row = r->row;
 	double *f = r->path;
+	/* The figures are on the RESULT line (a BURST line comes first) and
+	 * the server's "served" line. */
+	struct path_inputs lines = *in_, *in = &lines;
+	lines.result = in_->result ? strstr(in_->result, "RESULT ") : NULL;
+	lines.served = in_->served ? strstr(in_->served, "served ") : NULL;
 	for (int i = 0; i < PF_COUNT; i++)
 		f[i] = -1;
 	r->resent_source = RESENT_NONE;

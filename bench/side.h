@@ -39,6 +39,9 @@ void probe_window(const struct probe_shared *p, uint64_t from_ns, uint64_t to_ns
 #define COMPETITOR_SLOTS 16384
 
 struct competitor_shared {
+	/* Set by the parent: the flow sends only from then on, so that it
+	 * and the measured transport start together (connected before). */
+	volatile int go;
 	uint64_t t0_ns; /* when the connection was up */
 	uint32_t n; /* slots filled */
 	uint64_t bytes[COMPETITOR_SLOTS]; /* echoed bytes verified by t0 + i slots */
@@ -48,9 +51,9 @@ struct competitor_shared {
 
 /* Starts the competitor: one TCP connection (congestion control cc, NULL:
  * the namespace's default) from ns_client to server_ip:port in ns_server,
- * where the same process echoes what it reads; the client writes without
- * pause and checks every echoed byte against the pattern it sent. Returns
- * its pid (SIGTERM stops it) and *out, or -1. */
+ * where the same process echoes what it reads; once (*out)->go is set the
+ * client writes without pause and checks every echoed byte against the
+ * pattern it sent. Returns its pid (SIGTERM stops it) and *out, or -1. */
 pid_t competitor_start(const char *ns_client, const char *ns_server, const char *server_ip, uint16_t port,
 		       const char *cc, struct competitor_shared **out);
 void competitor_free(struct competitor_shared *c);

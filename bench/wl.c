@@ -194,6 +194,11 @@ static void start_burst(struct wl *w, uint64_t now)
 {
 	w->burst = true;
 	w->burst_start_ns = now;
+	if (w->p.kind == WL_PATH) {
+		/* Said at once: the orchestrator starts the competing flow. */
+		printf("BURST %" PRIu64 "\n", now);
+		fflush(stdout);
+	}
 	if (w->p.game_hz) {
 		w->game.ticking = true;
 		w->game.next_tick_ns = now;

@@ -639,6 +639,10 @@ func client(addr string, p *params) {
 	}
 	ready.Wait()
 	burstStart = nowNs()
+	if p.kind == "path" {
+		// Said at once: rudp-bench starts the competing flow.
+		fmt.Printf("BURST %d\n", burstStart)
+	}
 	close(start)
 	finished.Wait()
 	var rtt, cms []float32
