@@ -5,7 +5,9 @@
  * Every column runs the same echo protocol. A message of `size` bytes is
  *
  *   [0]      0xfe (a Bedrock-style game id: never a RakNet control id)
- *   [1..3]   zero
+ *   [1]      stream: 0 the workload's messages, 1 and 2 the game stream's
+ *            unreliable-sequenced and reliable-ordered messages (path rows)
+ *   [2..3]   zero
  *   [4..7]   connection id, u32 little-endian
  *   [8..11]  message id within the connection, u32 LE, from 0, in send order
  *   [12..15] size, u32 LE
@@ -19,6 +21,10 @@
  * each message. The client verifies every echo (wl_deliver): length,
  * marker, connection id, message id == the next expected one (order, no
  * loss, no duplicate) and the hash. One failure ends the run with an error.
+ * A game stream's messages have ids of their own per stream: the reliable
+ * one is checked like the workload's, the unreliable-sequenced one may lose
+ * messages but never goes back or repeats one. Their send time is the tick
+ * they were due at, so an echo's RTT includes any wait to be sent.
  */
 #ifndef RUDP_BENCH_H
 #define RUDP_BENCH_H
@@ -40,8 +46,16 @@
 #define BENCH_RUDP_BATCH_IMPL 1
 #define BENCH_RUDP_POLICY_IMPL 1
 
-/* Workload kinds, as named in JSON and on the command line. */
-enum wl_kind { WL_SINGLE, WL_SPARSE, WL_MANY, WL_LOADED };
+/* Workload kinds, as named in JSON and on the command line. WL_PATH: bulk
+ * echoes over an emulated bottleneck (a warm-up, then a windowed burst on
+ * every connection; no RTT samples of its own), optionally with a game
+ * stream on connection 0. */
+enum wl_kind { WL_SINGLE, WL_SPARSE, WL_MANY, WL_LOADED, WL_PATH, WL_KINDS };
+
+/* Message streams (byte [1] of a message). */
+enum wl_stream { WL_STREAM_BULK, WL_STREAM_GAME_UNRELIABLE, WL_STREAM_GAME_RELIABLE };
+#define WL_GAME_SLOTS                                                                                        \
+	256 /* game messages built and not yet handed to the transport, per stream (4 s at 60 Hz) */
 
 /* Fault a client driver injects into its delivery path (tests only). */
 enum wl_fault { FAULT_NONE, FAULT_CORRUPT, FAULT_REORDER, FAULT_DROP };
@@ -57,7 +71,27 @@ struct wl_params {
 	uint64_t messages; /* burst messages in total over all connections */
 	uint32_t mtu; /* datagram budget the driver should use (its own meaning) */
 	uint32_t stall_ms; /* no verified echo for this long: the run fails */
+	uint32_t game_hz; /* game stream ticks per second on connection 0; 0: none */
+	uint32_t game_size; /* bytes of each game message, >= BENCH_HDR */
 	enum wl_fault fault;
+};
+
+/* One stream of the game (unreliable-sequenced or reliable-ordered). */
+struct wl_game_stream {
+	uint8_t *slots; /* WL_GAME_SLOTS of (4 + game_size) bytes */
+	uint32_t sent, received;
+	uint32_t next; /* reliable: the id due next; sequenced: one past the newest seen */
+	float *rtt_us; /* echo RTT from the tick */
+	uint32_t rtt_n, rtt_cap;
+};
+
+/* The game stream: each tick, one message on each stream, from the burst's
+ * start until connection 0's workload messages are all verified. */
+struct wl_game {
+	bool ticking, stopped; /* ticks running; ticks over (connection 0's workload is done) */
+	uint64_t period_ns, next_tick_ns, tick_ns, stop_ns;
+	int due; /* streams of the current tick still to build: 2, 1 or 0 */
+	struct wl_game_stream s[2]; /* [0] unreliable-sequenced, [1] reliable-ordered */
 };
 
 /* Per connection engine state. */
@@ -98,6 +132,15 @@ struct wl {
 	int64_t resent_by_cause[4];
 	/* of frames_resent, those an older copy's ACK showed unneeded */
 	int64_t resent_spurious;
+	/* Bytes the transport resent, both directions, where the client's
+	 * driver knows them (TCP_INFO, KCP's xmit); -1 otherwise. */
+	int64_t resent_bytes;
+	/* Path rows: each connection's verified burst messages at the moment
+	 * the first connection finished its burst (Jain's index). */
+	uint32_t *first_done;
+	bool first_done_taken;
+	struct wl_game game;
+	bool game_open; /* a game stream still awaits echoes */
 	char err[256];
 };
 
@@ -125,13 +168,23 @@ bool wl_can_send(const struct wl *w, uint32_t c);
  * w->err describing the mismatch: the run has failed. */
 int wl_deliver(struct wl *w, uint32_t c, const uint8_t *data, size_t len);
 
-/* The run is complete (every message verified). */
+/* The run is complete (every message verified, the game stream done). */
 static inline bool wl_finished(const struct wl *w)
 {
-	return w->verified == w->total;
+	return w->verified == w->total && !w->game_open;
 }
 
-/* Fails the run when nothing was verified for stall_ms. */
+/* The game stream's next message when a tick is due: a pointer to its
+ * 4-byte LE length and the message (stable for WL_GAME_SLOTS more game
+ * messages of that stream), its stream in *stream; NULL when none is due. */
+uint8_t *wl_game_next(struct wl *w, enum wl_stream *stream);
+
+/* Milliseconds (rounded up) until the next game tick, at most max_ms: the
+ * longest a driver may wait for input without making the stream late. */
+int wl_wait_ms(const struct wl *w, int max_ms);
+
+/* Fails the run when nothing was verified for stall_ms; also ends the
+ * game stream's wait for unreliable echoes that were lost. */
 int wl_check_stall(struct wl *w);
 
 /* Marks connection c as connected now (handshake timing). */
@@ -156,6 +209,9 @@ struct bench_worker {
 	void *drv; /* the driver's state for this worker */
 	uint64_t conns; /* connections it accepted; UINT64_MAX: the column has none */
 	uint64_t echoes; /* messages it echoed */
+	/* Bytes its transport resent (TCP_INFO, KCP's xmit, librudp's
+	 * counters), where the driver knows them; -1 otherwise. */
+	int64_t resent_bytes;
 	int rc; /* nonzero: it failed (and stopped the others) */
 };
 
@@ -164,8 +220,10 @@ struct bench_worker {
  * others end too. Returns the first nonzero rc, else 0. */
 int bench_run_workers(struct bench_worker *w, unsigned n, int (*fn)(struct bench_worker *));
 
-/* Writes "served workers=N conns=a,b,.. echoes=x,y,..\n" (the orchestrator
- * records it per run) to fd, or to stderr when fd < 0, and closes fd. */
+/* Writes "served workers=N conns=a,b,.. echoes=x,y,..[ resent_bytes=R]\n"
+ * (the orchestrator records it per run; R, the workers' sum, only when
+ * every worker knows its own) to fd, or to stderr when fd < 0, and closes
+ * fd. */
 void bench_server_summary(int fd, const struct bench_worker *w, unsigned n);
 
 /* Why the enet column's server has one worker (report, --list, stderr). */
@@ -202,6 +260,15 @@ extern atomic_int bench_stop;
 /* --wait-spin-us N: rudp_config.wait_spin_us for the rudp columns' hosts
  * (both halves); -1, the default, leaves librudp's own default. */
 extern int bench_wait_spin_us;
+/* --tcp-cc NAME: TCP_CONGESTION for the TCP columns' sockets (both halves);
+ * NULL, the default, leaves the namespace's default. */
+extern const char *bench_tcp_cc;
+/* Sets TCP_CONGESTION to bench_tcp_cc on a TCP socket (when given); 0 or
+ * -1 (errno). */
+int bench_set_tcp_cc(int fd);
+/* Bytes TCP resent on this socket (TCP_INFO tcpi_bytes_retrans), -1 if the
+ * kernel does not say. */
+int64_t bench_tcp_bytes_retrans(int fd);
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
 void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */

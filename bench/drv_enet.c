@@ -11,6 +11,11 @@
  * enet_host_create() creates and binds its socket in one call, so libenet's
  * API leaves no point at which SO_REUSEPORT could be set before bind.
  *
+ * A game stream (path rows) goes on channels of their own: unreliable
+ * (which ENet delivers sequenced) on 1, reliable on 2; ENet has no message
+ * priorities. The server echoes each packet on the channel it came on,
+ * with its flags.
+ *
  * libenet is opened with dlopen() when an enet half starts, not linked:
  * a linked libenet.so would be mapped (and partly resident) in every
  * rudp-bench process, and the peak RSS of the librudp, TCP and KCP halves
@@ -88,6 +93,11 @@ static const char *enet_load(void)
 #define enet_packet_create (*enet_api.enet_packet_create)
 #define enet_packet_destroy (*enet_api.enet_packet_destroy)
 
+/* Channels: 0 the workload's, 1 and 2 the game stream's. */
+#define ENET_CHANNELS 3
+#define CHANNEL_GAME_UNRELIABLE 1
+#define CHANNEL_GAME_RELIABLE 2
+
 static int parse_enet_addr(const char *s, ENetAddress *a)
 {
 	char host[64];
@@ -118,14 +128,14 @@ int enet_server_drv(const char *column, const struct drv_server_opts *o)
 	size_t peers = o->conns_hint + 64 > 1024 ? o->conns_hint + 64 : 1024;
 	if (peers > ENET_PROTOCOL_MAXIMUM_PEER_ID)
 		peers = ENET_PROTOCOL_MAXIMUM_PEER_ID;
-	ENetHost *h = enet_host_create(&a, peers, 1, 0, 0);
+	ENetHost *h = enet_host_create(&a, peers, ENET_CHANNELS, 0, 0);
 	if (!h) {
 		bench_fail("enet server: cannot bind %s", o->bind);
 		return 1;
 	}
 	bench_udp_buffers(h->socket);
 	bench_signal_ready(o->ready_fd);
-	struct bench_worker bw = {0};
+	struct bench_worker bw = {.resent_bytes = -1}; /* libenet keeps no count of its resends */
 	ENetEvent ev;
 	while (!bench_stop) {
 		int r = enet_host_service(h, &ev, 50);
@@ -133,7 +143,7 @@ int enet_server_drv(const char *column, const struct drv_server_opts *o)
 		while (r > 0) {
 			if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
 				/* Send the received packet back as it is: ENet owns it then. */
-				if (enet_peer_send(ev.peer, 0, ev.packet) < 0) {
+				if (enet_peer_send(ev.peer, ev.channelID, ev.packet) < 0) {
 					bench_fail("enet server: enet_peer_send failed");
 					enet_packet_destroy(ev.packet);
 				}
@@ -192,7 +202,8 @@ int enet_client_drv(const char *column, const struct drv_client_opts *o, struct 
 			 ENET_PROTOCOL_MAXIMUM_PEER_ID);
 		return -1;
 	}
-	ENetHost *h = enet_host_create(NULL, nc, 1, 0, 0);
+	size_t channels = w->p.game_hz ? ENET_CHANNELS : 1;
+	ENetHost *h = enet_host_create(NULL, nc, channels, 0, 0);
 	ENetPeer **peer = calloc(nc, sizeof *peer);
 	int rc = -1;
 	if (!h || !peer) {
@@ -202,7 +213,7 @@ int enet_client_drv(const char *column, const struct drv_client_opts *o, struct 
 	bench_udp_buffers(h->socket);
 	for (uint32_t c = 0; c < nc; c++) {
 		w->c[c].connect_start_ns = bench_now_ns();
-		peer[c] = enet_host_connect(h, &a, 1, c);
+		peer[c] = enet_host_connect(h, &a, channels, c);
 		if (!peer[c]) {
 			snprintf(w->err, sizeof w->err, "enet_host_connect failed");
 			goto out;
@@ -217,6 +228,20 @@ int enet_client_drv(const char *column, const struct drv_client_opts *o, struct 
 			int c;
 			bool sent = false;
 			uint8_t *slot;
+			enum wl_stream st;
+			while ((slot = wl_game_next(w, &st)) != NULL) {
+				bool reliable = st == WL_STREAM_GAME_RELIABLE;
+				ENetPacket *p = enet_packet_create(slot + 4, w->p.game_size,
+								   reliable ? ENET_PACKET_FLAG_RELIABLE : 0);
+				if (!p ||
+				    enet_peer_send(peer[0],
+						   reliable ? CHANNEL_GAME_RELIABLE : CHANNEL_GAME_UNRELIABLE,
+						   p) < 0) {
+					snprintf(w->err, sizeof w->err, "enet: game send failed");
+					goto out;
+				}
+				sent = true;
+			}
 			while ((c = wl_pop_ready(w)) >= 0)
 				while ((slot = wl_next(w, (uint32_t)c)) != NULL) {
 					ENetPacket *p = enet_packet_create(slot + 4, w->p.size,
@@ -232,7 +257,7 @@ int enet_client_drv(const char *column, const struct drv_client_opts *o, struct 
 			if (wl_finished(w))
 				break;
 		}
-		int r = enet_host_service(h, &ev, 2);
+		int r = enet_host_service(h, &ev, (enet_uint32)wl_wait_ms(w, 2));
 		while (r > 0) {
 			if (handle(w, &ev, &connected) < 0)
 				goto out;

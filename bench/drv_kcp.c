@@ -7,6 +7,11 @@
  * and ACKs leave at once. The conversation id is the connection index + 1;
  * the client uses one connected UDP socket per connection. The server runs
  * o->workers threads, each with its own SO_REUSEPORT socket and sessions.
+ * KCP has one ordered stream per conversation: a game stream (path rows)
+ * goes in-band on connection 0's. What KCP resent is counted from the
+ * datagrams it puts out: the data bytes of its PUSH segments beyond the
+ * bytes the application gave it (its own xmit counter leaves out fast
+ * retransmissions).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +35,22 @@ static IUINT32 now_ms32(void)
 	return (IUINT32)(bench_now_ns() / 1000000u);
 }
 
+#define KCP_SEG_HDR 24 /* conv, cmd, frg, wnd, ts, sn, una, len */
+#define KCP_CMD_PUSH 81
+
+/* Data bytes of the PUSH segments in one datagram KCP puts out. */
+static uint64_t pushed_bytes(const char *buf, int len)
+{
+	uint64_t n = 0;
+	for (int off = 0; off + KCP_SEG_HDR <= len;) {
+		uint32_t seg = get_le32((const uint8_t *)buf + off + 20);
+		if ((uint8_t)buf[off + 4] == KCP_CMD_PUSH)
+			n += seg;
+		off += KCP_SEG_HDR + (int)seg;
+	}
+	return n;
+}
+
 static void configure(ikcpcb *k, uint32_t mtu, bool many)
 {
 	ikcp_nodelay(k, 1, 10, 2, 1);
@@ -43,12 +64,14 @@ struct ksess {
 	ikcpcb *kcp;
 	struct sockaddr_in addr;
 	int fd;
+	uint64_t *pushed; /* the worker's count of PUSH data bytes */
 };
 
 static int server_output(const char *buf, int len, ikcpcb *kcp, void *user)
 {
 	(void)kcp;
 	struct ksess *s = user;
+	*s->pushed += pushed_bytes(buf, len);
 	return (int)sendto(s->fd, buf, (size_t)len, 0, (struct sockaddr *)&s->addr, sizeof s->addr);
 }
 
@@ -80,6 +103,7 @@ static int kcp_worker_run(struct bench_worker *bw)
 		rc = 1;
 	}
 	IUINT32 last_update = 0;
+	uint64_t pushed = 0, echoed = 0;
 	while (!bench_stop && rc == 0) {
 		struct epoll_event evs[1];
 		epoll_wait(ep, evs, 1, nactive ? 2 : 100);
@@ -123,6 +147,7 @@ static int kcp_worker_run(struct bench_worker *bw)
 						break;
 					}
 					s->fd = fd;
+					s->pushed = &pushed;
 					s->addr = from[i];
 					s->kcp = ikcp_create(conv, s);
 					s->kcp->output = server_output;
@@ -137,6 +162,7 @@ static int kcp_worker_run(struct bench_worker *bw)
 				int len;
 				while ((len = ikcp_recv(s->kcp, (char *)msg, BENCH_MAX_SIZE)) > 0) {
 					ikcp_send(s->kcp, (const char *)msg, len);
+					echoed += (uint64_t)len;
 					bw->echoes++;
 				}
 				ikcp_flush(s->kcp);
@@ -155,6 +181,9 @@ static int kcp_worker_run(struct bench_worker *bw)
 		ikcp_release(active[i]->kcp);
 		free(active[i]);
 	}
+	/* Once the client has every echo, each echoed byte went out at least
+	 * once: the rest of what was pushed was resent. */
+	bw->resent_bytes = pushed > echoed ? (int64_t)(pushed - echoed) : 0;
 	free(sess);
 	free(active);
 	free(bufs);
@@ -211,13 +240,34 @@ int kcp_server_drv(const char *column, const struct drv_server_opts *o)
 struct kconn {
 	ikcpcb *kcp;
 	int fd;
+	uint64_t pushed, given; /* PUSH data bytes put out; bytes given to ikcp_send */
 };
 
 static int client_output(const char *buf, int len, ikcpcb *kcp, void *user)
 {
 	(void)kcp;
 	struct kconn *k = user;
+	k->pushed += pushed_bytes(buf, len);
 	return (int)send(k->fd, buf, (size_t)len, 0);
+}
+
+/* The game stream's due messages, in-band on connection 0's conversation. */
+static int send_game(struct wl *w, struct kconn *k)
+{
+	enum wl_stream st;
+	uint8_t *slot;
+	bool any = false;
+	while ((slot = wl_game_next(w, &st)) != NULL) {
+		if (ikcp_send(k->kcp, (const char *)slot + 4, (int)w->p.game_size) < 0) {
+			snprintf(w->err, sizeof w->err, "ikcp_send refused a game message");
+			return -1;
+		}
+		k->given += w->p.game_size;
+		any = true;
+	}
+	if (any)
+		ikcp_flush(k->kcp);
+	return 0;
 }
 
 int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct wl *w)
@@ -254,13 +304,17 @@ int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct w
 	IUINT32 last_update = 0;
 	while (!wl_finished(w)) {
 		int c;
+		if (send_game(w, &k[0]) < 0)
+			goto out;
 		while ((c = wl_pop_ready(w)) >= 0) {
 			uint8_t *slot;
-			while ((slot = wl_next(w, (uint32_t)c)) != NULL)
+			while ((slot = wl_next(w, (uint32_t)c)) != NULL) {
 				if (ikcp_send(k[c].kcp, (const char *)slot + 4, (int)w->p.size) < 0) {
 					snprintf(w->err, sizeof w->err, "ikcp_send refused %u B", w->p.size);
 					goto out;
 				}
+				k[c].given += w->p.size;
+			}
 			ikcp_flush(k[c].kcp);
 		}
 		if (wl_finished(w))
@@ -293,7 +347,10 @@ int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct w
 	}
 	rc = 0;
 out:
+	w->resent_bytes = 0;
 	for (uint32_t c = 0; c < nc; c++) {
+		if (k[c].pushed > k[c].given)
+			w->resent_bytes += (int64_t)(k[c].pushed - k[c].given);
 		if (k[c].kcp)
 			ikcp_release(k[c].kcp);
 		if (k[c].fd >= 0)

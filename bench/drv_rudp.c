@@ -10,6 +10,10 @@
  * has a socket of its own (rudp_config.socket_per_connect), since a server
  * knows a peer by its address and port. The server runs o->workers threads,
  * each with its own host on the port (reuse_port).
+ * A game stream (path rows) goes on channels of its own: unreliable-
+ * sequenced on 1, reliable-ordered on 2, both at RUDP_PRIORITY_IMMEDIATE;
+ * the server echoes every message with the reliability and channel it came
+ * with, the game's at that priority too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,24 +45,53 @@ static void base_config(rudp_config *cfg, uint32_t mtu)
 		cfg->wait_spin_us = (uint32_t)bench_wait_spin_us;
 }
 
-/* Echoes the server could not queue yet (send policy backpressure): kept
- * per peer in arrival order and sent on RUDP_EVENT_WRITABLE. Allocated only
- * when a send is refused. */
-struct backlog {
+#define GAME_PRIORITY RUDP_PRIORITY_IMMEDIATE
+#define CHANNEL_GAME_UNRELIABLE 1
+#define CHANNEL_GAME_RELIABLE 2
+
+/* Sends one message: on channel 0 as the column always did, on the game's
+ * channels at the game's priority. */
+static int send_msg(rudp_peer *peer, const void *data, size_t len, int reliability, int channel)
+{
+	if (channel == 0)
+		return rudp_send(peer, data, len, reliability, channel);
+	return rudp_send_ex(peer, data, len, reliability, channel, GAME_PRIORITY);
+}
+
+/* Echoes the server could not queue yet (send policy backpressure), kept
+ * per peer in arrival order and sent on RUDP_EVENT_WRITABLE: one lane for
+ * channel 0, one for the game's channels, which goes first. Allocated only
+ * when a send is refused. An entry is its length (u32 LE), reliability,
+ * channel, two zero bytes, then the message. */
+#define ENTRY_HDR 8
+struct lane {
 	uint8_t *buf;
 	size_t head, len, cap;
+};
+struct backlog {
+	struct lane lane[2]; /* [0] channel 0, [1] the game's channels */
 	struct backlog *next_all;
 };
 
 /* One server worker: a host of its own on the shared port, used by its
- * thread only (librudp's rule), and the backlogs of that host's peers. */
+ * thread only (librudp's rule), the backlogs of that host's peers, and the
+ * peers themselves for their resend counts at the end. */
 struct rworker {
 	rudp_host *h;
 	bool batch;
 	struct backlog *backlogs;
+	rudp_peer **peers;
+	uint32_t npeers, max_peers;
+	uint64_t gone_resent; /* frames the peers that left had resent */
+	uint64_t echoed_bytes;
 };
 
-static int backlog_push(struct rworker *wk, rudp_peer *peer, const uint8_t *data, size_t len)
+static int lane_of(int channel)
+{
+	return channel != 0;
+}
+
+static int backlog_push(struct rworker *wk, rudp_peer *peer, const rudp_event *ev)
 {
 	struct backlog *b = rudp_peer_get_userdata(peer);
 	if (!b) {
@@ -69,75 +102,121 @@ static int backlog_push(struct rworker *wk, rudp_peer *peer, const uint8_t *data
 		wk->backlogs = b;
 		rudp_peer_set_userdata(peer, b);
 	}
-	if (b->head > 0 && b->head == b->len)
-		b->head = b->len = 0;
-	if (b->len + 4 + len > b->cap) {
-		size_t cap = (b->len + 4 + len) * 2;
-		uint8_t *n = realloc(b->buf, cap);
+	struct lane *l = &b->lane[lane_of(ev->channel)];
+	if (l->head > 0 && l->head == l->len)
+		l->head = l->len = 0;
+	if (l->len + ENTRY_HDR + ev->len > l->cap) {
+		size_t cap = (l->len + ENTRY_HDR + ev->len) * 2;
+		uint8_t *n = realloc(l->buf, cap);
 		if (!n)
 			return -1;
-		b->buf = n;
-		b->cap = cap;
+		l->buf = n;
+		l->cap = cap;
 	}
-	put_le32(b->buf + b->len, (uint32_t)len);
-	memcpy(b->buf + b->len + 4, data, len);
-	b->len += 4 + len;
+	uint8_t *e = l->buf + l->len;
+	put_le32(e, (uint32_t)ev->len);
+	e[4] = (uint8_t)ev->reliability;
+	e[5] = ev->channel;
+	e[6] = e[7] = 0;
+	memcpy(e + ENTRY_HDR, ev->data, ev->len);
+	l->len += ENTRY_HDR + ev->len;
 	return 0;
 }
 
-static bool backlog_busy(rudp_peer *peer)
+static bool backlog_busy(rudp_peer *peer, int lane)
 {
 	struct backlog *b = rudp_peer_get_userdata(peer);
-	return b && b->head < b->len;
+	return b && b->lane[lane].head < b->lane[lane].len;
 }
 
 static int backlog_drain(rudp_peer *peer)
 {
 	struct backlog *b = rudp_peer_get_userdata(peer);
-	while (b && b->head < b->len) {
-		uint32_t n = get_le32(b->buf + b->head);
-		int r = rudp_send(peer, b->buf + b->head + 4, n, RUDP_RELIABLE_ORDERED, 0);
-		if (r == RUDP_E_WOULD_BLOCK)
-			return 0;
-		if (r < 0)
-			return r;
-		b->head += 4 + n;
+	for (int i = 1; b && i >= 0; i--) {
+		struct lane *l = &b->lane[i];
+		while (l->head < l->len) {
+			const uint8_t *e = l->buf + l->head;
+			uint32_t n = get_le32(e);
+			int r = send_msg(peer, e + ENTRY_HDR, n, e[4], e[5]);
+			if (r == RUDP_E_WOULD_BLOCK)
+				return 0;
+			if (r < 0)
+				return r;
+			l->head += ENTRY_HDR + n;
+		}
 	}
 	return 0;
 }
 
-static int echo_one(struct rworker *wk, rudp_peer *peer, const uint8_t *data, size_t len)
+static int echo_one(struct rworker *wk, rudp_peer *peer, const rudp_event *ev)
 {
-	if (backlog_busy(peer))
-		return backlog_push(wk, peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
-	int r = rudp_send(peer, data, len, RUDP_RELIABLE_ORDERED, 0);
+	if (backlog_busy(peer, lane_of(ev->channel)))
+		return backlog_push(wk, peer, ev) < 0 ? RUDP_E_NOMEM : 0;
+	int r = send_msg(peer, ev->data, ev->len, ev->reliability, ev->channel);
 	if (r == RUDP_E_WOULD_BLOCK)
-		return backlog_push(wk, peer, data, len) < 0 ? RUDP_E_NOMEM : 0;
+		return backlog_push(wk, peer, ev) < 0 ? RUDP_E_NOMEM : 0;
 	return r;
 }
 
-/* Echoes a run of received messages of one peer with one batch send. */
+/* Echoes a run of received messages of one peer, those of channel 0 with
+ * one batch send per run of them, the game's one by one at its priority. */
 static int echo_batch(struct rworker *wk, rudp_peer *peer, const rudp_event *ev, int n)
 {
 	rudp_message out[EVENTS];
-	if (backlog_busy(peer)) {
-		for (int i = 0; i < n; i++)
-			if (backlog_push(wk, peer, ev[i].data, ev[i].len) < 0)
+	for (int i = 0; i < n;) {
+		if (ev[i].channel != 0) {
+			int r = echo_one(wk, peer, &ev[i++]);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		int k = 0;
+		while (i + k < n && ev[i + k].channel == 0)
+			k++;
+		const rudp_event *run = ev + i;
+		i += k;
+		if (backlog_busy(peer, 0)) {
+			for (int j = 0; j < k; j++)
+				if (backlog_push(wk, peer, &run[j]) < 0)
+					return RUDP_E_NOMEM;
+			continue;
+		}
+		for (int j = 0; j < k; j++)
+			out[j] = (rudp_message){run[j].data, run[j].len, run[j].reliability, run[j].channel};
+		int err = 0;
+		int q = rudp_send_batch(peer, out, (size_t)k, &err);
+		if (q < 0)
+			return q;
+		if (q < k && err != RUDP_E_WOULD_BLOCK)
+			return err;
+		for (int j = q; j < k; j++)
+			if (backlog_push(wk, peer, &run[j]) < 0)
 				return RUDP_E_NOMEM;
-		return 0;
 	}
-	for (int i = 0; i < n; i++)
-		out[i] = (rudp_message){ev[i].data, ev[i].len, ev[i].reliability, ev[i].channel};
-	int err = 0;
-	int q = rudp_send_batch(peer, out, (size_t)n, &err);
-	if (q < 0)
-		return q;
-	if (q < n && err != RUDP_E_WOULD_BLOCK)
-		return err;
-	for (int i = q; i < n; i++)
-		if (backlog_push(wk, peer, ev[i].data, ev[i].len) < 0)
-			return RUDP_E_NOMEM;
 	return 0;
+}
+
+static uint64_t frames_resent(const rudp_peer *peer)
+{
+	rudp_peer_stats st;
+	return rudp_peer_stats_get(peer, &st) == 0 ? st.frames_retransmitted : 0;
+}
+
+/* A peer joins the worker's list on CONNECT and leaves it, its resends
+ * counted, on DISCONNECT (its pointer is not valid after that event). */
+static void peer_track(struct rworker *wk, rudp_peer *peer, bool gone)
+{
+	if (!gone) {
+		if (wk->npeers < wk->max_peers)
+			wk->peers[wk->npeers++] = peer;
+		return;
+	}
+	for (uint32_t i = 0; i < wk->npeers; i++)
+		if (wk->peers[i] == peer) {
+			wk->gone_resent += frames_resent(peer);
+			wk->peers[i] = wk->peers[--wk->npeers];
+			return;
+		}
 }
 
 static void set_policy(rudp_host *h, bool policy)
@@ -172,17 +251,20 @@ static int rudp_worker_run(struct bench_worker *bw)
 			} else if (ev[i].type != RUDP_EVENT_RECEIVE) {
 				if (ev[i].type == RUDP_EVENT_CONNECT)
 					bw->conns++;
+				if (ev[i].type == RUDP_EVENT_CONNECT || ev[i].type == RUDP_EVENT_DISCONNECT)
+					peer_track(wk, peer, ev[i].type == RUDP_EVENT_DISCONNECT);
 				r = 0;
 			} else if (batch) {
 				int k = i;
 				while (k < n && ev[k].type == RUDP_EVENT_RECEIVE && ev[k].peer == peer)
-					k++;
+					wk->echoed_bytes += ev[k++].len;
 				r = echo_batch(wk, peer, ev + i, k - i);
 				bw->echoes += (uint64_t)(k - i);
 				i = k;
 				goto checked;
 			} else {
-				r = echo_one(wk, peer, ev[i].data, ev[i].len);
+				r = echo_one(wk, peer, &ev[i]);
+				wk->echoed_bytes += ev[i].len;
 				bw->echoes++;
 			}
 			i++;
@@ -197,6 +279,12 @@ static int rudp_worker_run(struct bench_worker *bw)
 		if (n > 0 && !batch)
 			rudp_flush(h);
 	}
+	/* Resent bytes, estimated: frames resent times the mean message
+	 * echoed (each message of these rows fits one frame). */
+	uint64_t resent = wk->gone_resent;
+	for (uint32_t i = 0; i < wk->npeers; i++)
+		resent += frames_resent(wk->peers[i]);
+	bw->resent_bytes = bw->echoes ? (int64_t)(resent * (wk->echoed_bytes / bw->echoes)) : 0;
 	return rc;
 }
 
@@ -225,10 +313,13 @@ int rudp_server_drv(const char *column, const struct drv_server_opts *o)
 	unsigned made = 0;
 	int r = 0, rc = 1;
 	for (; made < nw; made++) {
-		wk[made] = (struct rworker){.h = NULL, .batch = batch, .backlogs = NULL};
-		r = rudp_host_create(&cfg, &wk[made].h);
-		if (r < 0)
+		wk[made] = (struct rworker){.h = NULL, .batch = batch, .max_peers = cfg.max_peers};
+		wk[made].peers = calloc(cfg.max_peers, sizeof *wk[made].peers);
+		r = wk[made].peers ? rudp_host_create(&cfg, &wk[made].h) : RUDP_E_NOMEM;
+		if (r < 0) {
+			free(wk[made].peers);
 			break;
+		}
 		set_policy(wk[made].h, policy);
 		bw[made].drv = &wk[made];
 	}
@@ -242,10 +333,12 @@ int rudp_server_drv(const char *column, const struct drv_server_opts *o)
 	}
 	for (unsigned i = 0; i < made; i++) {
 		rudp_host_destroy(wk[i].h);
+		free(wk[i].peers);
 		while (wk[i].backlogs) {
 			struct backlog *b = wk[i].backlogs;
 			wk[i].backlogs = b->next_all;
-			free(b->buf);
+			free(b->lane[0].buf);
+			free(b->lane[1].buf);
 			free(b);
 		}
 	}
@@ -259,6 +352,11 @@ struct rclient {
 	uint32_t *unsent; /* messages built but refused by the send policy: the last ids sent */
 	uint32_t connected;
 	bool batch;
+	/* Reliable game messages the send policy refused, oldest first
+	 * (they stay in the game's slots meanwhile). */
+	uint8_t *game_held[WL_GAME_SLOTS];
+	uint32_t game_held_head, game_held_len;
+	uint64_t game_sent, game_bytes; /* game messages handed to the host */
 };
 
 /* The connection an event is about: its index rides on the peer. */
@@ -268,6 +366,60 @@ static uint32_t conn_of(const rudp_event *e)
 }
 
 static int send_ready(struct rclient *t, uint32_t c);
+
+/* Hands the game stream's due messages to connection 0's peer, refused
+ * reliable ones first and in order. A refused unreliable message is one
+ * the stream lost. */
+static int send_game(struct rclient *t)
+{
+	struct wl *w = t->w;
+	size_t len = w->p.game_size;
+	int r;
+	while (t->game_held_len) {
+		uint8_t *m = t->game_held[t->game_held_head];
+		r = rudp_send_ex(t->peer[0], m, len, RUDP_RELIABLE_ORDERED, CHANNEL_GAME_RELIABLE,
+				 GAME_PRIORITY);
+		if (r == RUDP_E_WOULD_BLOCK)
+			return 0;
+		if (r < 0)
+			goto failed;
+		t->game_held_head = (t->game_held_head + 1) % WL_GAME_SLOTS;
+		t->game_held_len--;
+		t->game_sent++;
+		t->game_bytes += len;
+	}
+	enum wl_stream st;
+	uint8_t *slot;
+	while ((slot = wl_game_next(w, &st)) != NULL) {
+		bool reliable = st == WL_STREAM_GAME_RELIABLE;
+		r = t->game_held_len && reliable
+			    ? RUDP_E_WOULD_BLOCK
+			    : rudp_send_ex(t->peer[0], slot + 4, len,
+					   reliable ? RUDP_RELIABLE_ORDERED : RUDP_UNRELIABLE_SEQUENCED,
+					   reliable ? CHANNEL_GAME_RELIABLE : CHANNEL_GAME_UNRELIABLE,
+					   GAME_PRIORITY);
+		if (r == RUDP_E_WOULD_BLOCK && reliable) {
+			if (t->game_held_len == WL_GAME_SLOTS) {
+				snprintf(w->err, sizeof w->err,
+					 "game stream: %d reliable messages refused by the send policy",
+					 WL_GAME_SLOTS);
+				return -1;
+			}
+			t->game_held[(t->game_held_head + t->game_held_len++) % WL_GAME_SLOTS] = slot + 4;
+			continue;
+		}
+		if (r < 0 && r != RUDP_E_WOULD_BLOCK)
+			goto failed;
+		if (r >= 0) {
+			t->game_sent++;
+			t->game_bytes += len;
+		}
+	}
+	return 0;
+failed:
+	snprintf(w->err, sizeof w->err, "game stream: send: %s", rudp_strerror(r));
+	return -1;
+}
 
 static int handle(struct rclient *t, const rudp_event *ev, int n)
 {
@@ -284,6 +436,8 @@ static int handle(struct rclient *t, const rudp_event *ev, int n)
 				return -1;
 			break;
 		case RUDP_EVENT_WRITABLE: /* the send policy takes more: retry the refused ones */
+			if (c == 0 && send_game(t) < 0)
+				return -1;
 			if (t->unsent[c] && t->connected == w->p.conns && send_ready(t, c) < 0)
 				return -1;
 			break;
@@ -417,13 +571,17 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 	while (t.connected < nc || !wl_finished(w)) {
 		if (t.connected == nc) {
 			int c;
+			if (send_game(&t) < 0)
+				goto out;
 			while ((c = wl_pop_ready(w)) >= 0)
 				if (send_ready(&t, (uint32_t)c) < 0)
 					goto out;
 			if (wl_finished(w))
 				break;
 		}
-		int n = t.batch ? rudp_recv_batch(t.h, ev, EVENTS, 5) : rudp_service(t.h, ev, EVENTS, 5);
+		int wait = wl_wait_ms(w, 5);
+		int n = t.batch ? rudp_recv_batch(t.h, ev, EVENTS, wait)
+				: rudp_service(t.h, ev, EVENTS, wait);
 		if (n < 0 || handle(&t, ev, n) < 0)
 			goto out;
 		if (nc == 1 && t.unsent[0] && t.connected == 1 && send_ready(&t, 0) < 0)
@@ -450,6 +608,14 @@ out:
 				w->resent_spurious += (int64_t)st.resent_spurious;
 			}
 		}
+		/* Bytes, estimated: frames resent times the mean message handed
+		 * to the host (each message of the path rows fits one frame). */
+		uint64_t msgs = t.game_sent, bytes = t.game_bytes;
+		for (uint32_t c = 0; c < nc; c++) {
+			msgs += w->c[c].sent;
+			bytes += (uint64_t)w->c[c].sent * w->p.size;
+		}
+		w->resent_bytes = msgs ? w->frames_resent * (int64_t)(bytes / msgs) : 0;
 	}
 	rudp_host_destroy(t.h);
 	free(t.peer);

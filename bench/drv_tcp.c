@@ -6,12 +6,18 @@
  *              server echoes every complete record it has read with one write.
  * TCP_NODELAY everywhere; buffers are allocated once per connection. The
  * server runs o->workers threads, each with its own SO_REUSEPORT listening
- * socket and the connections the kernel gave it.
+ * socket and the connections the kernel gave it. Neither side ever waits
+ * on one full socket: an echo the server's socket does not take at once
+ * waits in the connection's output buffer, and the connection is not read
+ * again until it has gone; a client's records wait in the connection's
+ * queue for EPOLLOUT while the other connections go on. One connection
+ * whose peer reads slowly (a bottleneck) never holds up the others.
+ * A game stream (path rows) goes in-band, on connection 0's byte stream.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,35 @@ struct tconn {
 	int fd;
 	uint8_t *buf;
 	size_t len, cap;
+	uint8_t *out; /* server: echoes the socket has not taken yet (cap bytes) */
+	size_t out_len;
+	/* client: records built and not yet all written, oldest first (they
+	 * stay in the workload's slots meanwhile); blocked: the socket is
+	 * full and the connection waits for EPOLLOUT. */
+	struct iovec *pend;
+	uint32_t pend_head, pend_len, pend_cap;
+	bool blocked;
 };
+
+const char *bench_tcp_cc;
+
+int bench_set_tcp_cc(int fd)
+{
+	if (!bench_tcp_cc)
+		return 0;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, bench_tcp_cc, (socklen_t)strlen(bench_tcp_cc));
+}
+
+int64_t bench_tcp_bytes_retrans(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof ti.tcpi_bytes_retrans)
+		return -1;
+	return (int64_t)ti.tcpi_bytes_retrans;
+}
 
 static int set_nodelay(int fd)
 {
@@ -37,57 +71,45 @@ static int set_nodelay(int fd)
 	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-/* Waits until fd is writable. While waiting, `drain` (when given) consumes
- * input so that two peers writing to each other never both block. */
-static int wait_writable(int fd, int (*drain)(void *), void *arg)
-{
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLOUT | (drain ? POLLIN : 0)};
-		int r = poll(&p, 1, 200);
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (bench_stop)
-			return -1;
-		if (r <= 0)
-			continue;
-		if ((p.revents & POLLIN) && drain && drain(arg) < 0)
-			return -1;
-		if (p.revents & (POLLOUT | POLLERR | POLLHUP))
-			return 0;
-	}
-}
+/* ---- server ---- */
 
-static int writev_full(int fd, struct iovec *iov, int n, int (*drain)(void *), void *arg)
+/* One worker: its own listening socket, epoll set and connections. */
+struct tcp_worker {
+	int ls, ep;
+	bool batch;
+	int64_t resent; /* bytes retransmitted on closed connections; -1: unknown */
+};
+
+/* Writes what the socket takes of data; keeps the rest (and everything
+ * after it) in k->out for EPOLLOUT. Returns 0 or -1 (connection broken). */
+static int echo_out(struct tconn *k, const uint8_t *data, size_t n)
 {
-	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN && wait_writable(fd, drain, arg) == 0)
-				continue;
+	if (k->out_len == 0) {
+		ssize_t w = write(k->fd, data, n);
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
 			return -1;
-		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
+		if (w > 0) {
+			data += w;
+			n -= (size_t)w;
 		}
 	}
+	if (n == 0)
+		return 0;
+	if (!k->out && !(k->out = malloc(k->cap)))
+		return -1;
+	if (k->out_len + n > k->cap)
+		return -1; /* cannot happen: one read's echoes fit in cap */
+	memcpy(k->out + k->out_len, data, n);
+	k->out_len += n;
 	return 0;
 }
 
-/* ---- server ---- */
-
 /* Reads what connection k has and echoes every complete record; counts them
- * into *echoes. Returns 0, or -1 when the connection is done. */
-static int server_echo(struct tconn *k, bool batch, uint64_t *echoes)
+ * into *echoes. Stops reading while echoes wait in k->out (the connection
+ * then waits for EPOLLOUT). Returns 0, or -1 when the connection is done. */
+static int server_echo(struct tcp_worker *t, struct tconn *k, uint64_t *echoes)
 {
-	for (;;) {
+	while (k->out_len == 0) {
 		if (k->len == k->cap)
 			return -1; /* a record larger than the buffer: not ours */
 		ssize_t r = read(k->fd, k->buf + k->len, k->cap - k->len);
@@ -103,29 +125,45 @@ static int server_echo(struct tconn *k, bool batch, uint64_t *echoes)
 				return -1;
 			if (k->len - off < 4 + (size_t)n)
 				break;
-			if (!batch) {
-				struct iovec iov = {k->buf + off, 4 + (size_t)n};
-				if (writev_full(k->fd, &iov, 1, NULL, NULL) < 0)
-					return -1;
-			}
+			if (!t->batch && echo_out(k, k->buf + off, 4 + (size_t)n) < 0)
+				return -1;
 			off += 4 + n;
 			(*echoes)++;
 		}
-		if (batch && off > 0) {
-			struct iovec iov = {k->buf, off};
-			if (writev_full(k->fd, &iov, 1, NULL, NULL) < 0)
-				return -1;
-		}
+		if (t->batch && off > 0 && echo_out(k, k->buf, off) < 0)
+			return -1;
 		memmove(k->buf, k->buf + off, k->len - off);
 		k->len -= off;
 	}
+	struct epoll_event e = {.events = EPOLLOUT, .data.u64 = (uint64_t)k->fd};
+	return epoll_ctl(t->ep, EPOLL_CTL_MOD, k->fd, &e);
 }
 
-/* One worker: its own listening socket, epoll set and connections. */
-struct tcp_worker {
-	int ls, ep;
-	bool batch;
-};
+/* EPOLLOUT: writes what waits in k->out; once all is gone, reads again. */
+static int server_flush(struct tcp_worker *t, struct tconn *k, uint64_t *echoes)
+{
+	ssize_t w = write(k->fd, k->out, k->out_len);
+	if (w < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	memmove(k->out, k->out + w, k->out_len - (size_t)w);
+	k->out_len -= (size_t)w;
+	if (k->out_len)
+		return 0;
+	struct epoll_event e = {.events = EPOLLIN, .data.u64 = (uint64_t)k->fd};
+	if (epoll_ctl(t->ep, EPOLL_CTL_MOD, k->fd, &e) < 0)
+		return -1;
+	return server_echo(t, k, echoes);
+}
+
+static void server_close(struct tcp_worker *t, struct tconn *k)
+{
+	int64_t r = bench_tcp_bytes_retrans(k->fd);
+	t->resent = t->resent < 0 || r < 0 ? -1 : t->resent + r;
+	close(k->fd);
+	free(k->buf);
+	free(k->out);
+	free(k);
+}
 
 static int tcp_worker_run(struct bench_worker *bw)
 {
@@ -135,6 +173,7 @@ static int tcp_worker_run(struct bench_worker *bw)
 	struct epoll_event evs[256];
 	int rc = 0;
 	bw->conns = 0;
+	t->resent = 0;
 	if (!conns)
 		return 1;
 	while (!bench_stop && rc == 0) {
@@ -144,6 +183,7 @@ static int tcp_worker_run(struct bench_worker *bw)
 				int fd;
 				while ((fd = accept4(t->ls, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
 					set_nodelay(fd);
+					bench_set_tcp_cc(fd);
 					if ((size_t)fd >= cap) {
 						size_t nc = (size_t)fd * 2;
 						struct tconn **g = realloc(conns, nc * sizeof *g);
@@ -176,23 +216,23 @@ static int tcp_worker_run(struct bench_worker *bw)
 				continue;
 			}
 			struct tconn *k = conns[evs[i].data.u64];
-			if (k && server_echo(k, t->batch, &bw->echoes) < 0) {
-				close(k->fd);
+			if (!k)
+				continue;
+			int r = (evs[i].events & EPOLLOUT) && k->out_len ? server_flush(t, k, &bw->echoes)
+									 : server_echo(t, k, &bw->echoes);
+			if (r < 0) {
 				conns[evs[i].data.u64] = NULL;
-				free(k->buf);
-				free(k);
+				server_close(t, k);
 			}
 		}
 	}
 	if (rc)
 		bench_fail("tcp server: worker %u: out of memory", bw->index);
 	for (size_t i = 0; i < cap; i++)
-		if (conns[i]) {
-			close(conns[i]->fd);
-			free(conns[i]->buf);
-			free(conns[i]);
-		}
+		if (conns[i])
+			server_close(t, conns[i]);
 	free(conns);
+	bw->resent_bytes = t->resent;
 	return rc;
 }
 
@@ -213,10 +253,11 @@ int tcp_server(const char *column, const struct drv_server_opts *o)
 	for (; made < nw; made++) {
 		int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 		int one = 1;
-		t[made] = (struct tcp_worker){.ls = ls, .ep = -1, .batch = batch};
+		t[made] = (struct tcp_worker){.ls = ls, .ep = -1, .batch = batch, .resent = 0};
 		if (ls < 0)
 			break;
 		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		bench_set_tcp_cc(ls);
 		/* One listening socket per worker: the kernel hashes each new
 		 * connection to one of them and it stays there. */
 		if ((nw > 1 && bench_reuseport(ls) < 0) ||
@@ -251,16 +292,13 @@ int tcp_server(const char *column, const struct drv_server_opts *o)
 
 /* ---- client ---- */
 
+/* A connection whose socket is full waits for EPOLLOUT while the others go
+ * on: the client never blocks on one connection. */
 struct tclient {
 	struct wl *w;
 	struct tconn *k;
 	bool batch;
 	int ep;
-};
-
-struct drain_arg {
-	struct tclient *t;
-	uint32_t c;
 };
 
 static int client_read(struct tclient *t, uint32_t c)
@@ -300,35 +338,103 @@ static int client_read(struct tclient *t, uint32_t c)
 	}
 }
 
-static int drain_cb(void *arg)
+static int pend_push(struct tclient *t, uint32_t c, uint8_t *rec, size_t len)
 {
-	struct drain_arg *d = arg;
-	return client_read(d->t, d->c);
+	struct tconn *k = &t->k[c];
+	if (k->pend_len == k->pend_cap) {
+		snprintf(t->w->err, sizeof t->w->err, "connection %u: %u records waiting to be written", c,
+			 k->pend_len);
+		return -1;
+	}
+	k->pend[(k->pend_head + k->pend_len++) % k->pend_cap] = (struct iovec){rec, len};
+	return 0;
 }
 
-static int client_send(struct tclient *t, uint32_t c)
+static int set_blocked(struct tclient *t, uint32_t c, bool blocked)
 {
-	struct iovec iov[64];
-	struct drain_arg d = {t, c};
-	uint32_t len = 4 + t->w->p.size;
-	for (;;) {
-		int n = 0;
-		uint8_t *slot;
-		while (n < 64 && (slot = wl_next(t->w, c)) != NULL) {
-			iov[n].iov_base = slot;
-			iov[n].iov_len = len;
+	struct tconn *k = &t->k[c];
+	if (k->blocked == blocked)
+		return 0;
+	k->blocked = blocked;
+	struct epoll_event e = {.events = EPOLLIN | (blocked ? EPOLLOUT : 0), .data.u32 = c};
+	return epoll_ctl(t->ep, EPOLL_CTL_MOD, k->fd, &e);
+}
+
+/* Writes connection c's waiting records: one per write (tcp), up to 64
+ * per writev (tcp-batch). Returns 0 (all written, or the socket is full
+ * and c is blocked) or -1. */
+static int pend_flush(struct tclient *t, uint32_t c)
+{
+	struct tconn *k = &t->k[c];
+	while (k->pend_len) {
+		struct iovec iov[64];
+		uint32_t n = 0, max = t->batch ? 64 : 1;
+		while (n < max && n < k->pend_len) {
+			iov[n] = k->pend[(k->pend_head + n) % k->pend_cap];
 			n++;
-			if (!t->batch)
-				break;
 		}
-		if (n == 0)
-			return 0;
-		if (writev_full(t->k[c].fd, iov, n, drain_cb, &d) < 0) {
-			if (!t->w->err[0])
-				snprintf(t->w->err, sizeof t->w->err, "connection %u: write: %s", c,
-					 strerror(errno));
+		ssize_t w = writev(k->fd, iov, (int)n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return set_blocked(t, c, true);
+		if (w < 0) {
+			snprintf(t->w->err, sizeof t->w->err, "connection %u: write: %s", c, strerror(errno));
 			return -1;
 		}
+		while (w > 0) {
+			struct iovec *h = &k->pend[k->pend_head];
+			if ((size_t)w < h->iov_len) {
+				h->iov_base = (uint8_t *)h->iov_base + w;
+				h->iov_len -= (size_t)w;
+				break;
+			}
+			w -= (ssize_t)h->iov_len;
+			k->pend_head = (k->pend_head + 1) % k->pend_cap;
+			k->pend_len--;
+		}
+	}
+	return set_blocked(t, c, false);
+}
+
+/* The game stream's due messages, in-band on connection 0: a byte stream
+ * has no other way, so they queue behind whatever bulk it holds. */
+static int queue_game(struct tclient *t)
+{
+	enum wl_stream st;
+	uint8_t *slot;
+	while ((slot = wl_game_next(t->w, &st)) != NULL)
+		if (pend_push(t, 0, slot, 4 + (size_t)t->w->p.game_size) < 0)
+			return -1;
+	return 0;
+}
+
+/* Builds connection c's messages while its window allows and writes them,
+ * until it has nothing to send or its socket is full. Echoes freeing the
+ * window keep it going: on connection 0 the game's due messages go
+ * between its writes. */
+static int client_send(struct tclient *t, uint32_t c)
+{
+	struct tconn *k = &t->k[c];
+	size_t len = 4 + (size_t)t->w->p.size;
+	for (;;) {
+		if (c == 0 && queue_game(t) < 0)
+			return -1;
+		if (k->pend_len == 0) {
+			uint8_t *slot;
+			int n = 0;
+			while (n < (t->batch ? 64 : 1) && (slot = wl_next(t->w, c)) != NULL) {
+				if (pend_push(t, c, slot, len) < 0)
+					return -1;
+				n++;
+			}
+			if (n == 0)
+				return 0;
+		}
+		if (pend_flush(t, c) < 0)
+			return -1;
+		if (k->pend_len)
+			return 0;
 	}
 }
 
@@ -345,16 +451,23 @@ int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 	t.ep = epoll_create1(0);
 	int rc = -1;
 	uint32_t pending = nc;
+	for (uint32_t c = 0; c < nc; c++)
+		t.k[c].fd = -1;
 	for (uint32_t c = 0; c < nc; c++) {
 		struct tconn *k = &t.k[c];
 		k->cap = TCP_RBUF + 2 * ((size_t)w->p.size + 4);
 		k->buf = malloc(k->cap);
+		/* At most a window of messages, and on connection 0 the game's
+		 * held messages, wait to be written. */
+		k->pend_cap = w->p.window + (c == 0 && w->p.game_hz ? 2 * WL_GAME_SLOTS : 0);
+		k->pend = malloc(k->pend_cap * sizeof *k->pend);
 		k->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		if (k->fd < 0 || !k->buf) {
+		if (k->fd < 0 || !k->buf || !k->pend) {
 			snprintf(w->err, sizeof w->err, "socket: %s", strerror(errno));
 			goto out;
 		}
 		set_nodelay(k->fd);
+		bench_set_tcp_cc(k->fd);
 		w->c[c].connect_start_ns = bench_now_ns();
 		if (connect(k->fd, (struct sockaddr *)&sin, sizeof sin) < 0 && errno != EINPROGRESS) {
 			snprintf(w->err, sizeof w->err, "connect %s: %s", o->connect, strerror(errno));
@@ -386,24 +499,34 @@ int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 	w->last_progress_ns = bench_now_ns();
 	while (!wl_finished(w)) {
 		int c;
+		if (w->p.game_hz && (queue_game(&t) < 0 || (!t.k[0].blocked && pend_flush(&t, 0) < 0)))
+			goto out;
 		while ((c = wl_pop_ready(w)) >= 0)
-			if (client_send(&t, (uint32_t)c) < 0)
+			if (!t.k[c].blocked && client_send(&t, (uint32_t)c) < 0)
 				goto out;
 		if (wl_finished(w))
 			break;
-		int n = epoll_wait(t.ep, evs, 256, 10);
-		for (int i = 0; i < n; i++)
-			if (client_read(&t, evs[i].data.u32) < 0)
+		int n = epoll_wait(t.ep, evs, 256, wl_wait_ms(w, 10));
+		for (int i = 0; i < n; i++) {
+			uint32_t k = evs[i].data.u32;
+			if ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && client_read(&t, k) < 0)
 				goto out;
+			if ((evs[i].events & EPOLLOUT) && t.k[k].blocked && client_send(&t, k) < 0)
+				goto out;
+		}
 		if (wl_check_stall(w) < 0)
 			goto out;
 	}
 	rc = 0;
 out:
+	w->resent_bytes = 0;
 	for (uint32_t c = 0; c < nc; c++) {
-		if (t.k[c].fd > 0)
+		int64_t r = t.k[c].fd >= 0 ? bench_tcp_bytes_retrans(t.k[c].fd) : -1;
+		w->resent_bytes = w->resent_bytes < 0 || r < 0 ? -1 : w->resent_bytes + r;
+		if (t.k[c].fd >= 0)
 			close(t.k[c].fd);
 		free(t.k[c].buf);
+		free(t.k[c].pend);
 	}
 	free(t.k);
 	close(t.ep);

@@ -42,9 +42,11 @@
 
 #include "bench.h"
 #include "bench_config.h"
+#include "emu.h"
 #include "netns.h"
 #include "report.h"
 #include "rudp.h"
+#include "side.h"
 
 /* The batch and policy columns exist only when the library has those APIs
  * and this file's drivers implement them. */
@@ -142,9 +144,8 @@ static int parse_uint(const char *s, uint64_t max, uint64_t *out)
 
 static int kind_from_name(const char *s)
 {
-	static const char *names[] = {"single", "sparse", "many", "loaded"};
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(s, names[i]))
+	for (int i = 0; i < WL_KINDS; i++)
+		if (!strcmp(s, wl_kind_names[i]))
 			return i;
 	return -1;
 }
@@ -159,11 +160,12 @@ static void sub_usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]\n"
-		"                  [--wait-spin-us N]\n"
+		"                  [--wait-spin-us N] [--tcp-cc NAME]\n"
 		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
-		"loaded]\n"
+		"loaded|path]\n"
 		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
-		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n");
+		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n"
+		"                  [--game-hz N --game-size N] [--tcp-cc NAME]\n");
 }
 
 static int sub_main(int argc, char **argv, bool server)
@@ -177,16 +179,18 @@ static int sub_main(int argc, char **argv, bool server)
 			      .samples = 300,
 			      .messages = 10000,
 			      .mtu = 0,
-			      .stall_ms = 15000};
+			      .stall_ms = 15000,
+			      .game_size = 200};
 	uint32_t conns_hint = 1, workers = 1;
 	int ready_fd = -1;
 	static const struct option opts[] = {
-		{"column", 1, 0, 'c'},   {"bind", 1, 0, 'b'},         {"connect", 1, 0, 'C'},
-		{"mtu", 1, 0, 'm'},      {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
-		{"workload", 1, 0, 'W'}, {"size", 1, 0, 's'},         {"connections", 1, 0, 'N'},
-		{"window", 1, 0, 'w'},   {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
-		{"messages", 1, 0, 'M'}, {"stall-ms", 1, 0, 't'},     {"inject-fault", 1, 0, 'F'},
-		{"workers", 1, 0, 'K'},  {"wait-spin-us", 1, 0, 'P'}, {0, 0, 0, 0},
+		{"column", 1, 0, 'c'},    {"bind", 1, 0, 'b'},         {"connect", 1, 0, 'C'},
+		{"mtu", 1, 0, 'm'},       {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
+		{"workload", 1, 0, 'W'},  {"size", 1, 0, 's'},         {"connections", 1, 0, 'N'},
+		{"window", 1, 0, 'w'},    {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
+		{"messages", 1, 0, 'M'},  {"stall-ms", 1, 0, 't'},     {"inject-fault", 1, 0, 'F'},
+		{"workers", 1, 0, 'K'},   {"wait-spin-us", 1, 0, 'P'}, {"game-hz", 1, 0, 'G'},
+		{"game-size", 1, 0, 'Z'}, {"tcp-cc", 1, 0, 'T'},       {0, 0, 0, 0},
 	};
 	int o;
 	uint64_t v;
@@ -216,6 +220,18 @@ static int sub_main(int argc, char **argv, bool server)
 		case 'P':
 			bad = parse_uint(optarg, BENCH_MAX_WAIT_SPIN_US, &v);
 			bench_wait_spin_us = (int)v;
+			break;
+		case 'G':
+			bad = parse_uint(optarg, 1000, &v) || v == 0;
+			p.game_hz = (uint32_t)v;
+			break;
+		case 'Z':
+			bad = parse_uint(optarg, 65536, &v) || v < BENCH_HDR;
+			p.game_size = (uint32_t)v;
+			break;
+		case 'T':
+			bad = !*optarg || strlen(optarg) > 15;
+			bench_tcp_cc = optarg;
 			break;
 		case 'W':
 			bad = (kind_from_name(optarg) < 0);
@@ -437,6 +453,28 @@ static void append_args(char **argv, char *a, char *b)
 
 static bool have_root;
 static unsigned workers_forced; /* --workers N; 0: BENCH.md's defaults */
+/* --tcp-cc: the TCP congestion control of the TCP columns and the competing
+ * flow on rows with a bottleneck; NULL: the kernel's default. */
+static const char *path_tcp_cc = "cubic";
+
+/* Server-side ports in a run's namespace: the measured transport's, the
+ * queueing probe's echo socket and the competing TCP flow's listener. */
+#define PORT_MAIN 19500
+#define PORT_PROBE 19501
+#define PORT_COMPETITOR 19502
+
+/* Stops a helper process of a run (emulator, probe, competing flow):
+ * SIGTERM, then SIGKILL after 2 s. */
+static void stop_helper(pid_t *pid)
+{
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGTERM);
+	int st;
+	struct rusage ru;
+	wait_until(*pid, bench_now_ns() + 2000000000ull, &st, &ru);
+	*pid = -1;
+}
 
 /* Where the two processes of a run may execute: the CPUs this process may
  * use, split into two disjoint sets. The server takes the larger half (its
@@ -600,12 +638,22 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	const char *col = columns[r->column].name;
 	char ns_c[64] = "", ns_s[64] = "";
 	const char *addr_ip = "127.0.0.1";
-	pid_t emu = -1;
+	pid_t emu = -1, probe = -1, comp = -1;
+	struct emu_stats *emu_st = NULL;
+	struct probe_shared *probe_sh = NULL;
+	struct competitor_shared *comp_sh = NULL;
+	bool emulated = row->delay_ms > 0 || row->rate_mbit > 0;
+	bool tcp_col = !strncmp(col, "tcp", 3);
+	/* Only rows with a bottleneck: the delay rows keep the kernel's default. */
+	const char *tcp_cc = row->rate_mbit > 0 && tcp_col ? path_tcp_cc : NULL;
+	char out[4096] = "", served[4096] = "";
 	int rc = -1;
 	r->rcvbuf_errors = -1;
 	r->client_resent = r->client_dups = r->client_spurious = -1;
 	for (int i = 0; i < 4; i++)
 		r->client_resent_why[i] = -1;
+	for (int i = 0; i < PF_COUNT; i++)
+		r->path[i] = -1;
 	if (use_ns) {
 		snprintf(ns_s, sizeof ns_s, "rudpb-%d-%d", (int)getpid(), seq);
 		if (ns_create(ns_s) < 0) {
@@ -613,23 +661,41 @@ static int run_one(struct run *r, int seq, bool use_ns)
 			return -1;
 		}
 		track_ns(ns_s);
-		if (row->delay_ms > 0) {
+		if (emulated) {
 			snprintf(ns_c, sizeof ns_c, "rudpb-%d-%dc", (int)getpid(), seq);
 			if (ns_create(ns_c) < 0) {
 				snprintf(r->error, sizeof r->error, "cannot create namespace %s", ns_c);
 				goto out;
 			}
 			track_ns(ns_c);
-			emu = emu_start(ns_c, ns_s, row->delay_ms / 2.0, row->loss_pct);
+			struct emu_link link = {.delay_ms_oneway = row->delay_ms / 2.0,
+						.loss_pct = row->loss_pct,
+						.rate_mbit = row->rate_mbit,
+						.queue_ms = row->queue_ms,
+						.flow_port = {PORT_MAIN, PORT_PROBE, PORT_COMPETITOR}};
+			emu = emu_start(ns_c, ns_s, &link, &emu_st);
 			if (emu < 0) {
 				snprintf(r->error, sizeof r->error, "TUN link emulator failed to start");
 				goto out;
 			}
 			track_pid(emu);
 			addr_ip = EMU_SERVER_IP;
-			snprintf(r->impairment, sizeof r->impairment,
-				 "tun-emulator: %.1f ms each way, %.2g %% drop each way; MTU 1500",
-				 row->delay_ms / 2.0, row->loss_pct);
+			path_describe(row, path_tcp_cc, r->impairment, sizeof r->impairment);
+			if (!emu_st->realtime) {
+				/* Said where the figures are: its timing may have slipped. */
+				size_t len = strlen(r->impairment);
+				snprintf(r->impairment + len, sizeof r->impairment - len,
+					 "; emulator not real-time");
+			}
+			if (row->kind == WL_PATH) {
+				probe = probe_start(ns_c, ns_s, EMU_SERVER_IP, PORT_PROBE,
+						    PATH_PROBE_INTERVAL_US, PATH_PROBE_SIZE, &probe_sh);
+				if (probe < 0) {
+					snprintf(r->error, sizeof r->error, "queueing probe failed to start");
+					goto out;
+				}
+				track_pid(probe);
+			}
 		} else {
 			snprintf(ns_c, sizeof ns_c, "%s", ns_s);
 			if (row->loss_pct > 0) {
@@ -648,7 +714,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		snprintf(r->impairment, sizeof r->impairment, "none; host loopback (no namespace)");
 	}
 	char addr[64];
-	int port = use_ns ? 19500 : 20000 + seq % 20000;
+	int port = use_ns ? PORT_MAIN : 20000 + seq % 20000;
 	snprintf(addr, sizeof addr, "%s:%d", addr_ip, port);
 	char mtu[16], conns[16], size[16], window[16], warmup[16], samples[16], messages[16], stall[16];
 	snprintf(mtu, sizeof mtu, "%u", row_mtu(row, r->column));
@@ -658,8 +724,8 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	snprintf(warmup, sizeof warmup, "%u", row->warmup);
 	snprintf(samples, sizeof samples, "%u", row->samples);
 	fmt_u(messages, sizeof messages, row->messages);
-	snprintf(stall, sizeof stall, "%u", row->delay_ms > 0 || row->loss_pct > 0 ? 30000 : 15000);
-	static const char *kinds[] = {"single", "sparse", "many", "loaded"};
+	snprintf(stall, sizeof stall, "%u", emulated || row->loss_pct > 0 ? 30000 : 15000);
+	const char *const *kinds = wl_kind_names;
 	/* BENCH.md: one worker per server CPU for the many-connection rows. */
 	unsigned want = workers_forced                                   ? workers_forced
 			: row->kind == WL_MANY || row->kind == WL_LOADED ? (unsigned)cpu_sets.nserver
@@ -684,6 +750,8 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	snprintf(spin, sizeof spin, "%d", bench_wait_spin_us);
 	if (pass_spin)
 		append_args(sargv, "--wait-spin-us", spin);
+	if (tcp_cc)
+		append_args(sargv, "--tcp-cc", (char *)tcp_cc);
 	fcntl(rp[1], F_SETFD, 0);
 	pid_t srv = spawn(use_ns ? ns_s : NULL, scpu, sargv, -1, rp[1]);
 	close(rp[1]);
@@ -706,7 +774,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		wait_until(srv, bench_now_ns(), &st, &ru);
 		goto out;
 	}
-	char *cargv[28] = {"rudp-bench", "client", "--column",      (char *)col,
+	char *cargv[36] = {"rudp-bench", "client", "--column",      (char *)col,
 			   "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
 			   "--size",     size,     "--connections", conns,
 			   "--window",   window,   "--warmup",      warmup,
@@ -715,13 +783,38 @@ static int run_one(struct run *r, int seq, bool use_ns)
 			   NULL};
 	if (pass_spin)
 		append_args(cargv, "--wait-spin-us", spin);
+	if (tcp_cc)
+		append_args(cargv, "--tcp-cc", (char *)tcp_cc);
+	char game_hz[16], game_size[16];
+	snprintf(game_hz, sizeof game_hz, "%u", row->game_hz);
+	snprintf(game_size, sizeof game_size, "%u", row->game_size);
+	if (row->game_hz) {
+		append_args(cargv, "--game-hz", game_hz);
+		append_args(cargv, "--game-size", game_size);
+	}
+	/* The competing flow connects now and starts sending when the client
+	 * says its burst has started. */
+	if (row->competitor && use_ns) {
+		comp = competitor_start(ns_c, ns_s, EMU_SERVER_IP, PORT_COMPETITOR, path_tcp_cc, &comp_sh);
+		if (comp < 0) {
+			snprintf(r->error, sizeof r->error, "competing TCP flow failed to start");
+			close(rp[0]);
+			close(op[0]);
+			close(op[1]);
+			kill(srv, SIGKILL);
+			int st;
+			struct rusage ru;
+			wait_until(srv, bench_now_ns(), &st, &ru);
+			goto out;
+		}
+		track_pid(comp);
+	}
 	fcntl(op[1], F_SETFD, 0);
 	uint64_t t0 = bench_now_ns();
 	pid_t cli = spawn(use_ns ? ns_c : NULL, ccpu, cargv, op[1], -1);
 	close(op[1]);
 	track_pid(cli);
 	/* Read the client's stdout until it closes, then reap it. */
-	char out[4096];
 	size_t olen = 0;
 	uint64_t deadline = t0 + (uint64_t)row->timeout_s * 1000000000ull;
 	for (;;) {
@@ -735,6 +828,9 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		if (n <= 0)
 			break;
 		olen += (size_t)n;
+		out[olen] = '\0';
+		if (comp_sh && !comp_sh->go && strstr(out, "BURST "))
+			comp_sh->go = 1;
 		if (olen == sizeof out - 1)
 			break;
 	}
@@ -757,7 +853,6 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	kill(srv, SIGTERM);
 	wait_until(srv, bench_now_ns() + 3000000000ull, &sst, &sru);
 	/* The server is gone, so its end of the pipe is closed: read to EOF. */
-	char served[4096];
 	size_t slen = 0;
 	for (;;) {
 		struct pollfd q = {.fd = rp[0], .events = POLLIN};
@@ -797,13 +892,33 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		goto out;
 	}
 	rc = 0;
-out:
-	if (emu > 0) {
-		kill(emu, SIGTERM);
-		int st;
-		struct rusage ru;
-		wait_until(emu, bench_now_ns() + 2000000000ull, &st, &ru);
+	if (probe > 0) {
+		/* Probes sent up to the burst's end get time to come back. */
+		const char *e = strstr(out, " burst_end_ns=");
+		uint64_t until = e ? strtoull(e + 14, NULL, 10) + 300000000ull : 0;
+		while (!interrupted && bench_now_ns() < until) {
+			struct timespec ts = {0, 10000000};
+			nanosleep(&ts, NULL);
+		}
 	}
+out:
+	stop_helper(&comp);
+	stop_helper(&probe);
+	stop_helper(&emu);
+	if (rc == 0 && comp_sh && comp_sh->err[0]) {
+		snprintf(r->error, sizeof r->error, "competing TCP flow: %s", comp_sh->err);
+		rc = -1;
+	} else if (rc == 0 && probe_sh && probe_sh->err[0]) {
+		snprintf(r->error, sizeof r->error, "queueing probe: %s", probe_sh->err);
+		rc = -1;
+	}
+	if (rc == 0 && row->kind == WL_PATH) {
+		struct path_inputs in = {out, served, emu_st, probe_sh, comp_sh};
+		path_figures(r, &in);
+	}
+	emu_stats_free(emu_st);
+	probe_free(probe_sh);
+	competitor_free(comp_sh);
 	if (ns_c[0] && strcmp(ns_c, ns_s))
 		ns_delete(ns_c);
 	if (ns_s[0])
@@ -821,11 +936,15 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]\n"
-		"                  [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE]\n"
+		"                  [--rounds N] [--loss PCT] [--delay MS] [--rate MBIT] [--queue-ms MS]\n"
+		"                  [--tcp-cc NAME|default] [--workers N] [--json FILE]\n"
 		"                  [--out DIR] [--no-netns] [--resume DIR] [--list]\n"
 		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
+		"       rudp-bench link-check --rate MBIT [--queue-ms MS] [--delay RTT_MS] [--loss PCT]\n"
+		"                  (measures the link emulator against what it was asked for)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
-		"         enet raw-udp; workloads: single sparse many loaded\n");
+		"         enet raw-udp; workloads: single sparse many loaded path (path: in --full, or when\n"
+		"         named; --case 'a:' .. 'e:' picks one of its rows)\n");
 }
 
 static void list_columns(void)
@@ -874,17 +993,25 @@ int main(int argc, char **argv)
 	find_quic();
 	if (argc > 1 && (!strcmp(argv[1], "server") || !strcmp(argv[1], "client")))
 		return sub_main(argc - 1, argv + 1, !strcmp(argv[1], "server"));
+	if (argc > 1 && !strcmp(argv[1], "link-check"))
+		return link_check_main(argc - 1, argv + 1);
 
-	struct plan_opts po = {.mode = MODE_QUICK, .rounds = 0, .loss_pct = -1, .delay_ms = -1};
+	struct plan_opts po = {.mode = MODE_QUICK,
+			       .rounds = 0,
+			       .loss_pct = -1,
+			       .delay_ms = -1,
+			       .rate_mbit = -1,
+			       .queue_ms = -1};
 	const char *json_path = NULL, *outdir = "rudp-bench-results", *resume_dir = NULL;
 	bool no_ns = false, list = false, out_given = false;
 	static const struct option opts[] = {
-		{"full", 0, 0, 'f'},    {"smoke", 0, 0, 'k'},        {"quick", 0, 0, 'q'},
-		{"columns", 1, 0, 'c'}, {"workload", 1, 0, 'w'},     {"case", 1, 0, 'a'},
-		{"rounds", 1, 0, 'r'},  {"loss", 1, 0, 'l'},         {"delay", 1, 0, 'd'},
-		{"json", 1, 0, 'j'},    {"out", 1, 0, 'o'},          {"no-netns", 0, 0, 'n'},
-		{"list", 0, 0, 'L'},    {"help", 0, 0, 'h'},         {"workers", 1, 0, 'W'},
-		{"resume", 1, 0, 'R'},  {"wait-spin-us", 1, 0, 'P'}, {0, 0, 0, 0},
+		{"full", 0, 0, 'f'},     {"smoke", 0, 0, 'k'},        {"quick", 0, 0, 'q'},
+		{"columns", 1, 0, 'c'},  {"workload", 1, 0, 'w'},     {"case", 1, 0, 'a'},
+		{"rounds", 1, 0, 'r'},   {"loss", 1, 0, 'l'},         {"delay", 1, 0, 'd'},
+		{"json", 1, 0, 'j'},     {"out", 1, 0, 'o'},          {"no-netns", 0, 0, 'n'},
+		{"list", 0, 0, 'L'},     {"help", 0, 0, 'h'},         {"workers", 1, 0, 'W'},
+		{"resume", 1, 0, 'R'},   {"wait-spin-us", 1, 0, 'P'}, {"rate", 1, 0, 'M'},
+		{"queue-ms", 1, 0, 'Q'}, {"tcp-cc", 1, 0, 'T'},       {0, 0, 0, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -918,6 +1045,30 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'M':
+			po.rate_mbit = strtod(optarg, &end);
+			if (*end || end == optarg || !(po.rate_mbit >= 0.1 && po.rate_mbit <= 1000)) {
+				fprintf(stderr,
+					"rudp-bench: --rate wants a bottleneck rate in Mbit/s, 0.1..1000\n");
+				return 2;
+			}
+			break;
+		case 'Q':
+			po.queue_ms = strtod(optarg, &end);
+			if (*end || end == optarg || !(po.queue_ms >= 0 && po.queue_ms <= 5000)) {
+				fprintf(stderr, "rudp-bench: --queue-ms wants the bottleneck's buffer in ms, "
+						"0..5000\n");
+				return 2;
+			}
+			break;
+		case 'T':
+			if (!*optarg || strlen(optarg) > 15) {
+				fprintf(stderr, "rudp-bench: --tcp-cc wants a congestion control name "
+						"(or 'default')\n");
+				return 2;
+			}
+			path_tcp_cc = strcmp(optarg, "default") ? optarg : NULL;
+			break;
 		case 'W': {
 			long v = strtol(optarg, &end, 10);
 			if (*end || v < 1 || v > BENCH_MAX_WORKERS) {
@@ -950,6 +1101,12 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		usage();
+		return 2;
+	}
+	/* Only path rows have a bottleneck of their own to give a buffer to. */
+	if (po.queue_ms >= 0 && po.rate_mbit < 0 && !(po.workloads && !strcmp(po.workloads, "path"))) {
+		fprintf(stderr,
+			"rudp-bench: --queue-ms needs --rate (or --workload path, whose rows have one)\n");
 		return 2;
 	}
 	if (list) {

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Network namespaces, loss rules and the TUN delay emulator (netns.c). */
+/* Network namespaces, loss rules and UDP counters (netns.c). */
 #ifndef RUDP_BENCH_NETNS_H
 #define RUDP_BENCH_NETNS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
-
-#define EMU_CLIENT_IP "10.77.0.1"
-#define EMU_SERVER_IP "10.77.0.2"
 
 /* Runs argv (PATH lookup), feeding input on stdin when not NULL; stdout is
  * discarded. Returns 0 when it exits 0. */
@@ -18,10 +16,18 @@ void ns_delete(const char *name);
 int ns_add_loss(const char *name, double pct);
 /* Moves the calling thread into namespace `name`. */
 int ns_enter(const char *name);
+/* Moves the calling thread into namespace `name` and opens an IPv4 socket
+ * of type there (it stays in that namespace); -1 on failure. */
+int ns_socket(const char *name, int type);
+/* In a forked helper (emulator, probe, competing flow): closes every
+ * descriptor from 3 up but keep. A helper that held the write end of a
+ * run's pipe would keep its reader from ever seeing the end. */
+void close_inherited_fds(int keep);
+/* Puts the calling helper at SCHED_FIFO priority 10 (the link emulator and
+ * the probe: a link keeps its timing whatever else the CPUs run; both
+ * sleep between packets). Returns whether it could. */
+bool helper_realtime(void);
 /* Udp RcvbufErrors of namespace `name` (NULL: the current one), -1 if unknown. */
 long ns_rcvbuf_errors(const char *name);
-/* Starts the forwarder joining ns_client (EMU_CLIENT_IP) and ns_server
- * (EMU_SERVER_IP); returns its pid or -1. SIGTERM stops it. */
-pid_t emu_start(const char *ns_client, const char *ns_server, double delay_ms_oneway, double loss_pct);
 
 #endif

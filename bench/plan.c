@@ -12,7 +12,8 @@
 
 #include "report.h"
 
-static const char *kind_names[] = {"single", "sparse", "many", "loaded"};
+const char *const wl_kind_names[WL_KINDS] = {"single", "sparse", "many", "loaded", "path"};
+static const char *const *kind_names = wl_kind_names;
 
 uint32_t row_mtu(const struct row *row, int column)
 {
@@ -23,6 +24,65 @@ uint32_t row_mtu(const struct row *row, int column)
 	if (rudp)
 		return 1428;
 	return !strcmp(n, "kcp") ? 1400 : 0;
+}
+
+/* Path rows: message size, application window per connection, warm-up
+ * echoes per connection, and how long the burst should take at the link
+ * rate (the message count follows from it; a column slower than the link
+ * takes longer, up to the row's timeout). */
+#define PATH_SIZE 1000
+#define PATH_WINDOW 1024
+#define PATH_WARMUP 10
+#define PATH_SECONDS 10.0
+#define PATH_GAME_HZ 60
+#define PATH_GAME_SIZE 200
+
+static void path_label(struct row *r)
+{
+	char what[48], loss[24] = "";
+	if (r->game_hz)
+		snprintf(what, sizeof what, "game %u Hz x %u B + bulk", r->game_hz, r->game_size);
+	else
+		snprintf(what, sizeof what, "%u x 1,000 B%s", r->conns, r->competitor ? " + TCP flow" : "");
+	if (r->loss_pct > 0)
+		snprintf(loss, sizeof loss, ", %g %% loss", r->loss_pct);
+	snprintf(r->label, sizeof r->label, "%c: %s, %g Mbit/s, %g ms RTT, %g ms buffer%s", r->path_case,
+		 what, r->rate_mbit, r->delay_ms, r->queue_ms, loss);
+}
+
+/* Burst messages for `seconds` of the link; with a competing flow the
+ * column's fair half. */
+static uint64_t path_messages(const struct row *r, double seconds)
+{
+	double share = r->competitor ? 0.5 : 1.0;
+	uint64_t m = (uint64_t)(r->rate_mbit * 1e6 / 8 * share * seconds / r->size + 0.5);
+	return m < r->conns ? r->conns : m;
+}
+
+static struct row mk_path(char id, uint32_t conns, double rate, double rtt, double queue, double loss,
+			  bool competitor, bool game, double seconds)
+{
+	struct row r;
+	memset(&r, 0, sizeof r);
+	r.kind = WL_PATH;
+	r.workload_name = kind_names[WL_PATH];
+	r.path_case = id;
+	r.size = PATH_SIZE;
+	r.conns = conns;
+	r.window = PATH_WINDOW;
+	r.warmup = PATH_WARMUP;
+	r.rate_mbit = rate;
+	r.delay_ms = rtt;
+	r.queue_ms = queue;
+	r.loss_pct = loss;
+	r.competitor = competitor;
+	if (game) {
+		r.game_hz = PATH_GAME_HZ;
+		r.game_size = PATH_GAME_SIZE;
+	}
+	r.messages = path_messages(&r, seconds);
+	path_label(&r);
+	return r;
 }
 
 static void loss_label(char *b, size_t n, double loss, double delay)
@@ -87,12 +147,26 @@ static struct row mk(enum wl_kind kind, uint32_t size, uint32_t conns, uint64_t 
 		r.samples = 0;
 		snprintf(r.label, sizeof r.label, "%u B x %s, %s", size, c, l);
 		break;
+	case WL_PATH: /* made by mk_path */
+	case WL_KINDS: break;
 	}
 	return r;
 }
 
 static void finish_row(struct row *r)
 {
+	if (r->kind == WL_PATH) {
+		/* The warm-up, then the burst at 80 % of the link (the
+		 * competing flow's half of it where there is one). */
+		double share = r->competitor ? 0.4 : 0.8;
+		double burst = (double)r->messages * r->size * 8 / (r->rate_mbit * 1e6 * share);
+		r->estimate_s = 1.5 + r->warmup * r->delay_ms / 1000.0 + burst;
+		/* Six times the estimate: a column at a sixth of the link's rate
+		 * still finishes; one slower than that is cut off and says so. */
+		double t = 60 + r->estimate_s * 6;
+		r->timeout_s = t > 1800 ? 1800 : (unsigned)t;
+		return;
+	}
 	double bytes = (double)r->messages * r->size + (double)r->conns * (r->warmup + r->samples) * r->size;
 	/* Bytes/s a typical column reaches here. Loss slows the one-connection
 	 * rows (recovery is on the critical path of a 64-message window); the
@@ -102,14 +176,29 @@ static void finish_row(struct row *r)
 	double rate = r->loss_pct > 0 && r->kind == WL_SINGLE ? 8e6 : 60e6;
 	if (r->delay_ms > 0)
 		rate = 64.0 * r->size / (r->delay_ms / 1000.0) / 2;
+	if (r->rate_mbit > 0 && rate > r->rate_mbit * 1e6 / 8 * 0.8)
+		rate = r->rate_mbit * 1e6 / 8 * 0.8;
 	double seq = (double)(r->warmup + r->samples) * (r->delay_ms > 0 ? r->delay_ms / 1000.0 : 60e-6);
 	r->estimate_s = 0.6 + bytes / rate + seq + r->conns * 0.0005;
 	/* The timeout keeps the pessimistic rate for every lossy row: a slow
 	 * column on a slow machine must not be cut short. */
-	double slow = r->loss_pct > 0 && r->delay_ms <= 0 ? 0.6 + bytes / 8e6 + seq + r->conns * 0.0005
-							  : r->estimate_s;
+	double slow = r->loss_pct > 0 && r->delay_ms <= 0 && r->rate_mbit <= 0
+			      ? 0.6 + bytes / 8e6 + seq + r->conns * 0.0005
+			      : r->estimate_s;
 	double t = slow * 20 + 60;
 	r->timeout_s = t > 1800 ? 1800 : (unsigned)t;
+}
+
+/* The path rows of BENCH.md: (a) one connection on a slow link, (b) eight
+ * on a faster one, (c) four with random loss, (d) one beside a kernel TCP
+ * flow, (e) a game stream beside bulk on one connection. */
+static void add_path_rows(struct row *all, size_t *n, double seconds)
+{
+	all[(*n)++] = mk_path('a', 1, 5, 20, 30, 0, false, false, seconds);
+	all[(*n)++] = mk_path('b', 8, 20, 40, 50, 0, false, false, seconds);
+	all[(*n)++] = mk_path('c', 4, 20, 60, 60, 0.5, false, false, seconds);
+	all[(*n)++] = mk_path('d', 1, 20, 40, 50, 0, true, false, seconds);
+	all[(*n)++] = mk_path('e', 1, 5, 20, 30, 0, false, true, seconds);
 }
 
 static bool in_list(const char *list, const char *name)
@@ -164,7 +253,7 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 	for (int i = 0; i < NCOLUMNS; i++)
 		colnames[i] = columns[i].name;
 	if (check_list(o->columns, "column", colnames, NCOLUMNS) < 0 ||
-	    check_list(o->workloads, "workload", kind_names, 4) < 0)
+	    check_list(o->workloads, "workload", kind_names, WL_KINDS) < 0)
 		return -1;
 	for (int i = 0; i < NCOLUMNS; i++)
 		p->col_on[i] = in_list(o->columns, columns[i].name);
@@ -178,6 +267,13 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		all[n++].samples = 20;
 		all[n] = mk(WL_MANY, 800, 4, 400, 0, 0);
 		all[n++].warmup = 5;
+		/* Path rows only with --workload path: a bulk row with every
+		 * part (two connections, a competing TCP flow, loss) and a
+		 * game row, each about half a second of a fast link. */
+		all[n] = mk_path('s', 2, 20, 20, 20, 0.5, true, false, 0.4);
+		all[n++].warmup = 3;
+		all[n] = mk_path('t', 1, 20, 20, 20, 0, false, true, 0.4);
+		all[n++].warmup = 3;
 		break;
 	case MODE_QUICK:
 		all[n++] = mk(WL_SINGLE, 800, 1, 50000, 0, 0);
@@ -187,6 +283,9 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		all[n].warmup = 200;
 		all[n++].samples = 2000;
 		all[n++] = mk(WL_MANY, 800, 64, 65536, 0, 0);
+		/* Path rows only when asked for (--workload path): they
+		 * would more than double the quick run's time. */
+		add_path_rows(all, &n, PATH_SECONDS);
 		break;
 	case MODE_FULL:
 		all[n++] = mk(WL_SINGLE, 800, 1, 200000, 0, 0);
@@ -208,15 +307,29 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 				for (int i = 0; i < 2; i++)
 					all[n++] = mk(WL_LOADED, s ? 800 : 64, c64[i], 262144, loss, 0);
 		}
+		add_path_rows(all, &n, PATH_SECONDS);
 		break;
 	}
-	/* --loss / --delay replace the fixed impairment of every selected row. */
-	if (o->loss_pct >= 0 || o->delay_ms >= 0) {
+	/* --loss / --delay / --rate / --queue-ms replace the fixed impairment
+	 * of every selected row; a path row keeps what is not given. */
+	if (o->loss_pct >= 0 || o->delay_ms >= 0 || o->rate_mbit >= 0 || o->queue_ms >= 0) {
 		size_t m = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (all[i].loss_pct > 0 || all[i].delay_ms > 0)
-				continue; /* keep one copy of each case: its no-loss row */
 			struct row r = all[i];
+			if (r.kind == WL_PATH) {
+				r.loss_pct = o->loss_pct >= 0 ? o->loss_pct : r.loss_pct;
+				r.delay_ms = o->delay_ms >= 0 ? o->delay_ms : r.delay_ms;
+				r.rate_mbit = o->rate_mbit > 0 ? o->rate_mbit : r.rate_mbit;
+				r.queue_ms = o->queue_ms >= 0 ? o->queue_ms : r.queue_ms;
+				r.messages = path_messages(
+					&r, (double)r.messages * r.size * 8 /
+						    (all[i].rate_mbit * 1e6 * (r.competitor ? 0.5 : 1.0)));
+				path_label(&r);
+				all[m++] = r;
+				continue;
+			}
+			if (r.loss_pct > 0 || r.delay_ms > 0)
+				continue; /* keep one copy of each case: its no-loss row */
 			double loss = o->loss_pct >= 0 ? o->loss_pct : 0,
 			       delay = o->delay_ms >= 0 ? o->delay_ms : 0;
 			struct row c = mk(r.kind, r.size, r.conns, r.messages, loss, delay);
@@ -224,6 +337,17 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 			c.samples = r.samples;
 			if (delay > 0 && c.messages > 20000)
 				c.messages = 20000; /* a window per RTT: keep the row within minutes */
+			if (o->rate_mbit > 0) {
+				c.rate_mbit = o->rate_mbit;
+				c.queue_ms = o->queue_ms >= 0 ? o->queue_ms : 50;
+				/* About ten seconds of the link. */
+				uint64_t cap = (uint64_t)(c.rate_mbit * 1e6 / 8 * 10 / c.size) + 1;
+				if (c.messages > cap)
+					c.messages = cap;
+				size_t len = strlen(c.label);
+				snprintf(c.label + len, sizeof c.label - len, ", %g Mbit/s, %g ms buffer",
+					 c.rate_mbit, c.queue_ms);
+			}
 			all[m++] = c;
 		}
 		n = m;
@@ -237,11 +361,14 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		struct row *r = &all[i];
 		if (!in_list(o->workloads, r->workload_name))
 			continue;
+		/* Outside --full, path rows run only when --workload names them. */
+		if (r->kind == WL_PATH && o->mode != MODE_FULL && !o->workloads)
+			continue;
 		if (o->case_filter && !strstr(r->label, o->case_filter))
 			continue;
-		if ((r->loss_pct > 0 || r->delay_ms > 0) && !root) {
-			add_skip(p, "%s %s: needs root for a namespace with loss or delay", r->workload_name,
-				 r->label);
+		if ((r->loss_pct > 0 || r->delay_ms > 0 || r->rate_mbit > 0) && !root) {
+			add_skip(p, "%s %s: needs root for a namespace with loss, delay or a bottleneck",
+				 r->workload_name, r->label);
 			continue;
 		}
 		r->rounds = o->rounds ? o->rounds : o->mode == MODE_FULL ? (r->kind == WL_SPARSE ? 5 : 3) : 1;
@@ -255,7 +382,8 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 				int c = (k + round) % NCOLUMNS; /* rotate the order each round */
 				if (!p->col_on[c] || column_unavailable(c))
 					continue;
-				if (!columns[c].reliable && (pr->loss_pct > 0 || pr->delay_ms > 0))
+				if (!columns[c].reliable &&
+				    (pr->loss_pct > 0 || pr->delay_ms > 0 || pr->rate_mbit > 0))
 					continue;
 				struct run *run = &p->runs[p->nruns++];
 				run->row = pr;

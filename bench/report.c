@@ -254,7 +254,7 @@ static const char *no_figure(const struct plan *p, const struct row *row, int co
 	const char *why = column_unavailable(col);
 	if (why)
 		return why;
-	if (!columns[col].reliable && (row->loss_pct > 0 || row->delay_ms > 0))
+	if (!columns[col].reliable && (row->loss_pct > 0 || row->delay_ms > 0 || row->rate_mbit > 0))
 		return "n/a: no reliability";
 	if (a->failed)
 		return "FAIL";
@@ -382,13 +382,16 @@ const char *workers_desc(const struct meta *m)
 }
 
 /* One table: one metric (or up to three joined with " / "). */
-static void table(FILE *f, const struct plan *p, enum wl_kind kind, const char *first, metric_fn *fs, int nf,
-		  int prec, bool range)
+/* Rows of kind that want() takes (NULL: all). */
+typedef bool (*row_filter)(const struct row *row);
+
+static void table_rows(FILE *f, const struct plan *p, enum wl_kind kind, row_filter want, const char *first,
+		       metric_fn *fs, int nf, int prec, bool range)
 {
 	header(f, p, first);
 	for (size_t i = 0; i < p->nrows; i++) {
 		const struct row *row = &p->rows[i];
-		if (row->kind != kind)
+		if (row->kind != kind || (want && !want(row)))
 			continue;
 		fprintf(f, "| %s | %s |", row->label, row_path(p, row));
 		for (int c = 0; c < NCOLUMNS; c++) {
@@ -415,6 +418,12 @@ static void table(FILE *f, const struct plan *p, enum wl_kind kind, const char *
 		fprintf(f, "\n");
 	}
 	fprintf(f, "\n");
+}
+
+static void table(FILE *f, const struct plan *p, enum wl_kind kind, const char *first, metric_fn *fs, int nf,
+		  int prec, bool range)
+{
+	table_rows(f, p, kind, NULL, first, fs, nf, prec, range);
 }
 
 static void rss_table(FILE *f, const struct plan *p, enum wl_kind kind)
@@ -545,6 +554,148 @@ static void failures(FILE *f, const struct plan *p, enum wl_kind kind)
 	}
 	if (any)
 		fprintf(f, "\n");
+}
+
+/* ---- path rows ---- */
+
+#define PATH_METRIC(name, fig)                                                                               \
+	static double name(const struct run *r)                                                              \
+	{                                                                                                    \
+		return r->path[fig];                                                                         \
+	}
+PATH_METRIC(m_goodput, PF_GOODPUT_SHARE)
+PATH_METRIC(m_queue50, PF_QUEUE_P50_MS)
+PATH_METRIC(m_queue99, PF_QUEUE_P99_MS)
+PATH_METRIC(m_gu50, PF_GAME_U_P50_MS)
+PATH_METRIC(m_gu99, PF_GAME_U_P99_MS)
+PATH_METRIC(m_gr50, PF_GAME_R_P50_MS)
+PATH_METRIC(m_gr99, PF_GAME_R_P99_MS)
+PATH_METRIC(m_upq, PF_EMU_UP_QUEUE_DROPS)
+PATH_METRIC(m_downq, PF_EMU_DOWN_QUEUE_DROPS)
+PATH_METRIC(m_upr, PF_EMU_UP_RANDOM_DROPS)
+PATH_METRIC(m_downr, PF_EMU_DOWN_RANDOM_DROPS)
+#undef PATH_METRIC
+
+static double m_resent_share_pct(const struct run *r)
+{
+	return r->path[PF_RESENT_SHARE] < 0 ? -1 : 100 * r->path[PF_RESENT_SHARE];
+}
+
+/* Several connections: Jain's index; beside a TCP flow: the share. */
+static double m_fair(const struct run *r)
+{
+	return r->row->competitor ? r->path[PF_TCP_SHARE] : r->path[PF_JAIN];
+}
+
+static bool fair_row(const struct row *row)
+{
+	return row->competitor || row->conns > 1;
+}
+
+static bool game_row(const struct row *row)
+{
+	return row->game_hz > 0;
+}
+
+/* How a column carries the game stream. */
+static const char *game_carriage(int c)
+{
+	const char *n = columns[c].name;
+	if (!strncmp(n, "rudp-", 5))
+		return "own channels, unreliable-sequenced and reliable-ordered, at RUDP_PRIORITY_IMMEDIATE";
+	if (!strcmp(n, "enet"))
+		return "own channels, unreliable (sequenced) and reliable; no priorities";
+	return "in-band: both streams ride the bulk's one ordered stream (no unreliable delivery)";
+}
+
+static void resent_path_table(FILE *f, const struct plan *p)
+{
+	header(f, p, "case");
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct row *row = &p->rows[i];
+		if (row->kind != WL_PATH)
+			continue;
+		fprintf(f, "| %s | %s |", row->label, row_path(p, row));
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (!p->col_on[c])
+				continue;
+			struct agg a = aggregate(p, row, c, m_resent_share_pct);
+			const char *nf_ = no_figure(p, row, c, &a);
+			if (nf_) {
+				fprintf(f, " %s |", nf_);
+				continue;
+			}
+			bool link = false;
+			for (size_t k = 0; k < p->nruns; k++)
+				if (p->runs[k].row == row && p->runs[k].column == c && p->runs[k].ok)
+					link |= p->runs[k].resent_source == RESENT_LINK;
+			char cell[64];
+			cell_range(cell, sizeof cell, &a, 2);
+			fprintf(f, " %s%s |", cell, link ? " (link drops)" : "");
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+}
+
+static void path_section(FILE *f, const struct plan *p)
+{
+	fprintf(f, "### Paths: bottleneck rows\n\n"
+		   "Each run goes through the TUN link emulator between a client and a server namespace. Per "
+		   "direction: random loss, then a drop-tail queue holding what the rate serialises in the "
+		   "buffer's time, in front of the bottleneck rate (IP bytes), then half the RTT of "
+		   "propagation delay. Messages of 1,000 B, an application window of 1,024 per connection; "
+		   "the burst is sized for about 10 s of the link (of half of it beside the TCP flow). The "
+		   "path column gives every row's link; medians of the rounds, (min-max) where there are "
+		   "several.\n\n");
+	fprintf(f, "Goodput / link rate (verified message bytes per direction over the burst, divided by "
+		   "the link rate):\n\n");
+	metric_fn g[] = {m_goodput};
+	table(f, p, WL_PATH, "case", g, 1, 3, true);
+	fprintf(f, "Resent / delivered (%%; bytes resent in both directions over message bytes delivered "
+		   "in both): from the transport's own counts (TCP: tcpi_bytes_retrans of both ends; KCP: "
+		   "PUSH data bytes put out beyond those given to it; librudp: frames resent times the "
+		   "mean message size, rudp_peer_stats of both ends), or, marked (link drops), the link's "
+		   "drops of the flow's packets in IP bytes, where the library does not count its resends "
+		   "(ENet, quic-go): a lower bound, since each dropped packet needed a resend and spurious "
+		   "ones go unseen:\n\n");
+	resent_path_table(f, p);
+	fprintf(f,
+		"Queueing delay added, p50 / p99 (ms): the echo RTT of a %d B UDP probe every %d ms "
+		"through the same link (its own echo socket in the server namespace), over the burst, "
+		"above the idle path's RTT (propagation plus serialising the probe each way):\n\n",
+		PATH_PROBE_SIZE, PATH_PROBE_INTERVAL_US / 1000);
+	metric_fn q[] = {m_queue50, m_queue99};
+	table(f, p, WL_PATH, "case", q, 2, 1, false);
+	bool any_fair = false, any_game = false;
+	for (size_t i = 0; i < p->nrows; i++) {
+		any_fair |= p->rows[i].kind == WL_PATH && fair_row(&p->rows[i]);
+		any_game |= p->rows[i].kind == WL_PATH && game_row(&p->rows[i]);
+	}
+	if (any_fair) {
+		fprintf(f, "Sharing: Jain's index over the connections' goodput (each connection's verified "
+			   "burst bytes when the first of them finished), or, beside a kernel TCP flow "
+			   "echoing bulk on the same link, this column's goodput over that flow's over the "
+			   "same burst:\n\n");
+		metric_fn s_[] = {m_fair};
+		table_rows(f, p, WL_PATH, fair_row, "case", s_, 1, 2, true);
+	}
+	if (any_game) {
+		fprintf(f, "Game stream beside bulk on one connection, echo RTT above the idle path's "
+			   "(from the 60 Hz tick each message was due at, so waiting to be sent counts), ms: "
+			   "unreliable-sequenced p50 / p99 / reliable-ordered p50 / p99:\n\n");
+		metric_fn gm[] = {m_gu50, m_gu99, m_gr50, m_gr99};
+		table_rows(f, p, WL_PATH, game_row, "case", gm, 4, 1, false);
+		fprintf(f, "How each column carries the game stream:\n\n");
+		for (int c = 0; c < NCOLUMNS; c++)
+			if (p->col_on[c] && columns[c].reliable && !column_unavailable(c))
+				fprintf(f, "- %s: %s\n", columns[c].name, game_carriage(c));
+		fprintf(f, "\n");
+	}
+	fprintf(f, "Link drops per run (median, packets): queue up / down, random up / down (all flows: "
+		   "the measured one, the probe and any competing flow):\n\n");
+	metric_fn d[] = {m_upq, m_downq, m_upr, m_downr};
+	table(f, p, WL_PATH, "case", d, 4, 0, false);
 }
 
 static bool kind_present(const struct plan *p, enum wl_kind k)
@@ -708,6 +859,13 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		if (charts)
 			chart(p, WL_LOADED, dir, "loaded", "p99 RTT under load (us)", m_p99, m, f);
 	}
+	if (kind_present(p, WL_PATH)) {
+		path_section(f, p);
+		rss_table(f, p, WL_PATH);
+		failures(f, p, WL_PATH);
+		if (charts)
+			chart(p, WL_PATH, dir, "path", "goodput / link rate", m_goodput, m, f);
+	}
 	if (charts && m->chart_note[0])
 		fprintf(f, "%s\n\n", m->chart_note);
 	else if (!charts)
@@ -782,7 +940,7 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		first = false;
 	}
 	fprintf(f, "}},\n  \"runs\": [");
-	static const char *kinds[] = {"single", "sparse", "many", "loaded"};
+	const char *const *kinds = wl_kind_names;
 	bool first_run = true;
 	for (size_t i = 0; i < p->nruns; i++) {
 		const struct run *r = &p->runs[i];
@@ -800,6 +958,23 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 			r->row->loss_pct, r->row->delay_ms, r->round + 1,
 			(unsigned long long)(r->ok ? r->messages : 0),
 			r->ok && r->verified ? "true" : "false");
+		if (r->row->rate_mbit > 0)
+			fprintf(f, "\"rate_mbit\": %g, \"queue_ms\": %g, ", r->row->rate_mbit,
+				r->row->queue_ms);
+		if (r->row->kind == WL_PATH) {
+			fprintf(f, "\"case\": ");
+			jstr(f, r->row->label);
+			fprintf(f, ", \"path_case\": \"%c\", ", r->row->path_case);
+			for (int k = 0; r->ok && k < PF_COUNT; k++) {
+				if (r->path[k] < 0 || isnan(r->path[k]))
+					fprintf(f, "\"%s\": null, ", path_fig_key[k]);
+				else
+					fprintf(f, "\"%s\": %.6g, ", path_fig_key[k], r->path[k]);
+			}
+			if (r->ok && r->resent_source != RESENT_NONE)
+				fprintf(f, "\"resent_source\": \"%s\", ",
+					r->resent_source == RESENT_OWN ? "own" : "link drops");
+		}
 		jnum(f, "throughput_mib_s", r->ok ? r->throughput : -1);
 		fprintf(f, ", ");
 		jnum(f, "rtt_p50_us", r->ok ? r->rtt_p50_us : -1);

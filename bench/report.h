@@ -5,6 +5,7 @@
 #define RUDP_BENCH_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -34,10 +35,58 @@ struct row {
 	uint32_t size, conns, window, warmup, samples;
 	uint64_t messages;
 	double loss_pct, delay_ms; /* loss each way; delay is the round trip */
+	/* The emulated bottleneck (path rows, --rate): rate and drop-tail
+	 * buffer in ms of it; 0: none. */
+	double rate_mbit, queue_ms;
+	char path_case; /* 'a'..'e': the path rows of BENCH.md; 0: another row */
+	bool competitor; /* a kernel TCP bulk flow shares the link */
+	uint32_t game_hz, game_size; /* a game stream on connection 0 */
 	unsigned timeout_s;
 	double estimate_s;
 	int rounds;
 };
+
+/* Figures of a path row's run, kept as runs.json writes them (-1: none):
+ * report.c writes and resume.c reads them by these names. */
+enum path_fig {
+	PF_GOODPUT_SHARE, /* verified bytes per direction / link rate */
+	PF_RESENT_SHARE, /* resent bytes, both directions / delivered bytes, both */
+	PF_RESENT_BYTES,
+	PF_QUEUE_BASE_MS, /* the probe's RTT on the idle path: propagation + serialisation */
+	PF_QUEUE_P50_MS, /* probe echo RTT above the base over the burst */
+	PF_QUEUE_P99_MS,
+	PF_PROBES_SENT,
+	PF_PROBES_ECHOED,
+	PF_JAIN,
+	PF_TCP_MBIT, /* the competing TCP flow's verified echo rate over the burst */
+	PF_TCP_SHARE, /* this column's goodput / the competing flow's */
+	PF_TCP_RETRANS_BYTES,
+	PF_GAME_BASE_MS,
+	PF_GAME_U_P50_MS, /* game echo RTT above the base */
+	PF_GAME_U_P99_MS,
+	PF_GAME_U_SENT,
+	PF_GAME_U_ECHOED,
+	PF_GAME_R_P50_MS,
+	PF_GAME_R_P99_MS,
+	PF_GAME_R_SENT,
+	PF_EMU_UP_QUEUE_DROPS,
+	PF_EMU_UP_RANDOM_DROPS,
+	PF_EMU_UP_OVERFLOW_DROPS,
+	PF_EMU_UP_PACKETS,
+	PF_EMU_DOWN_QUEUE_DROPS,
+	PF_EMU_DOWN_RANDOM_DROPS,
+	PF_EMU_DOWN_OVERFLOW_DROPS,
+	PF_EMU_DOWN_PACKETS,
+	PF_EMU_MAIN_DROPPED_BYTES, /* the measured transport's packets the link dropped, both ways */
+	PF_EMU_QUEUE_PEAK_BYTES,
+	PF_EMU_LATE_MAX_US, /* the emulator's worst lateness writing a packet */
+	PF_EMU_LATE_OVER_1MS,
+	PF_COUNT
+};
+extern const char *const path_fig_key[PF_COUNT];
+
+/* Where a path run's resent figure comes from. */
+enum resent_source { RESENT_NONE, RESENT_OWN, RESENT_LINK };
 
 struct run {
 	const struct row *row;
@@ -57,13 +106,18 @@ struct run {
 	 * reported. */
 	int64_t client_resent_why[4], client_spurious;
 	double seconds;
-	char impairment[128];
+	char impairment[256];
 	char error[256];
 	/* Server workers the run asked for; the server's own count and, per
 	 * worker, connections (-1: the column has none) and echoes, when it
 	 * reported them at exit (workers_reported > 0). */
 	int workers, workers_reported;
 	int64_t worker_conns[BENCH_MAX_WORKERS], worker_echoes[BENCH_MAX_WORKERS];
+	/* Path rows: the figures above, and where the resent one came from:
+	 * the transport's own counts, or the link's drops of its packets
+	 * (a lower bound: each needed at least one resend). */
+	double path[PF_COUNT];
+	enum resent_source resent_source;
 };
 
 struct plan_opts {
@@ -71,7 +125,11 @@ struct plan_opts {
 	const char *columns, *workloads, *case_filter;
 	int rounds; /* 0: the mode's default */
 	double loss_pct, delay_ms; /* < 0: the fixed cases */
+	double rate_mbit, queue_ms; /* < 0: the fixed cases */
 };
+
+/* Run names of the workload kinds (JSON, --workload). */
+extern const char *const wl_kind_names[WL_KINDS];
 
 struct plan {
 	enum bench_mode mode;
@@ -101,6 +159,27 @@ struct meta {
 	char resumed_from[1024];
 	size_t resumed_runs;
 };
+
+/* Path rows (pathfig.c). The queueing probe: PATH_PROBE_SIZE B of UDP
+ * every PATH_PROBE_INTERVAL_US. */
+#define PATH_PROBE_SIZE 64
+#define PATH_PROBE_INTERVAL_US 10000
+struct emu_stats;
+struct probe_shared;
+struct competitor_shared;
+struct path_inputs {
+	const char *result; /* the client's output, with its RESULT line */
+	const char *served; /* the server's summary line */
+	const struct emu_stats *emu;
+	const struct probe_shared *probe; /* NULL: none */
+	const struct competitor_shared *comp; /* NULL: none */
+};
+/* Fills r->path and r->resent_source (r->throughput and verified_msgs set). */
+void path_figures(struct run *r, const struct path_inputs *in);
+/* The idle path's RTT for a message of udp_payload bytes (ms). */
+double path_base_rtt_ms(const struct row *row, uint32_t udp_payload);
+/* The emulated link of a row, as the report's path column gives it. */
+void path_describe(const struct row *row, const char *tcp_cc, char *buf, size_t n);
 
 /* Datagram budget a column uses on a row (its own meaning; 0 = the driver's default). */
 uint32_t row_mtu(const struct row *row, int column);

@@ -193,7 +193,9 @@ static int meta_pair(void *ctx, const char *key, const struct jv *v)
 /* A run line read back: its identity and the figures struct run holds. */
 struct old_run {
 	char column[32], workload[16];
+	char label[128]; /* path rows: their case */
 	double size, conns, loss_pct, delay_ms, round;
+	double rate_mbit; /* 0: no bottleneck */
 	unsigned have; /* bit per required key seen */
 	bool verified, used;
 	struct run r;
@@ -291,6 +293,23 @@ static int run_pair(void *ctx, const char *key, const struct jv *v)
 		return 0;
 	} else if (!strcmp(key, "error")) {
 		return 0; /* only failed runs carry one, and those are made again */
+	} else if (!strcmp(key, "case")) {
+		/* Path rows: which one (its label names its link). */
+		return v->type == JV_STR ? put_str(o->label, sizeof o->label, v->str) : -1;
+	} else if (!strcmp(key, "path_case") || !strcmp(key, "queue_ms")) {
+		return 0; /* both in the case's label */
+	} else if (!strcmp(key, "rate_mbit")) {
+		if (figure(v, &d) < 0 || d <= 0)
+			return -1;
+		o->rate_mbit = d;
+		return 0;
+	} else if (!strcmp(key, "resent_source")) {
+		if (v->type != JV_STR)
+			return -1;
+		r->resent_source = !strcmp(v->str, "own")          ? RESENT_OWN
+				   : !strcmp(v->str, "link drops") ? RESENT_LINK
+								   : RESENT_NONE;
+		return r->resent_source == RESENT_NONE ? -1 : 0;
 	} else if (!strcmp(key, "client_resent") || !strcmp(key, "client_dups")) {
 		/* Optional (librudp columns, files from before them lack it). */
 		if (figure(v, &d) < 0 || (d < 0 && v->type != JV_NULL))
@@ -338,6 +357,14 @@ static int run_pair(void *ctx, const char *key, const struct jv *v)
 		for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
 			if (!strcmp(key, nums[i].key))
 				k = nums[i].k;
+		/* Optional: a path row's figures (null: none). */
+		for (int i = 0; k < 0 && i < PF_COUNT; i++)
+			if (!strcmp(key, path_fig_key[i])) {
+				if (figure(v, &d) < 0 || (d < 0 && v->type != JV_NULL))
+					return -1;
+				r->path[i] = d;
+				return 0;
+			}
 		if (k < 0)
 			return 0; /* a key a later version added: not ours to copy */
 		if (figure(v, &d) < 0)
@@ -383,11 +410,12 @@ static double as_written(double x)
 
 static bool same_run(const struct old_run *o, const struct run *r)
 {
-	static const char *kinds[] = {"single", "sparse", "many", "loaded"};
 	const struct row *w = r->row;
-	return !strcmp(o->column, columns[r->column].name) && !strcmp(o->workload, kinds[w->kind]) &&
+	return !strcmp(o->column, columns[r->column].name) && !strcmp(o->workload, wl_kind_names[w->kind]) &&
 	       o->size == w->size && o->conns == w->conns && o->round == r->round + 1 &&
-	       o->loss_pct == as_written(w->loss_pct) && o->delay_ms == as_written(w->delay_ms);
+	       o->loss_pct == as_written(w->loss_pct) && o->delay_ms == as_written(w->delay_ms) &&
+	       o->rate_mbit == as_written(w->rate_mbit) &&
+	       (w->kind != WL_PATH || !strcmp(o->label, w->label));
 }
 
 int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *copied)
@@ -459,6 +487,8 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 		o->r.client_resent = o->r.client_dups = o->r.client_spurious = -1;
 		for (int w = 0; w < 4; w++)
 			o->r.client_resent_why[w] = -1;
+		for (int k = 0; k < PF_COUNT; k++)
+			o->r.path[k] = -1;
 		const char *e = *s == '{' ? parse_pairs(s + 1, false, run_pair, o) : NULL;
 		if (e) {
 			e = skip_ws(e);

@@ -120,9 +120,12 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
-static uint64_t msg_tag(uint32_t c, uint32_t id)
+/* A stream's messages get tags of their own: a game message never passes
+ * for a workload message of the same id. */
+static uint64_t msg_tag(uint32_t c, uint32_t id, unsigned stream)
 {
-	return mix64(((uint64_t)c << 32) | id);
+	uint64_t t = mix64(((uint64_t)c << 32) | id);
+	return stream ? mix64(t + stream) : t;
 }
 
 static uint64_t msg_hash(const uint8_t *m, size_t len)
@@ -160,15 +163,61 @@ bool wl_can_send(const struct wl *w, uint32_t c)
 	return w->burst && k->sent - k->done < w->p.window;
 }
 
+static void fill_random(uint8_t *b, size_t n, uint64_t *seed)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		*seed = mix64(*seed + 0x9e3779b97f4a7c15ull);
+		memcpy(b + i, seed, n - i < 8 ? n - i : 8);
+	}
+}
+
+/* Room for a game stream of up to ten minutes at the rate asked. */
+static int game_init(struct wl *w, uint64_t *seed)
+{
+	struct wl_game *g = &w->game;
+	g->period_ns = 1000000000ull / w->p.game_hz;
+	for (int i = 0; i < 2; i++) {
+		struct wl_game_stream *s = &g->s[i];
+		size_t bytes = (size_t)WL_GAME_SLOTS * (4 + w->p.game_size);
+		s->slots = malloc(bytes);
+		s->rtt_cap = w->p.game_hz * 600;
+		s->rtt_us = malloc(s->rtt_cap * sizeof *s->rtt_us);
+		if (!s->slots || !s->rtt_us)
+			return -1;
+		fill_random(s->slots, bytes, seed);
+	}
+	w->game_open = true;
+	return 0;
+}
+
+static void start_burst(struct wl *w, uint64_t now)
+{
+	w->burst = true;
+	w->burst_start_ns = now;
+	if (w->p.kind == WL_PATH) {
+		/* Said at once: the orchestrator starts the competing flow. */
+		printf("BURST %" PRIu64 "\n", now);
+		fflush(stdout);
+	}
+	if (w->p.game_hz) {
+		w->game.ticking = true;
+		w->game.next_tick_ns = now;
+	}
+}
+
 int wl_init(struct wl *w, const struct wl_params *p)
 {
 	memset(w, 0, sizeof *w);
 	w->p = *p;
-	w->frames_resent = w->duplicates_in = -1;
+	w->frames_resent = w->duplicates_in = w->resent_bytes = -1;
 	if (p->size < BENCH_HDR || p->size > BENCH_MAX_SIZE || p->conns == 0 || p->conns > BENCH_MAX_CONNS ||
-	    p->window == 0) {
-		snprintf(w->err, sizeof w->err, "bad workload: size %u (min %u), %u connections, window %u",
-			 p->size, BENCH_HDR, p->conns, p->window);
+	    p->window == 0 ||
+	    (p->game_hz &&
+	     (p->game_hz > 1000 || p->game_size < BENCH_HDR || p->game_size > 65536 || p->kind != WL_PATH))) {
+		snprintf(w->err, sizeof w->err,
+			 "bad workload: size %u (min %u), %u connections, window %u, game %u Hz x %u B "
+			 "(path rows only)",
+			 p->size, BENCH_HDR, p->conns, p->window, p->game_hz, p->game_size);
 		return -1;
 	}
 	if (w->p.stall_ms == 0)
@@ -178,20 +227,19 @@ int wl_init(struct wl *w, const struct wl_params *p)
 	w->c = calloc(p->conns, sizeof *w->c);
 	w->ready = calloc(p->conns, sizeof *w->ready);
 	w->fault_hold = malloc(p->size);
-	if (!w->c || !w->ready || !w->fault_hold)
+	w->first_done = calloc(p->conns, sizeof *w->first_done);
+	if (!w->c || !w->ready || !w->fault_hold || !w->first_done)
 		goto nomem;
 	uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	if (p->game_hz && game_init(w, &seed) < 0)
+		goto nomem;
 	for (uint32_t i = 0; i < p->conns; i++) {
 		struct wl_conn *k = &w->c[i];
 		k->slots = malloc((size_t)w->slot_count * w->slot_bytes);
 		if (!k->slots)
 			goto nomem;
 		/* Random filler once; per message only the header and tag change. */
-		for (size_t b = 0; b < (size_t)w->slot_count * w->slot_bytes; b += 8) {
-			seed = mix64(seed + 0x9e3779b97f4a7c15ull);
-			size_t n = (size_t)w->slot_count * w->slot_bytes - b;
-			memcpy(k->slots + b, &seed, n < 8 ? n : 8);
-		}
+		fill_random(k->slots, (size_t)w->slot_count * w->slot_bytes, &seed);
 		uint64_t share = p->messages / p->conns + (i < p->messages % p->conns ? 1 : 0);
 		k->pre = p->warmup + p->samples;
 		k->total = k->pre + (uint32_t)share;
@@ -206,10 +254,8 @@ int wl_init(struct wl *w, const struct wl_params *p)
 	w->rtt_us = malloc((w->rtt_cap ? w->rtt_cap : 1) * sizeof *w->rtt_us);
 	if (!w->rtt_us)
 		goto nomem;
-	if (w->at_barrier == p->conns) {
-		w->burst = true;
-		w->burst_start_ns = bench_now_ns();
-	}
+	if (w->at_barrier == p->conns)
+		start_burst(w, bench_now_ns());
 	/* The fault hits connection 0 in the middle of its burst (or of its
 	 * sequential phase when it has no burst). */
 	uint32_t share0 = w->c[0].total - w->c[0].pre;
@@ -231,10 +277,85 @@ void wl_free(struct wl *w)
 	free(w->ready);
 	free(w->rtt_us);
 	free(w->fault_hold);
+	free(w->first_done);
+	for (int i = 0; i < 2; i++) {
+		free(w->game.s[i].slots);
+		free(w->game.s[i].rtt_us);
+		w->game.s[i].slots = NULL;
+		w->game.s[i].rtt_us = NULL;
+	}
 	w->c = NULL;
 	w->ready = NULL;
 	w->rtt_us = NULL;
 	w->fault_hold = NULL;
+	w->first_done = NULL;
+}
+
+/* Writes the length prefix and message id of connection c, stream, sent at
+ * sent_at into slot; the filler after the header is already there. */
+static void build(uint8_t *slot, uint32_t size, uint32_t c, uint32_t id, unsigned stream, uint64_t sent_at)
+{
+	uint8_t *m = slot + 4;
+	put_le32(slot, size);
+	m[0] = BENCH_MARK;
+	m[1] = (uint8_t)stream;
+	m[2] = m[3] = 0;
+	put_le32(m + 4, c);
+	put_le32(m + 8, id);
+	put_le32(m + 12, size);
+	put_le64(m + 16, sent_at);
+	put_le64(m + 32, msg_tag(c, id, stream));
+	put_le64(m + 24, msg_hash(m, size));
+}
+
+uint8_t *wl_game_next(struct wl *w, enum wl_stream *stream)
+{
+	struct wl_game *g = &w->game;
+	if (!g->ticking)
+		return NULL;
+	if (g->due == 0) {
+		if (bench_now_ns() < g->next_tick_ns)
+			return NULL;
+		/* A late driver catches up tick by tick: every tick sends its
+		 * messages, stamped with the time it was due. */
+		g->tick_ns = g->next_tick_ns;
+		g->next_tick_ns += g->period_ns;
+		g->due = 2;
+	}
+	int i = 2 - g->due--;
+	struct wl_game_stream *s = &g->s[i];
+	uint32_t id = s->sent++;
+	uint8_t *slot = s->slots + (size_t)(id % WL_GAME_SLOTS) * (4 + w->p.game_size);
+	*stream = i ? WL_STREAM_GAME_RELIABLE : WL_STREAM_GAME_UNRELIABLE;
+	build(slot, w->p.game_size, 0, id, *stream, g->tick_ns);
+	return slot;
+}
+
+int wl_wait_ms(const struct wl *w, int max_ms)
+{
+	const struct wl_game *g = &w->game;
+	if (!g->ticking)
+		return max_ms;
+	if (g->due)
+		return 0;
+	uint64_t now = bench_now_ns();
+	if (g->next_tick_ns <= now)
+		return 0;
+	uint64_t ms = (g->next_tick_ns - now + 999999) / 1000000;
+	return ms < (uint64_t)max_ms ? (int)ms : max_ms;
+}
+
+/* The game is over once its ticks stopped and every reliable echo is in,
+ * and the unreliable ones too or a second has passed since the last tick
+ * (the rest were lost). */
+static void game_check(struct wl *w, uint64_t now)
+{
+	struct wl_game *g = &w->game;
+	if (!w->game_open || !g->stopped)
+		return;
+	if (g->s[1].received == g->s[1].sent &&
+	    (g->s[0].next == g->s[0].sent || now - g->stop_ns > 1000000000ull))
+		w->game_open = false;
 }
 
 uint8_t *wl_next(struct wl *w, uint32_t c)
@@ -244,17 +365,7 @@ uint8_t *wl_next(struct wl *w, uint32_t c)
 	struct wl_conn *k = &w->c[c];
 	uint32_t id = k->sent++;
 	uint8_t *slot = k->slots + (size_t)(id % w->slot_count) * w->slot_bytes;
-	uint8_t *m = slot + 4;
-	uint32_t size = w->p.size;
-	put_le32(slot, size);
-	m[0] = BENCH_MARK;
-	m[1] = m[2] = m[3] = 0;
-	put_le32(m + 4, c);
-	put_le32(m + 8, id);
-	put_le32(m + 12, size);
-	put_le64(m + 16, bench_now_ns());
-	put_le64(m + 32, msg_tag(c, id));
-	put_le64(m + 24, msg_hash(m, size));
+	build(slot, w->p.size, c, id, WL_STREAM_BULK, bench_now_ns());
 	return slot;
 }
 
@@ -294,7 +405,7 @@ static int verify(struct wl *w, uint32_t c, const uint8_t *m, size_t len)
 			 c, id, want);
 		return -1;
 	}
-	if (get_le64(m + 32) != msg_tag(c, id) || get_le64(m + 24) != msg_hash(m, len)) {
+	if (get_le64(m + 32) != msg_tag(c, id, WL_STREAM_BULK) || get_le64(m + 24) != msg_hash(m, len)) {
 		snprintf(w->err, sizeof w->err, "connection %u message %u: payload hash mismatch", c, id);
 		return -1;
 	}
@@ -311,18 +422,75 @@ static int verify(struct wl *w, uint32_t c, const uint8_t *m, size_t len)
 		w->burst_verified++;
 	if (k->done == k->pre && k->pre > 0) {
 		if (++w->at_barrier == w->p.conns && !w->burst) {
-			w->burst = true;
-			w->burst_start_ns = now;
+			start_burst(w, now);
 			for (uint32_t i = 0; i < w->p.conns; i++)
 				if (wl_can_send(w, i))
 					ready_push(w, i);
 		}
 	}
+	if (k->done == k->total && k->total > k->pre && !w->first_done_taken) {
+		w->first_done_taken = true;
+		for (uint32_t i = 0; i < w->p.conns; i++)
+			w->first_done[i] = w->c[i].done > w->c[i].pre ? w->c[i].done - w->c[i].pre : 0;
+	}
+	if (c == 0 && k->done == k->total && w->game.ticking) {
+		w->game.ticking = false;
+		w->game.stopped = true;
+		w->game.stop_ns = now;
+	}
 	if (wl_can_send(w, c))
 		ready_push(w, c);
-	if (wl_finished(w))
+	if (w->verified == w->total)
 		w->end_ns = now;
+	game_check(w, now);
 	return 0;
+}
+
+static int verify_game(struct wl *w, uint32_t c, const uint8_t *m, size_t len, unsigned stream)
+{
+	struct wl_game_stream *s = &w->game.s[stream == WL_STREAM_GAME_RELIABLE];
+	const char *name = stream == WL_STREAM_GAME_RELIABLE ? "reliable" : "unreliable-sequenced";
+	if (!w->p.game_hz || c != 0) {
+		snprintf(w->err, sizeof w->err, "connection %u: a game message where no game stream runs", c);
+		return -1;
+	}
+	if (len != w->p.game_size || m[0] != BENCH_MARK || get_le32(m + 12) != w->p.game_size ||
+	    get_le32(m + 4) != c) {
+		snprintf(w->err, sizeof w->err, "game %s message after %u: %zu B, header corrupted", name,
+			 s->next, len);
+		return -1;
+	}
+	uint32_t id = get_le32(m + 8);
+	if (id >= s->sent || id < s->next || (stream == WL_STREAM_GAME_RELIABLE && id != s->next)) {
+		snprintf(w->err, sizeof w->err,
+			 "game %s message %u arrived where %u was due (lost, reordered or duplicated)", name,
+			 id, s->next);
+		return -1;
+	}
+	if (get_le64(m + 32) != msg_tag(c, id, stream) || get_le64(m + 24) != msg_hash(m, len)) {
+		snprintf(w->err, sizeof w->err, "game %s message %u: payload hash mismatch", name, id);
+		return -1;
+	}
+	uint64_t now = bench_now_ns();
+	if (s->rtt_n < s->rtt_cap)
+		s->rtt_us[s->rtt_n++] = (float)((double)(now - get_le64(m + 16)) / 1000.0);
+	s->next = id + 1;
+	s->received++;
+	w->last_progress_ns = now;
+	game_check(w, now);
+	return 0;
+}
+
+/* Sends a message to its stream's check by byte [1]. */
+static int verify_any(struct wl *w, uint32_t c, const uint8_t *m, size_t len)
+{
+	unsigned stream = len > 1 ? m[1] : 0;
+	if (stream == WL_STREAM_BULK)
+		return verify(w, c, m, len);
+	if (stream == WL_STREAM_GAME_UNRELIABLE || stream == WL_STREAM_GAME_RELIABLE)
+		return verify_game(w, c, m, len, stream);
+	snprintf(w->err, sizeof w->err, "connection %u: message of unknown stream %u", c, stream);
+	return -1;
 }
 
 int wl_deliver(struct wl *w, uint32_t c, const uint8_t *data, size_t len)
@@ -331,6 +499,8 @@ int wl_deliver(struct wl *w, uint32_t c, const uint8_t *data, size_t len)
 		snprintf(w->err, sizeof w->err, "echo on unknown connection %u", c);
 		return -1;
 	}
+	if (len > 1 && data[1] != WL_STREAM_BULK)
+		return verify_any(w, c, data, len);
 	if (w->p.fault != FAULT_NONE && c == 0) {
 		if (w->fault_holding) {
 			/* Reorder: the message after the held one goes first. */
@@ -358,7 +528,7 @@ int wl_deliver(struct wl *w, uint32_t c, const uint8_t *data, size_t len)
 			}
 		}
 	}
-	return verify(w, c, data, len);
+	return verify_any(w, c, data, len);
 }
 
 int wl_check_stall(struct wl *w)
@@ -370,6 +540,7 @@ int wl_check_stall(struct wl *w)
 		return -1;
 	}
 	uint64_t now = bench_now_ns();
+	game_check(w, now);
 	if (now - w->last_progress_ns > (uint64_t)w->p.stall_ms * 1000000u) {
 		snprintf(w->err, sizeof w->err,
 			 "stalled: no verified echo for %u ms (%" PRIu64 "/%" PRIu64 " verified)",
@@ -391,6 +562,34 @@ static double pct(const float *v, uint64_t n, double q)
 		return -1;
 	uint64_t i = (uint64_t)(q * (double)(n - 1) + 0.5);
 	return v[i];
+}
+
+/* The path row fields of the RESULT line: the burst's bounds on
+ * CLOCK_MONOTONIC (the orchestrator takes the probe's and the competing
+ * flow's figures over it), Jain's index over the connections, what the
+ * client's driver knows it resent, and the game stream. */
+static void report_path(struct wl *w)
+{
+	double sum = 0, sq = 0;
+	for (uint32_t i = 0; i < w->p.conns; i++) {
+		double x = w->first_done_taken ? w->first_done[i] : 0;
+		sum += x;
+		sq += x * x;
+	}
+	printf(" burst_start_ns=%" PRIu64 " burst_end_ns=%" PRIu64 " jain=%.4f", w->burst_start_ns, w->end_ns,
+	       sq > 0 ? sum * sum / (w->p.conns * sq) : -1.0);
+	if (w->resent_bytes >= 0)
+		printf(" resent_bytes=%" PRId64, w->resent_bytes);
+	if (!w->p.game_hz)
+		return;
+	static const char *name[2] = {"game_u", "game_r"};
+	for (int i = 0; i < 2; i++) {
+		struct wl_game_stream *s = &w->game.s[i];
+		qsort(s->rtt_us, s->rtt_n, sizeof *s->rtt_us, cmp_float);
+		printf(" %s_sent=%u %s_echoed=%u %s_p50_us=%.1f %s_p99_us=%.1f", name[i], s->sent, name[i],
+		       s->received, name[i], pct(s->rtt_us, s->rtt_n, 0.50), name[i],
+		       pct(s->rtt_us, s->rtt_n, 0.99));
+	}
 }
 
 void wl_report(struct wl *w)
@@ -415,6 +614,8 @@ void wl_report(struct wl *w)
 		       " resent_probe=%" PRId64 " resent_timeout=%" PRId64 " resent_spurious=%" PRId64,
 		       w->frames_resent, w->duplicates_in, w->resent_by_cause[0], w->resent_by_cause[1],
 		       w->resent_by_cause[2], w->resent_by_cause[3], w->resent_spurious);
+	if (w->p.kind == WL_PATH)
+		report_path(w);
 	printf("\n");
 	fflush(stdout);
 	free(conn_ms);

@@ -40,8 +40,10 @@ int bench_run_workers(struct bench_worker *w, unsigned n, int (*fn)(struct bench
 	unsigned started = 1;
 	if (n > BENCH_MAX_WORKERS)
 		n = BENCH_MAX_WORKERS;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		w[i].index = i;
+		w[i].resent_bytes = -1; /* a driver that knows says so */
+	}
 	for (; started < n; started++) {
 		st[started] = (struct worker_start){&w[started], fn};
 		int e = pthread_create(&tid[started], NULL, worker_main, &st[started]);
@@ -93,6 +95,11 @@ void bench_server_summary(int fd, const struct bench_worker *w, unsigned n)
 	sb_add(&b, " echoes=");
 	for (unsigned i = 0; i < n; i++)
 		sb_add(&b, "%s%" PRIu64, i ? "," : "", w[i].echoes);
+	int64_t resent = 0;
+	for (unsigned i = 0; i < n && resent >= 0; i++)
+		resent = w[i].resent_bytes < 0 ? -1 : resent + w[i].resent_bytes;
+	if (resent >= 0)
+		sb_add(&b, " resent_bytes=%" PRId64, resent);
 	sb_add(&b, " hwm_kib=%ld\n", bench_self_hwm_kib());
 	if (fd < 0) {
 		fprintf(stderr, "rudp-bench: %s", b.s);

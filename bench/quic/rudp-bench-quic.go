@@ -14,6 +14,11 @@
 // The server runs --workers listeners, each on its own UDP socket bound to
 // the same address with SO_REUSEPORT: the kernel keeps each client's
 // 4-tuple on one socket, so a QUIC connection lives in one listener.
+//
+// Path rows (--workload path) may add a game stream on connection 0
+// (--game-hz, --game-size). It goes in-band on that connection's one
+// stream, both its unreliable-sequenced and reliable-ordered messages
+// (byte [1] of a message says which), as bench.h describes.
 package main
 
 /*
@@ -66,7 +71,18 @@ const (
 
 var epoch = time.Now()
 
-func nowNs() uint64 { return uint64(time.Since(epoch).Nanoseconds()) }
+// monoBase is CLOCK_MONOTONIC at epoch: nowNs reads the clock the C side
+// and rudp-bench read (Go's monotonic time is that clock), so the burst's
+// bounds on the RESULT line line up with the probe's samples.
+var monoBase = func() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Sec)*1e9 + uint64(ts.Nsec)
+}()
+
+func nowNs() uint64 { return monoBase + uint64(time.Since(epoch).Nanoseconds()) }
 
 func hash(m []byte) uint64 {
 	return uint64(C.bench_hash(unsafe.Pointer(&m[0]), C.size_t(len(m))))
@@ -81,7 +97,20 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-func tag(c, id uint32) uint64 { return mix64(uint64(c)<<32 | uint64(id)) }
+// Message streams (byte [1]): the workload's, then the game's two.
+const (
+	streamBulk       = 0
+	streamUnreliable = 1
+	streamReliable   = 2
+)
+
+func tag(c, id uint32, stream byte) uint64 {
+	t := mix64(uint64(c)<<32 | uint64(id))
+	if stream != streamBulk {
+		t = mix64(t + uint64(stream))
+	}
+	return t
+}
 
 func fail(format string, a ...interface{}) {
 	fmt.Fprintf(os.Stderr, "rudp-bench: quic-go client FAILED: "+format+"\n", a...)
@@ -297,13 +326,22 @@ type params struct {
 	messages                             uint64
 	stallMs                              uint32
 	fault                                string
+	gameHz, gameSize                     uint32
+}
+
+// gameStream is one of the game's two streams on connection 0.
+type gameStream struct {
+	sent, received uint32 // sent: under the connection's write lock
+	next           uint32 // reliable: the id due next; sequenced: one past the newest seen
+	rtt            []float32
+	slot           []byte
 }
 
 type conn struct {
 	id         uint32
 	slots      []byte
 	slotBytes  uint32
-	sent, done uint32
+	sent, done uint32 // done: atomic (the first connection to finish reads everyone's)
 	pre, total uint32
 	connectNs  uint64
 	rtt        []float32
@@ -312,25 +350,109 @@ type conn struct {
 	held       []byte
 	holding    bool
 	fault      string
+	wmu        sync.Mutex // one writer at a time on the stream: the workload's and the game's
+	game       [2]gameStream
 }
 
 var progress int64
 
+func fill(slot []byte, c, id, size uint32, stream byte, sentAt uint64) {
+	m := slot[4:]
+	binary.LittleEndian.PutUint32(slot, size)
+	m[0], m[1], m[2], m[3] = mark, stream, 0, 0
+	binary.LittleEndian.PutUint32(m[4:], c)
+	binary.LittleEndian.PutUint32(m[8:], id)
+	binary.LittleEndian.PutUint32(m[12:], size)
+	binary.LittleEndian.PutUint64(m[16:], sentAt)
+	binary.LittleEndian.PutUint64(m[32:], tag(c, id, stream))
+	binary.LittleEndian.PutUint64(m[24:], hash(m))
+}
+
 func (k *conn) build(p *params, id uint32) []byte {
 	slot := k.slots[(id%p.window)*k.slotBytes : (id%p.window+1)*k.slotBytes]
-	m := slot[4:]
-	binary.LittleEndian.PutUint32(slot, p.size)
-	m[0], m[1], m[2], m[3] = mark, 0, 0, 0
-	binary.LittleEndian.PutUint32(m[4:], k.id)
-	binary.LittleEndian.PutUint32(m[8:], id)
-	binary.LittleEndian.PutUint32(m[12:], p.size)
-	binary.LittleEndian.PutUint64(m[16:], nowNs())
-	binary.LittleEndian.PutUint64(m[32:], tag(k.id, id))
-	binary.LittleEndian.PutUint64(m[24:], hash(m))
+	fill(slot, k.id, id, p.size, streamBulk, nowNs())
 	return slot
 }
 
+// write puts one record on the stream, after any other writer's.
+func (k *conn) write(st quic.Stream, rec []byte) {
+	k.wmu.Lock()
+	_, err := st.Write(rec)
+	k.wmu.Unlock()
+	if err != nil {
+		fail("write: %v", err)
+	}
+}
+
+// gameTicks writes the game's two messages every tick, stamped with the
+// tick's time, until stop closes; a tick it is late for is still sent
+// (catching up), so waiting behind the workload's writes counts.
+func (k *conn) gameTicks(p *params, st quic.Stream, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	period := time.Second / time.Duration(p.gameHz)
+	next := nowNs()
+	for {
+		if wait := int64(next) - int64(nowNs()); wait > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(wait)):
+			}
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		k.wmu.Lock()
+		for i := range k.game {
+			g := &k.game[i]
+			fill(g.slot, k.id, g.sent, p.gameSize, byte(streamUnreliable+i), next)
+			if _, err := st.Write(g.slot); err != nil {
+				k.wmu.Unlock()
+				fail("write: %v", err)
+			}
+			g.sent++
+		}
+		k.wmu.Unlock()
+		next += uint64(period)
+	}
+}
+
+func (k *conn) verifyGame(p *params, m []byte, stream byte) {
+	g := &k.game[stream-streamUnreliable]
+	name := map[byte]string{streamUnreliable: "unreliable-sequenced", streamReliable: "reliable"}[stream]
+	if p.gameHz == 0 || k.id != 0 {
+		fail("connection %d: a game message where no game stream runs", k.id)
+	}
+	if uint32(len(m)) != p.gameSize || m[0] != mark || binary.LittleEndian.Uint32(m[12:]) != p.gameSize ||
+		binary.LittleEndian.Uint32(m[4:]) != k.id {
+		fail("game %s message after %d: %d B, header corrupted", name, g.next, len(m))
+	}
+	id := binary.LittleEndian.Uint32(m[8:])
+	k.wmu.Lock()
+	sent := g.sent
+	k.wmu.Unlock()
+	if id >= sent || id < g.next || (stream == streamReliable && id != g.next) {
+		fail("game %s message %d arrived where %d was due (lost, reordered or duplicated)", name, id, g.next)
+	}
+	if binary.LittleEndian.Uint64(m[32:]) != tag(k.id, id, stream) || binary.LittleEndian.Uint64(m[24:]) != hash(m) {
+		fail("game %s message %d: payload hash mismatch", name, id)
+	}
+	g.rtt = append(g.rtt, float32(float64(nowNs()-binary.LittleEndian.Uint64(m[16:]))/1000.0))
+	g.next = id + 1
+	g.received++
+	atomic.AddInt64(&progress, 1)
+}
+
 func (k *conn) verify(p *params, m []byte) {
+	if len(m) > 1 && m[1] != streamBulk {
+		if m[1] != streamUnreliable && m[1] != streamReliable {
+			fail("connection %d: message of unknown stream %d", k.id, m[1])
+		}
+		k.verifyGame(p, m, m[1])
+		return
+	}
 	want := k.done
 	if uint32(len(m)) != p.size {
 		fail("connection %d message %d: echo of %d B, expected %d B", k.id, want, len(m), p.size)
@@ -345,7 +467,7 @@ func (k *conn) verify(p *params, m []byte) {
 	if id != want {
 		fail("connection %d: message %d arrived where %d was due (lost, reordered or duplicated)", k.id, id, want)
 	}
-	if binary.LittleEndian.Uint64(m[32:]) != tag(k.id, id) || binary.LittleEndian.Uint64(m[24:]) != hash(m) {
+	if binary.LittleEndian.Uint64(m[32:]) != tag(k.id, id, streamBulk) || binary.LittleEndian.Uint64(m[24:]) != hash(m) {
 		fail("connection %d message %d: payload hash mismatch", k.id, id)
 	}
 	now := nowNs()
@@ -353,14 +475,14 @@ func (k *conn) verify(p *params, m []byte) {
 	if sample {
 		k.rtt = append(k.rtt, float32(float64(now-binary.LittleEndian.Uint64(m[16:]))/1000.0))
 	}
-	k.done++
+	atomic.AddUint32(&k.done, 1)
 	k.endNs = now
 	atomic.AddInt64(&progress, 1)
 }
 
 // deliver applies the test-only fault on connection 0, then verifies.
 func (k *conn) deliver(p *params, m []byte) {
-	if k.id == 0 && k.fault != "" {
+	if k.id == 0 && k.fault != "" && (len(m) < 2 || m[1] == streamBulk) {
 		if k.holding {
 			k.holding = false
 			k.verify(p, m)
@@ -394,7 +516,7 @@ func readRecord(st quic.Stream, buf []byte, p *params) []byte {
 		fail("read: %v", err)
 	}
 	n := binary.LittleEndian.Uint32(buf)
-	if n > p.size+1 || n < 1 {
+	if n > uint32(len(buf)-4) || n < 1 {
 		fail("bad record length %d", n)
 	}
 	if _, err := io.ReadFull(st, buf[4:4+n]); err != nil {
@@ -412,6 +534,10 @@ func percentile(v []float32, q float64) float64 {
 
 func client(addr string, p *params) {
 	conns := make([]*conn, p.conns)
+	// Each connection's verified burst messages when the first finished
+	// its burst (Jain's index on path rows).
+	firstBurst := make([]uint32, p.conns)
+	var firstDone sync.Once
 	var ready, finished sync.WaitGroup
 	start := make(chan struct{})
 	var burstStart uint64
@@ -445,6 +571,10 @@ func client(addr string, p *params) {
 			k.faultAt = k.pre / 2
 		}
 		k.fault = p.fault
+		for g := range k.game {
+			k.game[g].slot = make([]byte, 4+p.gameSize)
+			rand.Read(k.game[g].slot)
+		}
 		conns[i] = k
 		go func(k *conn) {
 			defer finished.Done()
@@ -458,33 +588,61 @@ func client(addr string, p *params) {
 				fail("open stream: %v", err)
 			}
 			k.connectNs = nowNs() - t0
-			buf := make([]byte, 4+p.size+1)
+			maxSize := p.size
+			if p.gameSize > maxSize {
+				maxSize = p.gameSize
+			}
+			buf := make([]byte, 4+maxSize+1)
 			for k.sent < k.pre { // sequential: warm-up, then RTT samples
-				if _, err := st.Write(k.build(p, k.sent)); err != nil {
-					fail("write: %v", err)
-				}
+				k.write(st, k.build(p, k.sent))
 				k.sent++
 				k.deliver(p, readRecord(st, buf, p))
 			}
 			ready.Done()
 			<-start
+			var stopGame, gameDone chan struct{}
+			if p.gameHz > 0 && k.id == 0 {
+				stopGame, gameDone = make(chan struct{}), make(chan struct{})
+				go k.gameTicks(p, st, stopGame, gameDone)
+			}
 			sem := make(chan struct{}, p.window)
 			go func() {
 				for id := k.pre; id < k.total; id++ {
 					sem <- struct{}{}
-					if _, err := st.Write(k.build(p, id)); err != nil {
-						fail("write: %v", err)
-					}
+					k.write(st, k.build(p, id))
 				}
 			}()
-			for k.done < k.total {
+			for atomic.LoadUint32(&k.done) < k.total {
+				before := k.done
 				k.deliver(p, readRecord(st, buf, p))
-				<-sem
+				if k.done != before { // a game echo frees no window
+					<-sem
+				}
+			}
+			firstDone.Do(func() {
+				for i, c := range conns {
+					if d := atomic.LoadUint32(&c.done); d > c.pre {
+						firstBurst[i] = d - c.pre
+					}
+				}
+			})
+			if stopGame != nil {
+				// The ticks stop with the workload; every game message
+				// sent is echoed in-band, after the ones before it.
+				close(stopGame)
+				<-gameDone
+				for k.game[0].received < k.game[0].sent || k.game[1].received < k.game[1].sent {
+					k.deliver(p, readRecord(st, buf, p))
+				}
 			}
 		}(k)
 	}
 	ready.Wait()
 	burstStart = nowNs()
+	if p.kind == "path" {
+		// Said at once: rudp-bench starts the competing flow.
+		fmt.Printf("BURST %d\n", burstStart)
+	}
 	close(start)
 	finished.Wait()
 	var rtt, cms []float32
@@ -506,9 +664,30 @@ func client(addr string, p *params) {
 		burstNs = end - burstStart
 	}
 	fmt.Printf("RESULT verified=%d messages=%d burst_messages=%d burst_ns=%d rtt_p50_us=%.2f rtt_p95_us=%.2f "+
-		"rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f hwm_kib=%d\n", verified, total, burstMsgs, burstNs,
+		"rtt_p99_us=%.2f connect_p50_ms=%.3f connect_p99_ms=%.3f hwm_kib=%d", verified, total, burstMsgs, burstNs,
 		percentile(rtt, 0.5), percentile(rtt, 0.95), percentile(rtt, 0.99), percentile(cms, 0.5),
 		percentile(cms, 0.99), hwmKiB())
+	if p.kind == "path" {
+		var sum, sq float64
+		for _, x := range firstBurst {
+			sum += float64(x)
+			sq += float64(x) * float64(x)
+		}
+		jain := -1.0
+		if sq > 0 {
+			jain = sum * sum / (float64(p.conns) * sq)
+		}
+		fmt.Printf(" burst_start_ns=%d burst_end_ns=%d jain=%.4f", burstStart, end, jain)
+		if p.gameHz > 0 {
+			for i, name := range []string{"game_u", "game_r"} {
+				g := &conns[0].game[i]
+				sort.Slice(g.rtt, func(a, b int) bool { return g.rtt[a] < g.rtt[b] })
+				fmt.Printf(" %s_sent=%d %s_echoed=%d %s_p50_us=%.1f %s_p99_us=%.1f", name, g.sent, name,
+					g.received, name, percentile(g.rtt, 0.5), name, percentile(g.rtt, 0.99))
+			}
+		}
+	}
+	fmt.Printf("\n")
 }
 
 func main() {
@@ -534,6 +713,8 @@ func main() {
 	fs.Uint64Var(&p.messages, "messages", 10000, "")
 	stall := fs.Uint("stall-ms", 15000, "")
 	fs.StringVar(&p.fault, "inject-fault", "", "")
+	gameHz := fs.Uint("game-hz", 0, "a game stream on connection 0, this many ticks a second (path rows)")
+	gameSize := fs.Uint("game-size", 200, "bytes of each game message")
 	fs.Parse(os.Args[2:])
 	if *column != "quic-go" {
 		fmt.Fprintf(os.Stderr, "rudp-bench-quic: column %s is not quic-go\n", *column)
@@ -541,6 +722,11 @@ func main() {
 	}
 	p.size, p.conns, p.window = uint32(*size), uint32(*connections), uint32(*window)
 	p.warmup, p.samples, p.stallMs = uint32(*warmup), uint32(*samples), uint32(*stall)
+	p.gameHz, p.gameSize = uint32(*gameHz), uint32(*gameSize)
+	if p.gameHz > 0 && (p.gameHz > 1000 || p.gameSize < hdr || p.gameSize > 65536 || p.kind != "path") {
+		fmt.Fprintf(os.Stderr, "rudp-bench-quic: bad game stream (path rows only)\n")
+		os.Exit(2)
+	}
 	if p.kind == "sparse" {
 		p.window, p.messages = 1, 0
 	}
