@@ -151,6 +151,9 @@ static struct msghdr *chain_hdr(struct uring_tx *tx, uint32_t first, uint32_t se
 		tx->iovs_used += k;
 		t->hdr.msg_iov = v;
 		t->hdr.msg_iovlen = k;
+		/* Zeroed whole: the kernel reads the padding after the
+		 * segment size too (memcheck saw it uninitialised). */
+		memset(&t->control, 0, sizeof(t->control));
 		t->hdr.msg_control = t->control.buf;
 		t->hdr.msg_controllen = sizeof(t->control.buf);
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&t->hdr);

@@ -24,6 +24,7 @@
 
 #include "host/host_internal.h"
 #include "rudp.h"
+#include "test_backend.h"
 
 /* ---- the fail-point ---- */
 
@@ -221,8 +222,11 @@ static void test_deliver_nomem(void **state)
 	run_transfer();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int skip = test_backend_from_args(argc, argv);
+	if (skip)
+		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deliver_nomem),
 	};

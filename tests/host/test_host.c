@@ -24,6 +24,7 @@
 
 #include "../io/udp_offload.h"
 #include "rudp.h"
+#include "test_backend.h"
 
 static uint64_t now_ms(void)
 {
@@ -1063,20 +1064,12 @@ static void test_next_timeout_tells_errors_apart(void **state)
 	rudp_host_destroy(h);
 }
 
-/* test_host [uring|mmsg]: the backend every host here gets, unless the
- * environment already names another (the valgrind setup sets RUDP_IO=mmsg:
- * memcheck cannot see the kernel write io_uring's buffers), in which case
- * this run is skipped rather than made on a backend it did not ask for. */
+/* test_host [uring|mmsg]: the backend every host here gets (test_backend.h). */
 int main(int argc, char **argv)
 {
-	if (argc > 1) {
-		const char *env = getenv("RUDP_IO");
-		if (env && strcmp(env, "auto") != 0 && strcmp(env, argv[1]) != 0) {
-			printf("RUDP_IO=%s in the environment: the %s run is skipped\n", env, argv[1]);
-			return 77; /* meson: skipped */
-		}
-		setenv("RUDP_IO", argv[1], 1);
-	}
+	int skip = test_backend_from_args(argc, argv);
+	if (skip)
+		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_rejects_bad_arguments),
 		cmocka_unit_test(test_next_timeout_tells_errors_apart),

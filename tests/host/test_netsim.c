@@ -28,6 +28,7 @@
 
 #include "host/netsim.h"
 #include "rudp.h"
+#include "test_backend.h"
 
 static uint64_t now_ms(void)
 {
@@ -566,8 +567,11 @@ static void test_rate_limit_bounds_throughput(void **state)
 	pair_free(&p);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int skip = test_backend_from_args(argc, argv);
+	if (skip)
+		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_ranges),
 		cmocka_unit_test(test_seeded_repeatable),

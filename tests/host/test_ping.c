@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "rudp.h"
+#include "test_backend.h"
 #include "wire/wire.h"
 
 static uint64_t now_ms(void)
@@ -375,8 +376,11 @@ static void test_blocking_ping_beside_async(void **state)
 	rudp_host_destroy(client);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int skip = test_backend_from_args(argc, argv);
+	if (skip)
+		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ping_many_servers),
 		cmocka_unit_test(test_ping_unanswered_times_out_once),
