@@ -39,7 +39,7 @@
 #define BENCH_MAX_SIZE (1u << 20)
 #define BENCH_MAX_CONNS 8192
 #define BENCH_MAX_WORKERS 64 /* server worker threads (sockets on one port) */
-#define BENCH_MAX_WAIT_SPIN_US 1000 /* librudp's own bound on rudp_config.wait_spin_us */
+#define BENCH_MAX_WAIT_SPIN_US 1000 /* librudp's own bound on rudp_config.io.wait_spin_us */
 
 /* drv_rudp.c implements the rudp-batch and policy columns (they still need
  * RUDP_HAVE_BATCH_API / RUDP_HAVE_SEND_POLICY_API from rudp.h). */
@@ -257,7 +257,7 @@ int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct w
 /* Set by SIGTERM/SIGINT in driver processes, or by a failing server worker;
  * atomic because every worker thread polls it. */
 extern atomic_int bench_stop;
-/* --wait-spin-us N: rudp_config.wait_spin_us for the rudp columns' hosts
+/* --wait-spin-us N: rudp_config.io.wait_spin_us for the rudp columns' hosts
  * (both halves); -1, the default, leaves librudp's own default. */
 extern int bench_wait_spin_us;
 /* --tcp-cc NAME: TCP_CONGESTION for the TCP columns' sockets (both halves);

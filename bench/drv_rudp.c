@@ -42,7 +42,7 @@ static void base_config(rudp_config *cfg, uint32_t mtu)
 	cfg->log = log_err;
 	cfg->log_level_max = 2;
 	if (bench_wait_spin_us >= 0)
-		cfg->wait_spin_us = (uint32_t)bench_wait_spin_us;
+		cfg->io.wait_spin_us = (uint32_t)bench_wait_spin_us;
 }
 
 #define GAME_PRIORITY RUDP_PRIORITY_IMMEDIATE
@@ -541,8 +541,8 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 		 * messages) raised the loaded p99 by a third; the floor of
 		 * 1,024 only applies to messages above 1 KiB. */
 		if (nc > 64) {
-			cfg.socket_rcvbuf = cfg.socket_sndbuf = 256 * 1024;
-			cfg.rx_buffers = nc < 32768 ? nc : 32768;
+			cfg.io.socket_rcvbuf = cfg.io.socket_sndbuf = 256 * 1024;
+			cfg.io.rx_buffers = nc < 32768 ? nc : 32768;
 			uint32_t ahead = (1u << 20) / w->p.size;
 			cfg.max_pending_events = ahead < 1024 ? 1024 : ahead > 65536 ? 65536 : ahead;
 		}

@@ -785,9 +785,9 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		rudp_config defaults;
 		rudp_config_init(&defaults);
 		fprintf(f,
-			"librudp's watch for input before a sleep (`rudp_config.wait_spin_us`, "
+			"librudp's watch for input before a sleep (`rudp_config.io.wait_spin_us`, "
 			"`--wait-spin-us`): %d us in the rudp columns (default %u)%s.\n\n",
-			m->wait_spin_us, (unsigned)defaults.wait_spin_us,
+			m->wait_spin_us, (unsigned)defaults.io.wait_spin_us,
 			m->wait_spin_us == 0 ? ": their waits block, as the other columns' do" : "");
 	}
 	if (m->resumed_from[0]) {

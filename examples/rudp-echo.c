@@ -231,7 +231,7 @@ static int run_server(int argc, char **argv)
 	rudp_config_init(&cfg);
 	cfg.bind_address = bind;
 	cfg.max_peers = max_clients;
-	cfg.io_backend = io;
+	cfg.io.backend = io;
 	cfg.reuse_port = threads > 1;
 	cfg.sim = sim;
 	cfg.log = log_to_stderr;
@@ -370,7 +370,7 @@ static int run_client(int argc, char **argv)
 	rudp_config cfg;
 	rudp_config_init(&cfg);
 	cfg.protocol_version = (uint8_t)protocol;
-	cfg.io_backend = io;
+	cfg.io.backend = io;
 	cfg.sim = sim;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 1;

@@ -125,8 +125,108 @@ typedef struct rudp_sim_config {
 	uint64_t seed;
 } rudp_sim_config;
 
-/** Host configuration. Always start with rudp_config_init(), then change fields. */
+/** I/O backend tuning (rudp_config.io): how the host's sockets are read
+ * and written. None of it changes what goes on the wire; docs/io.md and
+ * docs/tuning.md say when to change what. rudp_host_create() returns
+ * RUDP_E_INVALID for a value out of its range. Like rudp_sim_config, this
+ * struct is embedded in rudp_config and so never changes while the soname
+ * stays: a new I/O setting is appended to rudp_config itself (see there). */
+typedef struct rudp_io_config {
+	/** I/O backend, an rudp_io_backend: RUDP_IO_AUTO (default) uses
+	 * io_uring when built in and allowed, else recvmmsg/sendmmsg. The
+	 * environment variable RUDP_IO=uring|mmsg overrides this field
+	 * (RUDP_IO=auto or unset leaves it in charge). A forced uring that
+	 * cannot be used makes rudp_host_create() fail with
+	 * RUDP_E_UNSUPPORTED; auto falls back and logs why, once. */
+	int backend;
+	/** Datagrams read or written per system call. 1..1024, default 32.
+	 * Memory grows with it: each host keeps up to 2 x batch receive
+	 * buffers with io_uring (at least 64; see rx_buffers), batch with
+	 * recvmmsg, and room for as many outgoing datagrams of up to 1.5 KiB
+	 * (io_uring packs them by length, so a flush makes resident only the
+	 * bytes it sends); raise it for servers with many busy peers. */
+	uint32_t batch;
+	/** Most io_uring receive buffers a host keeps. With udp_gro (default)
+	 * a buffer is 68 KiB of address space (reserved, not committed) and
+	 * holds a run of datagrams; the pages a run fills become memory. 8 are
+	 * provided at first, doubled only when the kernel keeps running out of
+	 * them on single datagrams (many peers sending alone). Without GRO a
+	 * buffer is about 1.7 KiB and holds one datagram; 16 at first, doubled
+	 * each time the kernel runs out. 0 (default) means 2 x batch, at
+	 * least 64, which absorbs a full window of MTU-sized datagrams from one
+	 * peer, or a datagram from each of as many peers, between two calls.
+	 * 16..32768, rounded up to a power of two. A lower cap saves memory on
+	 * hosts that receive little, paid for with an extra system call
+	 * whenever a burst outgrows the buffers (the rest waits in the socket's
+	 * receive buffer; nothing is dropped by librudp). Unused by the
+	 * recvmmsg backend. */
+	uint32_t rx_buffers;
+	/** Nonzero (default 1): with the io_uring backend, consecutive datagrams
+	 * of one flush to the same peer with the same length (a window of equal
+	 * messages, the fragments of a large one) go to the kernel as one UDP
+	 * GSO send (UDP_SEGMENT), which routes and builds them once and splits
+	 * them at the end; a shorter datagram may close such a run. The kernel
+	 * needs IORING_FEAT_SUBMIT_STABLE (5.5+); when it refuses a GSO send
+	 * (a device that cannot segment, a path MTU below the datagrams) the
+	 * host sends one by one from then on. 0 never coalesces. The mmsg
+	 * backend always sends one by one. */
+	int udp_gso;
+	/** Nonzero (default 1): with the io_uring backend the socket asks for
+	 * UDP GRO (UDP_GRO), so a run of equal datagrams from one sender (a
+	 * librudp peer's GSO send, which loopback delivers unsplit; a burst a
+	 * NIC coalesced) is read as one completion of up to 64 KiB and split
+	 * back into datagrams without copying. The kernel's per-datagram
+	 * receive work is then paid once per run. Each receive buffer is then
+	 * 68 KiB of address space, of which only the pages written become
+	 * memory (docs/tuning.md). 0 keeps one datagram per buffer. The mmsg
+	 * backend never asks for GRO. */
+	int udp_gro;
+	/** Microseconds a host may watch for input before it sleeps, when a
+	 * call has nothing to do but wait (both backends: io_uring looks at
+	 * shared memory, the recvmmsg backend asks the kernel with a poll
+	 * that does not block). Input that comes within it is taken
+	 * without the sleep and wake-up, which cost several microseconds each
+	 * (more in a VM, where waking a CPU traps to the hypervisor): in a
+	 * stream of messages the next batch is often that close, and a
+	 * ping-pong whose answers come within it never sleeps (its thread
+	 * stays busy while it lasts). A host whose watches keep ending empty
+	 * (a slower ping-pong, a quiet server) stops watching for a while
+	 * (after 4 empty watches in a row, the next 64 waits sleep at once),
+	 * so this costs little CPU where it does not help. The default
+	 * covers a lockstep exchange whose other side works for a few tens
+	 * of microseconds (a 64-message window of small messages echoed
+	 * back), where sleeping put a wake-up on the path of every round: on
+	 * a 2-CPU VM that was a third of the time. 0 always sleeps at once
+	 * (a host that shares its core with other busy threads); at most
+	 * 1000; default 50 (docs/tuning.md). */
+	uint32_t wait_spin_us;
+	/** Socket buffer sizes to request (SO_RCVBUF / SO_SNDBUF) for every
+	 * socket of the host; 0 keeps the system default. Default 4 MiB each.
+	 * They are here because they size the same path as batch and
+	 * rx_buffers: what the kernel holds between two reads. */
+	uint32_t socket_rcvbuf, socket_sndbuf;
+} rudp_io_config;
+
+/** Host configuration. Always start with rudp_config_init(), then change
+ * fields.
+ *
+ * How it grows without breaking programs built against an older header:
+ * fields are only ever appended at the end, never removed, reordered or
+ * resized (the embedded rudp_io_config and rudp_sim_config never change
+ * either), and the struct never ends in padding (a field that would start
+ * inside the old tail padding comes after it), so every older layout is a
+ * prefix of the current one. rudp_config_init() stamps struct_size with
+ * sizeof(rudp_config) as the program was compiled; rudp_host_create()
+ * starts from the library's defaults and takes only the caller's first
+ * struct_size bytes, so the fields the program does not know keep their
+ * defaults. docs/api.md, "ABI and soname", has the whole rule. */
 typedef struct rudp_config {
+	/** Bytes of this struct the caller knows: set by rudp_config_init(),
+	 * never by hand. rudp_host_create() returns RUDP_E_INVALID when it is
+	 * 0 (a config not made with rudp_config_init()), smaller than the first
+	 * published layout (librudp 0.2) or larger than this library's
+	 * struct (a program built against a newer header). */
+	size_t struct_size;
 	/** Address to bind, "IPv4:port" or "[IPv6]:port"; NULL or "" for an
 	 * ephemeral client socket (dual-stack IPv6 when available). Port 0
 	 * picks a free port. An address another socket holds is refused
@@ -170,31 +270,8 @@ typedef struct rudp_config {
 	uint32_t timeout_ms; /**< peer declared dead after this long silent, default 10000 */
 	uint32_t connect_timeout_ms; /**< whole handshake must finish in this, default 5000 */
 	uint32_t disconnect_linger_ms; /**< local disconnect waits this long for acks, default 2000 */
-	/** Socket buffer sizes to request (SO_RCVBUF / SO_SNDBUF); 0 keeps the
-	 * system default. Default 4 MiB each. */
-	uint32_t socket_rcvbuf, socket_sndbuf;
-	/** Datagrams read or written per system call. 1..1024, default 32.
-	 * Memory grows with it: each host keeps up to 2 x io_batch receive
-	 * buffers with io_uring (at least 64; see rx_buffers), io_batch with
-	 * recvmmsg, and room for as many outgoing datagrams of up to 1.5 KiB
-	 * (io_uring packs them by length, so a flush makes resident only the
-	 * bytes it sends); raise it for servers with many busy peers. */
-	uint32_t io_batch;
-	/** Most io_uring receive buffers a host keeps. With udp_gro (default)
-	 * a buffer is 68 KiB of address space (reserved, not committed) and
-	 * holds a run of datagrams; the pages a run fills become memory. 8 are
-	 * provided at first, doubled only when the kernel keeps running out of
-	 * them on single datagrams (many peers sending alone). Without GRO a
-	 * buffer is about 1.7 KiB and holds one datagram; 16 at first, doubled
-	 * each time the kernel runs out. 0 (default) means 2 x io_batch, at
-	 * least 64, which absorbs a full window of MTU-sized datagrams from one
-	 * peer, or a datagram from each of as many peers, between two calls.
-	 * 16..32768, rounded up to a power of two. A lower cap saves memory on
-	 * hosts that receive little, paid for with an extra system call
-	 * whenever a burst outgrows the buffers (the rest waits in the socket's
-	 * receive buffer; nothing is dropped by librudp). Unused by the
-	 * recvmmsg backend. */
-	uint32_t rx_buffers;
+	/** I/O backend and its buffers; see rudp_io_config. */
+	rudp_io_config io;
 	/** Events queued inside the host before the oldest messages must be
 	 * collected; receiving pauses beyond. Default 65536. See also
 	 * max_pending_event_bytes. */
@@ -204,37 +281,10 @@ typedef struct rudp_config {
 	void *log_userdata;
 	/** Smallest level not logged; default 3 (debug is dropped). */
 	int log_level_max;
-	/** I/O backend, an rudp_io_backend: RUDP_IO_AUTO (default) uses
-	 * io_uring when built in and allowed, else recvmmsg/sendmmsg. The
-	 * environment variable RUDP_IO=uring|mmsg overrides this field
-	 * (RUDP_IO=auto or unset leaves it in charge). A forced uring that
-	 * cannot be used makes rudp_host_create() fail with
-	 * RUDP_E_UNSUPPORTED; auto falls back and logs why, once. */
-	int io_backend;
 	/** Nonzero sets SO_REUSEPORT on a bound socket so several hosts (one
 	 * per thread) can share bind_address; the kernel spreads clients over
 	 * them by address hash. Default 0. */
 	int reuse_port;
-	/** Nonzero (default 1): with the io_uring backend, consecutive datagrams
-	 * of one flush to the same peer with the same length (a window of equal
-	 * messages, the fragments of a large one) go to the kernel as one UDP
-	 * GSO send (UDP_SEGMENT), which routes and builds them once and splits
-	 * them at the end; a shorter datagram may close such a run. The kernel
-	 * needs IORING_FEAT_SUBMIT_STABLE (5.5+); when it refuses a GSO send
-	 * (a device that cannot segment, a path MTU below the datagrams) the
-	 * host sends one by one from then on. 0 never coalesces. The mmsg
-	 * backend always sends one by one. */
-	int udp_gso;
-	/** Nonzero (default 1): with the io_uring backend the socket asks for
-	 * UDP GRO (UDP_GRO), so a run of equal datagrams from one sender (a
-	 * librudp peer's GSO send, which loopback delivers unsplit; a burst a
-	 * NIC coalesced) is read as one completion of up to 64 KiB and split
-	 * back into datagrams without copying. The kernel's per-datagram
-	 * receive work is then paid once per run. Each receive buffer is then
-	 * 68 KiB of address space, of which only the pages written become
-	 * memory (docs/tuning.md). 0 keeps one datagram per buffer. The mmsg
-	 * backend never asks for GRO. */
-	int udp_gro;
 	/* Hostile-input limits (docs/security.md lists them all with their
 	 * reasons). Incoming handshakes are "pending" from open connection
 	 * request 2 until the online handshake finishes. */
@@ -279,7 +329,7 @@ typedef struct rudp_config {
 	 * host's own socket still serves incoming connections and rudp_ping();
 	 * a connection's socket accepts only its server's datagrams. On
 	 * io_uring the shared pool may grow to two receive buffers per
-	 * connection, rounded up to a power of two (unless rx_buffers caps
+	 * connection, rounded up to a power of two (unless io.rx_buffers caps
 	 * it; 1.7 KiB each, resident once used), and UDP_GRO stays off.
 	 * max_peers bounds the sockets too (each is a file descriptor: mind
 	 * RLIMIT_NOFILE). Default 0: connections share the host's socket (one
@@ -302,30 +352,11 @@ typedef struct rudp_config {
 	 * "Congestion control again"), so it is not on by default. Unreliable
 	 * messages are never held back by either. */
 	int congestion_control;
-	/** Microseconds a host may watch for input before it sleeps, when a
-	 * call has nothing to do but wait (both backends: io_uring looks at
-	 * shared memory, the recvmmsg backend asks the kernel with a poll
-	 * that does not block). Input that comes within it is taken
-	 * without the sleep and wake-up, which cost several microseconds each
-	 * (more in a VM, where waking a CPU traps to the hypervisor): in a
-	 * stream of messages the next batch is often that close, and a
-	 * ping-pong whose answers come within it never sleeps (its thread
-	 * stays busy while it lasts). A host whose watches keep ending empty
-	 * (a slower ping-pong, a quiet server) stops watching for a while
-	 * (after 4 empty watches in a row, the next 64 waits sleep at once),
-	 * so this costs little CPU where it does not help. The default
-	 * covers a lockstep exchange whose other side works for a few tens
-	 * of microseconds (a 64-message window of small messages echoed
-	 * back), where sleeping put a wake-up on the path of every round: on
-	 * a 2-CPU VM that was a third of the time. 0 always sleeps at once
-	 * (a host that shares its core with other busy threads); at most
-	 * 1000; default 50 (docs/tuning.md). */
-	uint32_t wait_spin_us;
 	/** Bytes of received messages queued inside the host, not yet
 	 * collected by the application, before receiving pauses (as at
 	 * max_pending_events): what the peers send meanwhile waits in the
 	 * socket's kernel buffer, and what that drops is resent. A pause
-	 * starts between two reads of up to io_batch datagrams, so the queue
+	 * starts between two reads of up to io.batch datagrams, so the queue
 	 * may pass the limit by one read's messages (a message larger than
 	 * the limit still comes, alone). Why: max_pending_events counts
 	 * messages, and a host whose application falls behind peers that send
@@ -340,14 +371,15 @@ typedef struct rudp_config {
 	 * streamed) is followed again after three datagrams that go on from
 	 * there. 64..4194304, default 1024. */
 	uint32_t max_datagram_seq_jump;
-	/** The network simulator; all zero (default): off. See rudp_sim_config. */
-	rudp_sim_config sim;
 	/** Pings started with rudp_ping_start() (and rudp_ping()) that may be
 	 * outstanding at once, waiting for their pong or timeout; one more is
 	 * refused with RUDP_E_PINGS_FULL. Each costs about 200 bytes while the
 	 * host lives, allocated at the first ping. 1..65536, default 256 (a
 	 * server browser pinging a list of servers at once). */
 	uint32_t max_pings;
+	/** The network simulator; all zero (default): off. See rudp_sim_config. */
+	rudp_sim_config sim;
+	/* New fields go here, at the end (see above). */
 } rudp_config;
 
 /** Values of rudp_config.congestion_control. */
@@ -356,19 +388,32 @@ enum rudp_congestion_control {
 	RUDP_CC_AIMD = 1, /**< congestion window, TCP-style */
 };
 
-/** Values of rudp_config.io_backend. */
+/** Values of rudp_config.io.backend. */
 enum rudp_io_backend {
 	RUDP_IO_AUTO = 0, /**< io_uring if usable, else mmsg */
 	RUDP_IO_MMSG = 1, /**< recvmmsg/sendmmsg */
 	RUDP_IO_URING = 2, /**< io_uring (multishot recvmsg, batched sendmsg) */
 };
 
-/** Fills cfg with the defaults documented on each field. NULL is a no-op. */
-RUDP_API void rudp_config_init(rudp_config *cfg);
+/** Fills the first size bytes of cfg with the defaults documented on each
+ * field and sets cfg->struct_size to size; bytes past what this library
+ * knows are zeroed. Call it through rudp_config_init(), which passes the
+ * sizeof(rudp_config) the program was compiled with. NULL, or a size
+ * smaller than struct_size itself, is a no-op. */
+RUDP_API void rudp_config_init_sized(rudp_config *cfg, size_t size);
+
+/** Fills cfg with the defaults documented on each field and stamps
+ * cfg->struct_size. NULL is a no-op. */
+static inline void rudp_config_init(rudp_config *cfg)
+{
+	rudp_config_init_sized(cfg, sizeof(rudp_config));
+}
 
 /** Creates a host and its socket. On success stores it in *out and returns
  * 0; on failure returns RUDP_E_INVALID (a field out of range, those of
- * rudp_config.sim included), RUDP_E_ADDRESS, RUDP_E_SYSTEM or RUDP_E_NOMEM and leaves *out NULL. */
+ * rudp_config.io and rudp_config.sim included, or a struct_size this
+ * library does not accept: see rudp_config), RUDP_E_ADDRESS, RUDP_E_SYSTEM
+ * or RUDP_E_NOMEM and leaves *out NULL. */
 RUDP_API int rudp_host_create(const rudp_config *cfg, rudp_host **out);
 
 /** Closes the socket and frees the host and every peer (without telling
@@ -596,10 +641,10 @@ typedef struct rudp_host_stats {
 	uint64_t handshakes_refused; /**< full, bad protocol, or bad request */
 	uint64_t syscalls_recv, syscalls_send;
 	/** Sends that carried two or more datagrams as one UDP GSO request and
-	 * that the kernel accepted (rudp_config.udp_gso; io_uring only). */
+	 * that the kernel accepted (rudp_config.io.udp_gso; io_uring only). */
 	uint64_t gso_sends;
 	/** Reads that brought a run of two or more datagrams at once
-	 * (rudp_config.udp_gro; io_uring only). */
+	 * (rudp_config.io.udp_gro; io_uring only). */
 	uint64_t gro_receives;
 	uint32_t peers; /**< peers in the table now */
 	const char *io_backend; /**< "mmsg" or "uring" */
@@ -614,7 +659,7 @@ typedef struct rudp_host_stats {
 	 * resent): refused by the kernel (ENOBUFS, EPERM from a firewall
 	 * rule, EMSGSIZE past the path's MTU, ...) or built for a socket that
 	 * had been closed meanwhile. A count that grows says the host sends
-	 * into a wall: check the firewall and socket_sndbuf. */
+	 * into a wall: check the firewall and io.socket_sndbuf. */
 	uint64_t send_errors;
 	/** Events queued in the host and not yet returned to the application,
 	 * the bytes of their messages, and the most such bytes held at once
@@ -728,7 +773,7 @@ typedef struct rudp_message {
  * batch of small messages is coalesced as tightly as the MTU allows). The
  * datagrams go to the kernel with the next rudp_service(), rudp_recv_batch()
  * or rudp_flush() on the host, in the same system call as everything else
- * that call sends (or earlier, once io_batch datagrams wait); call
+ * that call sends (or earlier, once io.batch datagrams wait); call
  * rudp_flush() to send at once.
  *
  * Partial acceptance: queueing stops at the first message that cannot be

@@ -1,15 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* Public API pieces that need no socket: defaults, strings, statistics. */
+/* Public API pieces that need no socket: config defaults (and taking a
+ * caller's config of any published size), strings, statistics. */
+#include <stddef.h>
 #include <string.h>
 
 #include "conn/defaults.h"
 #include "host_internal.h"
 
-void rudp_config_init(rudp_config *c)
+/* Every published layout must be a prefix of the current one, including
+ * its tail: a program's sizeof(rudp_config) counts its tail padding, and a
+ * field appended inside that padding would be taken from the caller's
+ * uninitialised bytes. Update this to the new last field when appending,
+ * and pad explicitly if the struct would end in padding. */
+_Static_assert(sizeof(rudp_config) == offsetof(rudp_config, sim) + sizeof(rudp_sim_config),
+	       "rudp_config ends in padding, or its last field is not the one named here");
+
+static void config_defaults(rudp_config *c)
 {
-	if (!c)
-		return;
 	memset(c, 0, sizeof(*c));
+	c->struct_size = sizeof(*c);
 	/* A connection's limits and timers: conn/defaults.h, which the conn's
 	 * own rudp_conn_config_init uses too. */
 	c->max_peers = 1024;
@@ -33,11 +42,11 @@ void rudp_config_init(rudp_config *c)
 	c->timeout_ms = RUDP_DEFAULT_TIMEOUT_MS;
 	c->connect_timeout_ms = RUDP_DEFAULT_CONNECT_TIMEOUT_MS;
 	c->disconnect_linger_ms = RUDP_DEFAULT_DISCONNECT_LINGER_MS;
-	c->socket_rcvbuf = 4u << 20;
-	c->socket_sndbuf = 4u << 20;
-	c->io_batch = 32;
-	c->udp_gso = 1;
-	c->udp_gro = 1;
+	c->io.socket_rcvbuf = 4u << 20;
+	c->io.socket_sndbuf = 4u << 20;
+	c->io.batch = 32;
+	c->io.udp_gso = 1;
+	c->io.udp_gro = 1;
 	c->max_pending_events = 65536;
 	c->max_pending_event_bytes = 64u << 20;
 	c->log_level_max = 3;
@@ -46,9 +55,37 @@ void rudp_config_init(rudp_config *c)
 	c->handshake_timeout_ms = 3000;
 	c->offline_rate_per_address = 64;
 	c->congestion_control = RUDP_CC_NONE;
-	c->wait_spin_us = 50;
+	c->io.wait_spin_us = 50;
 	c->max_datagram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 	c->max_pings = 256;
+}
+
+void rudp_config_init_sized(rudp_config *cfg, size_t size)
+{
+	if (!cfg || size < sizeof(cfg->struct_size))
+		return;
+	rudp_config d;
+	config_defaults(&d);
+	/* Never past the caller's size bytes: an older program's struct is
+	 * smaller than ours. A newer one's fields we do not know are zeroed,
+	 * and rudp_host_create() refuses its size. */
+	memcpy(cfg, &d, size < sizeof(d) ? size : sizeof(d));
+	if (size > sizeof(d))
+		memset((char *)cfg + sizeof(d), 0, size - sizeof(d));
+	cfg->struct_size = size;
+}
+
+int host_config_take(const rudp_config *caller, size_t oldest_size, rudp_config *out)
+{
+	size_t size = caller->struct_size;
+	if (size < oldest_size || size > sizeof(*out) || size < sizeof(caller->struct_size))
+		return RUDP_E_INVALID;
+	rudp_config c;
+	config_defaults(&c);
+	memcpy(&c, caller, size);
+	c.struct_size = sizeof(c);
+	*out = c;
+	return 0;
 }
 
 const char *rudp_strerror(int e)

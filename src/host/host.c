@@ -372,13 +372,13 @@ static uint16_t sockaddr_port(const struct sockaddr_storage *a)
  * many peers. */
 static void set_socket_buffers(const struct rudp_host *h, int fd)
 {
-	if (h->cfg.socket_rcvbuf) {
-		int v = (int)h->cfg.socket_rcvbuf;
+	if (h->cfg.io.socket_rcvbuf) {
+		int v = (int)h->cfg.io.socket_rcvbuf;
 		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
 			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 	}
-	if (h->cfg.socket_sndbuf) {
-		int v = (int)h->cfg.socket_sndbuf;
+	if (h->cfg.io.socket_sndbuf) {
+		int v = (int)h->cfg.io.socket_sndbuf;
 		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
 			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}
@@ -504,19 +504,19 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->timeout_ms == 0 || c->connect_timeout_ms == 0 || c->keepalive_ms == 0)
 		return RUDP_E_INVALID;
-	if (c->io_batch == 0 || c->io_batch > 1024 || c->max_pending_events == 0 ||
+	if (c->io.batch == 0 || c->io.batch > 1024 || c->max_pending_events == 0 ||
 	    c->max_pending_event_bytes == 0)
 		return RUDP_E_INVALID;
-	if (c->rx_buffers != 0 && (c->rx_buffers < 16 || c->rx_buffers > 32768))
+	if (c->io.rx_buffers != 0 && (c->io.rx_buffers < 16 || c->io.rx_buffers > 32768))
 		return RUDP_E_INVALID;
 	if (c->max_pending_handshakes == 0 || c->max_pending_per_address == 0 ||
 	    c->handshake_timeout_ms == 0 || c->offline_rate_per_address > 1000000)
 		return RUDP_E_INVALID;
-	if (c->io_backend < RUDP_IO_AUTO || c->io_backend > RUDP_IO_URING)
+	if (c->io.backend < RUDP_IO_AUTO || c->io.backend > RUDP_IO_URING)
 		return RUDP_E_INVALID;
 	if (c->congestion_control != RUDP_CC_NONE && c->congestion_control != RUDP_CC_AIMD)
 		return RUDP_E_INVALID;
-	if (c->wait_spin_us > 1000)
+	if (c->io.wait_spin_us > 1000)
 		return RUDP_E_INVALID;
 	if (c->max_datagram_seq_jump < 64 || c->max_datagram_seq_jump > (1u << 22))
 		return RUDP_E_INVALID;
@@ -555,14 +555,21 @@ static void make_conn_config(const rudp_config *c, struct rudp_conn_config *cc)
 		cc->recv_window = c->window_frames * 4;
 }
 
-int rudp_host_create(const rudp_config *cfg, rudp_host **out)
+int rudp_host_create(const rudp_config *caller_cfg, rudp_host **out)
 {
 	if (!out)
 		return RUDP_E_INVALID;
 	*out = NULL;
-	if (!cfg)
+	if (!caller_cfg)
 		return RUDP_E_INVALID;
-	int r = validate_config(cfg);
+	/* From here on only the full copy is read: the caller's struct may be
+	 * an older, shorter one. */
+	rudp_config full;
+	int r = host_config_take(caller_cfg, RUDP_CONFIG_SIZE_FIRST, &full);
+	if (r != 0)
+		return r;
+	const rudp_config *cfg = &full;
+	r = validate_config(cfg);
 	if (r != 0)
 		return r;
 	struct rudp_host *h = calloc(1, sizeof(*h));
@@ -593,8 +600,8 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 	}
 	char note[200] = "";
 	int note_level = 2;
-	h->io = rudp_io_open(h->fd, cfg->io_batch, cfg->rx_buffers, cfg->udp_gro != 0,
-			     cfg->socket_per_connect ? cfg->max_peers : 0, cfg->io_backend, getenv("RUDP_IO"),
+	h->io = rudp_io_open(h->fd, cfg->io.batch, cfg->io.rx_buffers, cfg->io.udp_gro != 0,
+			     cfg->socket_per_connect ? cfg->max_peers : 0, cfg->io.backend, getenv("RUDP_IO"),
 			     note, sizeof(note), &note_level, &r);
 	/* The choice (and a fallback's reason) is logged once, here. */
 	if (note[0])
@@ -605,8 +612,8 @@ int rudp_host_create(const rudp_config *cfg, rudp_host **out)
 		errno = saved;
 		return r;
 	}
-	h->io->gso_off = cfg->udp_gso == 0;
-	h->io->wait_spin_ns = cfg->wait_spin_us * 1000u;
+	h->io->gso_off = cfg->io.udp_gso == 0;
+	h->io->wait_spin_ns = cfg->io.wait_spin_us * 1000u;
 	h->stats.io_backend = h->io->ops->name;
 	*out = h;
 	return 0;

@@ -241,6 +241,19 @@ struct rudp_host {
 };
 
 uint64_t rudp_now_us(void); /* host.c */
+/* The first published rudp_config layout (librudp 0.2) ends with sim;
+ * a struct_size below it cannot come from rudp_config_init(). */
+#define RUDP_CONFIG_SIZE_FIRST (offsetof(rudp_config, sim) + sizeof(rudp_sim_config))
+
+/* api.c: builds in *out the config a host runs with from the caller's: this
+ * library's defaults, overwritten by the caller's first struct_size bytes
+ * (a program built against an older header knows fewer fields; the rest
+ * keep their defaults). Returns RUDP_E_INVALID, *out untouched, when
+ * struct_size is below oldest_size or above sizeof(rudp_config).
+ * rudp_host_create() passes RUDP_CONFIG_SIZE_FIRST; tests pass a smaller
+ * one to act as a library that has grown past the program. */
+int host_config_take(const rudp_config *caller, size_t oldest_size, rudp_config *out);
+
 /* log.c: to the application's log callback when level < log_level_max. */
 void host_log(struct rudp_host *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

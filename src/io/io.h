@@ -120,7 +120,7 @@ struct rudp_io {
 	bool recv_is_free;
 	/* Set by the owner: never coalesce datagrams into GSO sends. */
 	bool gso_off;
-	/* Set by the owner (rudp_config.wait_spin_us): how long a wait may
+	/* Set by the owner (rudp_config.io.wait_spin_us): how long a wait may
 	 * watch for input before it sleeps. */
 	uint32_t wait_spin_ns;
 	/* The watch's bookkeeping (rudp_io_watch_*): watches in a row that
@@ -182,9 +182,9 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
  * returns NULL and stores a positive errno in *err: ENOSYS (not built, or
  * no kernel support), EPERM (io_uring_disabled, seccomp), EINVAL (a kernel
  * too old for multishot recvmsg or provided-buffer rings), ENOMEM.
- * rx_buffers caps the receive buffers (rudp_config.rx_buffers: 0 for
+ * rx_buffers caps the receive buffers (rudp_config.io.rx_buffers: 0 for
  * 2 x batch, at least 64; else 16..32768, rounded up to a power of two).
- * gro asks the socket for UDP_GRO (rudp_config.udp_gro): runs of equal
+ * gro asks the socket for UDP_GRO (rudp_config.io.udp_gro): runs of equal
  * datagrams arrive as one read and recv splits them; each receive buffer is
  * then 68 KiB of address space. On failure UDP_GRO is left off.
  * more_sockets: how many sockets the owner may add (add_socket), so the
@@ -192,7 +192,7 @@ struct rudp_io *rudp_io_mmsg_create(int fd, uint32_t batch);
 struct rudp_io *rudp_io_uring_create(int fd, uint32_t batch, uint32_t rx_buffers, bool gro,
 				     uint32_t more_sockets, int *err);
 
-/* Which backend the caller asked for (rudp_config.io_backend values). */
+/* Which backend the caller asked for (rudp_config.io.backend values). */
 enum rudp_io_choice {
 	RUDP_IO_CHOICE_AUTO = 0,
 	RUDP_IO_CHOICE_MMSG = 1,

@@ -47,7 +47,7 @@ struct rudp_io *rudp_io_open(int fd, uint32_t batch, uint32_t rx_buffers, bool g
 			     int choice, const char *env, char *note, size_t note_len, int *note_level,
 			     int *err)
 {
-	const char *by = "config io_backend";
+	const char *by = "config io.backend";
 	*err = 0;
 	*note_level = 2;
 	if (env && *env) {

@@ -25,7 +25,7 @@
  * first bursts. Every provided buffer becomes resident (the ring hands them
  * out in turn), which is why they are not all provided at once.
  *
- * UDP GRO (rudp_config.udp_gro): the socket asks for UDP_GRO, so a run of
+ * UDP GRO (rudp_config.io.udp_gro): the socket asks for UDP_GRO, so a run of
  * equal datagrams from one sender (the GSO run of a librudp peer, which on
  * loopback reaches the socket unsplit; a burst a NIC coalesced) arrives as
  * one completion holding up to 64 KiB, with a control message that gives

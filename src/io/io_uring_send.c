@@ -359,7 +359,7 @@ uint8_t *uring_tx_slot(struct rudp_io *io)
 	if (uring_ring_check(r) < 0)
 		return tx_scratch(tx); /* commit drops it */
 	if (tx->cur == UINT32_MAX) {
-		/* Hand the kernel a full batch before taking more slots: io_batch
+		/* Hand the kernel a full batch before taking more slots: rudp_config.io.batch
 		 * datagrams per enter, as with sendmmsg. */
 		if (tx->queued >= io->batch || tx->free_len == 0)
 			wait_for_slot(r);

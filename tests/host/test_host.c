@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "../io/udp_offload.h"
+#include "host/host_internal.h"
 #include "rudp.h"
 #include "test_backend.h"
 
@@ -471,8 +472,8 @@ static void test_queued_messages_survive_buffer_reuse(void **state)
 	rudp_config sc, cc;
 	rudp_config_init(&sc);
 	rudp_config_init(&cc);
-	sc.rx_buffers = 16;
-	sc.udp_gro = 0;
+	sc.io.rx_buffers = 16;
+	sc.io.udp_gro = 0;
 	struct pair p = {0};
 	rudp_peer *peer = pair_connect_with(&p, &sc, &cc, addr, sizeof(addr));
 	rudp_event ev;
@@ -510,7 +511,7 @@ static void test_queued_messages_survive_buffer_reuse(void **state)
 /* An application that takes one message per call from peers that send
  * faster: the host stops reading once the queued messages reach
  * max_pending_event_bytes (16 KiB here), so the queue never holds more
- * than that and one read (io_batch 4 datagrams of at most one 1,000-byte
+ * than that and one read (io.batch 4 datagrams of at most one 1,000-byte
  * message each); the rest waits in the socket and every message still
  * arrives, intact and in order. Without the limit the first calls read
  * the whole burst (800 KB) into the queue. */
@@ -522,7 +523,7 @@ static void test_slow_application_bounds_event_bytes(void **state)
 	rudp_config_init(&sc);
 	rudp_config_init(&cc);
 	sc.max_pending_event_bytes = 16384;
-	sc.io_batch = 4;
+	sc.io.batch = 4;
 	cc.window_frames = 1024; /* the whole burst in flight at once */
 	struct pair p = {0};
 	rudp_peer *peer = pair_connect_with(&p, &sc, &cc, addr, sizeof(addr));
@@ -852,7 +853,7 @@ static void socket_per_connect(int backend)
 	rudp_config sc, cc;
 	rudp_config_init(&sc);
 	rudp_config_init(&cc);
-	sc.io_backend = cc.io_backend = backend;
+	sc.io.backend = cc.io.backend = backend;
 	cc.socket_per_connect = 1;
 	cc.max_peers = CONNS;
 	cc.bind_address = "127.0.0.1:0";
@@ -935,6 +936,104 @@ static void test_socket_per_connect(void **state)
 	socket_per_connect(RUDP_IO_AUTO);
 }
 
+/* rudp_config.struct_size: rudp_config_init() stamps the caller's sizeof;
+ * rudp_host_create() refuses 0, a size below the first published layout
+ * and one above the library's. */
+static void test_config_struct_size(void **state)
+{
+	(void)state;
+	rudp_config c;
+	rudp_host *h = (rudp_host *)0x1;
+	memset(&c, 0x5a, sizeof(c));
+	rudp_config_init(&c);
+	assert_int_equal(c.struct_size, sizeof(rudp_config));
+	c.bind_address = "127.0.0.1:0";
+	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_host_destroy(h);
+
+	/* A config made by hand, not by rudp_config_init(). */
+	c.struct_size = 0;
+	h = (rudp_host *)0x1;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	assert_null(h);
+	c.struct_size = RUDP_CONFIG_SIZE_FIRST - 1;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.struct_size = offsetof(rudp_config, max_pings);
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+
+	/* A program built against a newer header: its struct is larger, and
+	 * this library cannot know what the extra fields ask for. */
+	union {
+		rudp_config cfg;
+		unsigned char bytes[sizeof(rudp_config) + 16];
+	} newer;
+	memset(&newer, 0x5a, sizeof(newer));
+	rudp_config_init_sized(&newer.cfg, sizeof(newer));
+	assert_int_equal(newer.cfg.struct_size, sizeof(newer));
+	assert_int_equal(newer.cfg.mtu, 1492);
+	for (size_t i = sizeof(rudp_config); i < sizeof(newer); i++)
+		assert_int_equal(newer.bytes[i], 0); /* what it does not know: zeroed */
+	newer.cfg.bind_address = "127.0.0.1:0";
+	assert_int_equal(rudp_host_create(&newer.cfg, &h), RUDP_E_INVALID);
+	newer.cfg.struct_size = sizeof(rudp_config) + 1;
+	assert_int_equal(rudp_host_create(&newer.cfg, &h), RUDP_E_INVALID);
+	newer.cfg.struct_size = sizeof(rudp_config);
+	assert_int_equal(rudp_host_create(&newer.cfg, &h), 0);
+	rudp_host_destroy(h);
+}
+
+/* A program built against an older header: rudp_config_init() writes only
+ * the bytes it knows, and the host takes only those, so every later field
+ * gets the library's default whatever the program's memory past its struct
+ * holds. Today's struct is the first published layout, so the older
+ * program is simulated with host_config_take() and a smaller oldest size:
+ * a library that has grown max_pings and sim since the program was built. */
+static void test_config_older_program_gets_defaults(void **state)
+{
+	(void)state;
+	const size_t old_size = offsetof(rudp_config, max_pings);
+	union {
+		rudp_config cfg;
+		unsigned char bytes[sizeof(rudp_config)];
+	} older;
+	memset(&older, 0xa5, sizeof(older));
+	rudp_config_init_sized(&older.cfg, old_size);
+	assert_int_equal(older.cfg.struct_size, old_size);
+	for (size_t i = old_size; i < sizeof(older); i++)
+		assert_int_equal(older.bytes[i], 0xa5); /* nothing written past it */
+	older.cfg.mtu = 1200;
+	older.cfg.io.batch = 8;
+	older.cfg.io.udp_gro = 0;
+	older.cfg.bind_address = "127.0.0.1:0";
+
+	rudp_config full;
+	memset(&full, 0, sizeof(full));
+	assert_int_equal(host_config_take(&older.cfg, old_size + 1, &full), RUDP_E_INVALID);
+	assert_int_equal(full.mtu, 0); /* untouched on failure */
+	assert_int_equal(host_config_take(&older.cfg, old_size, &full), 0);
+	assert_int_equal(full.struct_size, sizeof(rudp_config));
+	assert_int_equal(full.mtu, 1200);
+	assert_int_equal(full.io.batch, 8);
+	assert_int_equal(full.io.udp_gro, 0);
+	assert_int_equal(full.io.udp_gso, 1);
+	assert_string_equal(full.bind_address, "127.0.0.1:0");
+	/* Past the program's struct: defaults, not the 0xa5 there. */
+	assert_int_equal(full.max_pings, 256);
+	rudp_sim_config off;
+	memset(&off, 0, sizeof(off));
+	assert_memory_equal(&full.sim, &off, sizeof(off));
+
+	/* The same config through the public call: today's library has no
+	 * layout that small, so it is refused. */
+	rudp_host *h = (rudp_host *)0x1;
+	assert_int_equal(rudp_host_create(&older.cfg, &h), RUDP_E_INVALID);
+	assert_null(h);
+	/* Nothing is written into a struct too small to hold struct_size. */
+	rudp_config_init_sized(&older.cfg, sizeof(older.cfg.struct_size) - 1);
+	assert_int_equal(older.cfg.struct_size, old_size);
+	rudp_config_init_sized(NULL, sizeof(rudp_config));
+}
+
 static void test_api_rejects_bad_arguments(void **state)
 {
 	(void)state;
@@ -951,26 +1050,32 @@ static void test_api_rejects_bad_arguments(void **state)
 	assert_int_equal(c.congestion_control, RUDP_CC_NONE);
 	c.congestion_control = 2;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
-	/* rx_buffers: 0 or 16..32768, checked whichever backend the host gets */
+	/* io.batch: 1..1024 */
+	rudp_config_init(&c);
+	c.io.batch = 0;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	c.io.batch = 1025;
+	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
+	/* io.rx_buffers: 0 or 16..32768, checked whichever backend the host gets */
 	rudp_config_init(&c);
 	c.bind_address = "127.0.0.1:0";
-	c.rx_buffers = 15;
+	c.io.rx_buffers = 15;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
-	c.rx_buffers = 40000;
+	c.io.rx_buffers = 40000;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
-	c.rx_buffers = 32;
+	c.io.rx_buffers = 32;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	rudp_host_destroy(h);
-	/* wait_spin_us: 0..1000, default 50 */
+	/* io.wait_spin_us: 0..1000, default 50 */
 	rudp_config_init(&c);
-	assert_int_equal(c.wait_spin_us, 50);
+	assert_int_equal(c.io.wait_spin_us, 50);
 	c.bind_address = "127.0.0.1:0";
-	c.wait_spin_us = 1001;
+	c.io.wait_spin_us = 1001;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
-	c.wait_spin_us = 1000;
+	c.io.wait_spin_us = 1000;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	rudp_host_destroy(h);
-	c.wait_spin_us = 0;
+	c.io.wait_spin_us = 0;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	rudp_host_destroy(h);
 	/* max_datagram_seq_jump: 64..4194304, default 1024 */
@@ -1072,6 +1177,8 @@ int main(int argc, char **argv)
 		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_rejects_bad_arguments),
+		cmocka_unit_test(test_config_struct_size),
+		cmocka_unit_test(test_config_older_program_gets_defaults),
 		cmocka_unit_test(test_next_timeout_tells_errors_apart),
 		cmocka_unit_test(test_connect_echo_disconnect),
 		cmocka_unit_test(test_receive_leaves_acks_for_next_call),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # librudp installed, as a user gets it: `meson install` of the build into a
 # temporary directory, then
-#   (a) librudp.so exports exactly the functions include/rudp.h marks
+#   (a) librudp.so has the soname of docs/api.md ("ABI and soname") and
+#       exports exactly the functions include/rudp.h marks
 #       RUDP_API: no internal symbol, no io_uring_* of a linked-in liburing;
 #   (b) the README's example (its ```c block, extracted here so the two
 #       cannot drift), built with `pkg-config --cflags --libs librudp`,
@@ -110,7 +111,15 @@ read -r -a flags <<<"$(pkg-config --cflags --libs librudp)"
 "$cc" -Wall -Wextra -Werror "${extra[@]}" -o "$tmp/hello-shared" "$tmp/hello.c" "${flags[@]}" ||
 	fail "the README example does not build with: ${flags[*]}"
 deps=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/hello-shared")
-[[ $deps == *"librudp.so.0 => $libdir/"* ]] || fail "hello-shared does not load the staged librudp.so: $deps"
+# The soname carries major.minor before 1.0 and the major alone after
+# (docs/api.md, "ABI and soname").
+major=$(sed -n 's/^#define RUDP_VERSION_MAJOR \([0-9]*\)$/\1/p' "$version_h")
+minor=$(sed -n 's/^#define RUDP_VERSION_MINOR \([0-9]*\)$/\1/p' "$version_h")
+[ -n "$major" ] && [ -n "$minor" ] || fail "no version numbers in $version_h"
+soname=librudp.so.$major
+[ "$major" != 0 ] || soname=$soname.$minor
+[[ $(readelf -d "$shared") == *"Library soname: [$soname]"* ]] || fail "librudp.so's soname is not $soname"
+[[ $deps == *"$soname => $libdir/"* ]] || fail "hello-shared does not load the staged $soname: $deps"
 run hello-shared "LD_LIBRARY_PATH=$libdir"
 
 # (c) Static: librudp.a with what pkg-config --static adds (liburing, -pthread).

@@ -67,8 +67,8 @@ int main(int argc, char **argv)
 	rudp_config cfg;
 	rudp_config_init(&cfg);
 	/* Hundreds of hosts in one process: keep each one small. */
-	cfg.io_batch = 8;
-	cfg.socket_rcvbuf = cfg.socket_sndbuf = 256 * 1024;
+	cfg.io.batch = 8;
+	cfg.io.socket_rcvbuf = cfg.io.socket_sndbuf = 256 * 1024;
 	cfg.max_peers = 1;
 	for (uint32_t i = 0; i < nconn; i++) {
 		/* Spread the clients over 64 loopback addresses, as real clients

@@ -90,7 +90,7 @@ static int uring_usable(void)
 		return 0;
 	rudp_config c;
 	rudp_config_init(&c);
-	c.io_backend = RUDP_IO_URING;
+	c.io.backend = RUDP_IO_URING;
 	rudp_host *h = NULL;
 	if (rudp_host_create(&c, &h) != 0)
 		return 0;
@@ -118,7 +118,7 @@ static void test_backend_choice(void **state)
 	rudp_config_init(&c);
 	c.log = capture_log;
 	c.log_userdata = &log;
-	c.io_backend = RUDP_IO_MMSG;
+	c.io.backend = RUDP_IO_MMSG;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	assert_string_equal(backend_of(h), "mmsg");
 	assert_int_equal(log.lines, 1); /* the choice is logged once */
@@ -127,18 +127,18 @@ static void test_backend_choice(void **state)
 	assert_true(rudp_host_fd(h) >= 0);
 	rudp_host_destroy(h);
 
-	c.io_backend = 7;
+	c.io.backend = 7;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
 	assert_null(h);
 
 	/* The environment beats the config field... */
-	c.io_backend = RUDP_IO_URING;
+	c.io.backend = RUDP_IO_URING;
 	setenv("RUDP_IO", "mmsg", 1);
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	assert_string_equal(backend_of(h), "mmsg");
 	rudp_host_destroy(h);
 	/* ...except "auto", which leaves the field in charge. */
-	c.io_backend = RUDP_IO_MMSG;
+	c.io.backend = RUDP_IO_MMSG;
 	setenv("RUDP_IO", "auto", 1);
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	assert_string_equal(backend_of(h), "mmsg");
@@ -157,7 +157,7 @@ static void test_backend_choice(void **state)
 		skip();
 	}
 
-	c.io_backend = RUDP_IO_URING;
+	c.io.backend = RUDP_IO_URING;
 	int r = rudp_host_create(&c, &h);
 	if (!RUDP_HAVE_IO_URING) {
 		assert_int_equal(r, RUDP_E_UNSUPPORTED);
@@ -175,7 +175,7 @@ static void test_backend_choice(void **state)
 	assert_true(rudp_host_fd(h) >= 0);
 	rudp_host_destroy(h);
 	/* auto prefers io_uring where it works. */
-	c.io_backend = RUDP_IO_AUTO;
+	c.io.backend = RUDP_IO_AUTO;
 	assert_int_equal(rudp_host_create(&c, &h), 0);
 	assert_string_equal(backend_of(h), "uring");
 	rudp_host_destroy(h);
@@ -195,7 +195,7 @@ static void pair_open(struct pair *p, int backend, void (*tweak)(rudp_config *))
 	rudp_config_init(&sc);
 	rudp_config_init(&cc);
 	sc.bind_address = "127.0.0.1:0";
-	sc.io_backend = cc.io_backend = backend;
+	sc.io.backend = cc.io.backend = backend;
 	if (tweak) {
 		tweak(&sc);
 		tweak(&cc);
@@ -301,12 +301,12 @@ static void echo_with_batches(int backend, uint32_t count, uint32_t batch, int s
 
 static void gso_off(rudp_config *c)
 {
-	c->udp_gso = 0;
+	c->io.udp_gso = 0;
 }
 
 static void gro_off(rudp_config *c)
 {
-	c->udp_gro = 0;
+	c->io.udp_gro = 0;
 }
 
 /* Large messages (equal-size fragments) and a window of equal small ones
@@ -938,8 +938,8 @@ static void test_uring_direct_gso_refused(void **state)
 }
 
 /* The io_uring backend starts with a few receive buffers and doubles them
- * each time the kernel runs out, up to its pool (rx_buffers; 0 for 2 x
- * io_batch, at least 64): a burst larger than the pool, sent before the
+ * each time the kernel runs out, up to its pool (io.rx_buffers; 0 for 2 x
+ * io.batch, at least 64): a burst larger than the pool, sent before the
  * first receive, arrives whole and in order, the pool grows to its size
  * (want_grows doublings from 16) and no further, however many more bursts
  * come. */
@@ -1522,7 +1522,7 @@ static void rebind_right_after_destroy(int backend)
 {
 	rudp_config c;
 	rudp_config_init(&c);
-	c.io_backend = backend;
+	c.io.backend = backend;
 	c.bind_address = "127.0.0.1:0";
 	rudp_host *h = NULL;
 	char addr[64];
@@ -1556,7 +1556,7 @@ static void test_batch_echo_uring_buffers_run_out(void **state)
 	(void)state;
 	if (!uring_usable())
 		skip();
-	/* io_batch 64 gives 128 receive buffers; stalls let more pile up, so
+	/* io.batch 64 gives 128 receive buffers; stalls let more pile up, so
 	 * the multishot receive ends with ENOBUFS and must be re-armed. */
 	echo_with_batches(RUDP_IO_URING, 20000, 64, 50);
 }
@@ -1694,7 +1694,7 @@ static void test_reuse_port(void **state)
 	rudp_peer *peer[CLIENTS];
 	rudp_config cc;
 	rudp_config_init(&cc);
-	cc.io_batch = 8;
+	cc.io.batch = 8;
 	for (int i = 0; i < CLIENTS; i++) {
 		/* One loopback address each: the per-address handshake limit is
 		 * not what this test is about. */
@@ -1777,10 +1777,10 @@ static void test_ephemeral_ports_distinct(void **state)
 		rudp_config_init(&c);
 		c.bind_address = "127.0.0.1:0";
 		c.reuse_port = reuse;
-		c.io_backend = RUDP_IO_MMSG;
-		c.io_batch = 8;
+		c.io.backend = RUDP_IO_MMSG;
+		c.io.batch = 8;
 		c.max_peers = 1;
-		c.socket_rcvbuf = c.socket_sndbuf = 16 * 1024;
+		c.io.socket_rcvbuf = c.io.socket_sndbuf = 16 * 1024;
 		for (uint32_t i = 0; i < hosts; i++) {
 			assert_int_equal(rudp_host_create(&c, &h[i]), 0);
 			assert_int_equal(rudp_host_local_address(h[i], addr[i], sizeof(addr[i])), 0);
