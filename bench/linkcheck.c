@@ -327,9 +327,11 @@ int link_check_main(int argc, char **argv)
 										: st->late_max_ns[EMU_DOWN];
 	printf("emulator lateness: max %.3f ms, %llu of %llu packets over 1 ms late\n",
 	       (double)late_max / 1e6, (unsigned long long)late, (unsigned long long)delivered);
-	/* Scheduling noise of a shared machine, not a fault of the emulator,
-	 * up to one packet in a hundred. */
-	check("emulator: packets written over 1 ms late", (double)late, 0, (double)delivered / 100 + 2, "");
+	/* Scheduling noise of a shared machine, not a fault of the emulator:
+	 * one stall of a few ms makes every packet due in it late at once,
+	 * so up to one packet in twenty; an emulator that misses its times
+	 * (timer granularity, a busy loop's own work) is late for most. */
+	check("emulator: packets written over 1 ms late", (double)late, 0, (double)delivered / 20 + 2, "");
 	rc = failures ? 1 : 0;
 	printf("%s: %d check%s failed\n", rc == 0 ? "PASS" : "FAIL", failures, failures == 1 ? "" : "s");
 out:
