@@ -287,9 +287,8 @@ static void evict_oldest_unreliable(struct send_policy *p)
  * May a reliable message skip the stage and enter the conn's queue at once?
  * Staging exists to let priority choose what enters the window when room is
  * short; it costs a copy of every message and a ring per class that keeps
- * its largest burst (rudp-bench's client, 2,048 connections each staging a
- * 16-message burst of 800 B, peaked at 153 MiB against 107 without a
- * policy: a 16 KiB ring and 2 KiB of records each). So a message goes
+ * its largest burst, which with thousands of connections is most of a
+ * client's memory (docs/policy.md gives the cost). So a message goes
  * straight in when nothing reliable waits staged (FIFO and priority order
  * among waiting messages stay whole) and, with it, each limit feed()
  * checks is still at most half used: the window's frames, the unsent bytes
@@ -482,9 +481,9 @@ static void policy_trim_idle(struct send_policy *p, uint64_t now_us)
 /* End of flush: bookkeeping; true when the writable signal is due. */
 static bool after_flush(struct send_policy *p, struct rudp_conn *c, bool budget_spent)
 {
-	/* Not on every flush: looking at eight classes each time read 3-4 %
-	 * slower on the one-connection policy columns (8 noisy pairs), and a
-	 * few times a second is enough for a rule that waits a second. */
+	/* Not on every flush: looking at eight classes each time showed on
+	 * the one-connection policy columns, and a few times a second is
+	 * enough for a rule that waits a second. */
 	if (p->now_us - p->trim_checked_us >= BODY_RING_TRIM_AFTER_US / 4) {
 		p->trim_checked_us = p->now_us;
 		policy_trim_idle(p, p->now_us);
