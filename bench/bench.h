@@ -202,6 +202,11 @@ extern atomic_int bench_stop;
 /* --wait-spin-us N: rudp_config.wait_spin_us for the rudp columns' hosts
  * (both halves); -1, the default, leaves librudp's own default. */
 extern int bench_wait_spin_us;
+/* --cc none|aimd|rate: rudp_config.congestion_control for the rudp
+ * columns' hosts (both halves); -1, the default, leaves librudp's own. */
+extern int bench_cc;
+/* "none", "aimd", "rate" as the RUDP_CC_ value; -1 for anything else. */
+int bench_cc_from_name(const char *name);
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
 void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */

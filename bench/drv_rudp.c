@@ -39,6 +39,8 @@ static void base_config(rudp_config *cfg, uint32_t mtu)
 	cfg->log_level_max = 2;
 	if (bench_wait_spin_us >= 0)
 		cfg->wait_spin_us = (uint32_t)bench_wait_spin_us;
+	if (bench_cc >= 0)
+		cfg->congestion_control = bench_cc;
 }
 
 /* Echoes the server could not queue yet (send policy backpressure): kept

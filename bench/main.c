@@ -159,11 +159,12 @@ static void sub_usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]\n"
-		"                  [--wait-spin-us N]\n"
+		"                  [--wait-spin-us N] [--cc none|aimd|rate]\n"
 		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
 		"loaded]\n"
 		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
-		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n");
+		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n"
+		"                  [--cc none|aimd|rate]\n");
 }
 
 static int sub_main(int argc, char **argv, bool server)
@@ -181,12 +182,25 @@ static int sub_main(int argc, char **argv, bool server)
 	uint32_t conns_hint = 1, workers = 1;
 	int ready_fd = -1;
 	static const struct option opts[] = {
-		{"column", 1, 0, 'c'},   {"bind", 1, 0, 'b'},         {"connect", 1, 0, 'C'},
-		{"mtu", 1, 0, 'm'},      {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
-		{"workload", 1, 0, 'W'}, {"size", 1, 0, 's'},         {"connections", 1, 0, 'N'},
-		{"window", 1, 0, 'w'},   {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
-		{"messages", 1, 0, 'M'}, {"stall-ms", 1, 0, 't'},     {"inject-fault", 1, 0, 'F'},
-		{"workers", 1, 0, 'K'},  {"wait-spin-us", 1, 0, 'P'}, {0, 0, 0, 0},
+		{"column", 1, 0, 'c'},
+		{"bind", 1, 0, 'b'},
+		{"connect", 1, 0, 'C'},
+		{"mtu", 1, 0, 'm'},
+		{"conns", 1, 0, 'n'},
+		{"ready-fd", 1, 0, 'r'},
+		{"workload", 1, 0, 'W'},
+		{"size", 1, 0, 's'},
+		{"connections", 1, 0, 'N'},
+		{"window", 1, 0, 'w'},
+		{"warmup", 1, 0, 'u'},
+		{"samples", 1, 0, 'S'},
+		{"messages", 1, 0, 'M'},
+		{"stall-ms", 1, 0, 't'},
+		{"inject-fault", 1, 0, 'F'},
+		{"workers", 1, 0, 'K'},
+		{"wait-spin-us", 1, 0, 'P'},
+		{"cc", 1, 0, 'G'},
+		{0, 0, 0, 0},
 	};
 	int o;
 	uint64_t v;
@@ -216,6 +230,10 @@ static int sub_main(int argc, char **argv, bool server)
 		case 'P':
 			bad = parse_uint(optarg, BENCH_MAX_WAIT_SPIN_US, &v);
 			bench_wait_spin_us = (int)v;
+			break;
+		case 'G':
+			bench_cc = bench_cc_from_name(optarg);
+			bad = bench_cc < 0;
 			break;
 		case 'W':
 			bad = (kind_from_name(optarg) < 0);
@@ -675,7 +693,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	/* The ready pipe's write end must survive exec in the server: fd 3
 	 * without CLOEXEC. The server writes "ready" on it, and at exit what
 	 * each worker served. */
-	char *sargv[20] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
+	char *sargv[24] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
 			   "--conns",    conns,    "--workers", workers,     "--ready-fd", "3",  NULL};
 	/* --wait-spin-us goes to the rudp columns' halves only: the others
 	 * have no such setting (and quic-go's driver would refuse it). */
@@ -684,6 +702,11 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	snprintf(spin, sizeof spin, "%d", bench_wait_spin_us);
 	if (pass_spin)
 		append_args(sargv, "--wait-spin-us", spin);
+	/* --cc likewise. */
+	static const char *const cc_names[] = {"none", "aimd", "rate"};
+	bool pass_cc = bench_cc >= 0 && !strncmp(col, "rudp", 4);
+	if (pass_cc)
+		append_args(sargv, "--cc", (char *)cc_names[bench_cc]);
 	fcntl(rp[1], F_SETFD, 0);
 	pid_t srv = spawn(use_ns ? ns_s : NULL, scpu, sargv, -1, rp[1]);
 	close(rp[1]);
@@ -706,7 +729,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		wait_until(srv, bench_now_ns(), &st, &ru);
 		goto out;
 	}
-	char *cargv[28] = {"rudp-bench", "client", "--column",      (char *)col,
+	char *cargv[32] = {"rudp-bench", "client", "--column",      (char *)col,
 			   "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
 			   "--size",     size,     "--connections", conns,
 			   "--window",   window,   "--warmup",      warmup,
@@ -715,6 +738,8 @@ static int run_one(struct run *r, int seq, bool use_ns)
 			   NULL};
 	if (pass_spin)
 		append_args(cargv, "--wait-spin-us", spin);
+	if (pass_cc)
+		append_args(cargv, "--cc", (char *)cc_names[bench_cc]);
 	fcntl(op[1], F_SETFD, 0);
 	uint64_t t0 = bench_now_ns();
 	pid_t cli = spawn(use_ns ? ns_c : NULL, ccpu, cargv, op[1], -1);
@@ -822,7 +847,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]\n"
 		"                  [--rounds N] [--loss PCT] [--delay MS] [--workers N] [--json FILE]\n"
-		"                  [--out DIR] [--no-netns] [--resume DIR] [--list]\n"
+		"                  [--out DIR] [--no-netns] [--resume DIR] [--list] [--cc none|aimd|rate]\n"
 		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
 		"         enet raw-udp; workloads: single sparse many loaded\n");
@@ -884,7 +909,8 @@ int main(int argc, char **argv)
 		{"rounds", 1, 0, 'r'},  {"loss", 1, 0, 'l'},         {"delay", 1, 0, 'd'},
 		{"json", 1, 0, 'j'},    {"out", 1, 0, 'o'},          {"no-netns", 0, 0, 'n'},
 		{"list", 0, 0, 'L'},    {"help", 0, 0, 'h'},         {"workers", 1, 0, 'W'},
-		{"resume", 1, 0, 'R'},  {"wait-spin-us", 1, 0, 'P'}, {0, 0, 0, 0},
+		{"resume", 1, 0, 'R'},  {"wait-spin-us", 1, 0, 'P'}, {"cc", 1, 0, 'G'},
+		{0, 0, 0, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -937,6 +963,13 @@ int main(int argc, char **argv)
 			bench_wait_spin_us = (int)v;
 			break;
 		}
+		case 'G':
+			bench_cc = bench_cc_from_name(optarg);
+			if (bench_cc < 0) {
+				fprintf(stderr, "rudp-bench: --cc wants none, aimd or rate\n");
+				return 2;
+			}
+			break;
 		case 'j': json_path = optarg; break;
 		case 'o':
 			outdir = optarg;
