@@ -158,6 +158,23 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
  * negative. */
 uint64_t cc_rate_send_allowance(const struct cc_rate *cc, uint64_t now_us);
 
+/* cc_rate_send_allowance(cc, now_us) > 0, cheaply: a connection asks
+ * before every datagram and at every deadline. */
+static inline bool cc_rate_can_send(const struct cc_rate *cc, uint64_t now_us)
+{
+	uint64_t elapsed;
+
+	if (cc->in_flight != 0 && cc->in_flight >= cc->cwnd)
+		return false;
+	if (cc->tokens > 0)
+		return true;
+	/* The budget's cap is positive, so only the refill decides. */
+	elapsed = now_us > cc->tokens_us ? now_us - cc->tokens_us : 0;
+	if (elapsed > 1000000u)
+		elapsed = 1000000u;
+	return (int64_t)(cc->pacing_rate * elapsed) > -cc->tokens;
+}
+
 /* When the allowance is next > 0: now_us if it is now, UINT64_MAX if only
  * an ACK can open it (the window is full). */
 uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us);

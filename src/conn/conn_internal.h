@@ -145,7 +145,7 @@ _Static_assert(sizeof(struct cc_rate_snapshot) == LOSS_DGRAM_DATA_WORDS * sizeof
  * it is not on). */
 static inline bool conn_rate_open(const struct rudp_conn *c, uint64_t now_us)
 {
-	return !c->rate_on || cc_rate_send_allowance(&c->rate, now_us) > 0;
+	return !c->rate_on || cc_rate_can_send(&c->rate, now_us);
 }
 
 /* Hands the loss engine's per-datagram verdicts of its last call to the

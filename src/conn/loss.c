@@ -294,12 +294,6 @@ void loss_dgram_expire(struct loss_engine *l, uint32_t seq, uint32_t next_dgram_
 	dgram_advance_oldest(d, next_dgram_seq);
 }
 
-/* The full send time of a record, from its low 32 bits. */
-static uint64_t dgram_sent_us(const struct dgram_rec *r, uint64_t now_us)
-{
-	return now_us - (uint32_t)((uint32_t)now_us - r->sent_us);
-}
-
 uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t next_dgram_seq)
 {
 	struct dgram_log *d = &l->dlog;
@@ -312,25 +306,12 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
 
 		if (d->recs[slot].tag != (s | SENT_HISTORY_VALID))
 			continue;
-		if (dgram_sent_us(&d->recs[slot], now_us) + l->rtt.rto_us > now_us)
+		if (loss_dgram_sent_us(&d->recs[slot], now_us) + l->rtt.rto_us > now_us)
 			break;
 		dgram_resolve(d, slot, true);
 	}
 	dgram_advance_oldest(d, next_dgram_seq);
 	return d->nverdicts;
-}
-
-uint64_t loss_dgram_aged_due(const struct loss_engine *l, uint64_t now_us)
-{
-	const struct dgram_log *d = &l->dlog;
-	const struct dgram_rec *r;
-
-	if (!d->recs || d->pending == 0)
-		return UINT64_MAX;
-	r = &d->recs[d->oldest & (d->size - 1)];
-	if (r->tag != (d->oldest | SENT_HISTORY_VALID))
-		return now_us; /* not found at once: a walk will */
-	return dgram_sent_us(r, now_us) + l->rtt.rto_us;
 }
 
 /* ---- tail-loss probe, RTO deadline ---- */

@@ -246,9 +246,25 @@ void loss_dgram_expire(struct loss_engine *l, uint32_t seq, uint32_t next_dgram_
  * nothing is sent after it, and must not stay in flight. Replaces the
  * verdict list; returns its length. */
 uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t next_dgram_seq);
+/* The full send time of a record, from its low 32 bits. */
+static inline uint64_t loss_dgram_sent_us(const struct dgram_rec *r, uint64_t now_us)
+{
+	return now_us - (uint32_t)((uint32_t)now_us - r->sent_us);
+}
 /* When loss_dgram_expire_aged next has something to do (UINT64_MAX: no
- * record waits). */
-uint64_t loss_dgram_aged_due(const struct loss_engine *l, uint64_t now_us);
+ * record waits). Asked at every deadline: inline. */
+static inline uint64_t loss_dgram_aged_due(const struct loss_engine *l, uint64_t now_us)
+{
+	const struct dgram_log *d = &l->dlog;
+	const struct dgram_rec *r;
+
+	if (d->pending == 0)
+		return UINT64_MAX;
+	r = &d->recs[d->oldest & (d->size - 1)];
+	if (r->tag != (d->oldest | SENT_HISTORY_VALID))
+		return now_us; /* not found at once: a walk will */
+	return loss_dgram_sent_us(r, now_us) + l->rtt.rto_us;
+}
 /* The verdicts of the last loss_on_ack_datagram + loss_ack_end, or of
  * loss_dgram_expire(_aged): count, and each one's record. */
 static inline uint32_t loss_dgram_verdicts(const struct loss_engine *l)

@@ -74,7 +74,7 @@ static void run(void **state)
 	cfg.rto_initial_us = 200000;
 	cfg.rto_max_us = 2000000;
 	cfg.recv_window = 8192;
-	cfg.congestion_control = args.cc != 0;
+	cfg.congestion_control = (uint8_t)args.cc;
 	link.queue_max = (uint32_t)args.queue;
 	sim_init(s, args.seed, &cfg, &link);
 	s->timer_granularity_us = args.timer_us;
