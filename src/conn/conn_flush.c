@@ -314,10 +314,15 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 			goto out;
 	}
 	builder_emit(c, &b, now_us);
-	/* Out of data with the pacing and window still open: the rate samples
-	 * of what is in flight say how much we sent, not what the path takes. */
-	if (c->rate_on && !b.blocked && conn_rate_open(c, now_us))
-		cc_rate_on_app_limited(&c->rate);
+	/* Out of data, or at the reliable window, with the pacing and window
+	 * still open: the rate samples of what is in flight say how much we
+	 * sent, not what the path takes. */
+	if (c->rate_on && !b.blocked && conn_rate_open(c, now_us)) {
+		if (c->rel_sent < c->rel.frames_count || c->loss.resend_pending)
+			cc_rate_on_app_limited(&c->rate);
+		else
+			cc_rate_on_out_of_data(&c->rate);
+	}
 out:
 	if (b.blocked)
 		*blocked = true;

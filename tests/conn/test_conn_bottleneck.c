@@ -471,14 +471,17 @@ static void test_rate_one_flow(void **state)
 	assert_true(none.wait_p50_ms > 5.0 || none.resent > 0.02);
 }
 
-/* Eight flows share a link evenly, and keep it full. */
+/* Eight flows share a link evenly, and keep it full. Over 20 s: how the
+ * flows start decides their shares for a few seconds (over 12 s, one
+ * seed in ten measured a fairness index of 0.898; over 20 s seeds 1-12
+ * gave 0.927-0.978). */
 static void test_rate_eight_flows_share(void **state)
 {
 	const struct mf_path path = {.rate = RATE_20MBIT, .delay_us = 20 * MS, .queue_us = 50 * MS};
 
 	(void)state;
 	for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-		struct mf_result r = mf_bulk(RUDP_CONN_CC_RATE, 8, &path, seed, 3 * SEC, 12 * SEC);
+		struct mf_result r = mf_bulk(RUDP_CONN_CC_RATE, 8, &path, seed, 3 * SEC, 20 * SEC);
 
 		assert_true(r.goodput >= 0.90);
 		assert_true(r.resent <= 0.02);
