@@ -269,6 +269,11 @@ int bench_set_tcp_cc(int fd);
 /* Bytes TCP resent on this socket (TCP_INFO tcpi_bytes_retrans), -1 if the
  * kernel does not say. */
 int64_t bench_tcp_bytes_retrans(int fd);
+/* --cc none|aimd|rate: rudp_config.congestion_control for the rudp
+ * columns' hosts (both halves); -1, the default, leaves librudp's own. */
+extern int bench_cc;
+/* "none", "aimd", "rate" as the RUDP_CC_ value; -1 for anything else. */
+int bench_cc_from_name(const char *name);
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
 void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */

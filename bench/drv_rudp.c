@@ -43,6 +43,8 @@ static void base_config(rudp_config *cfg, uint32_t mtu)
 	cfg->log_level_max = 2;
 	if (bench_wait_spin_us >= 0)
 		cfg->io.wait_spin_us = (uint32_t)bench_wait_spin_us;
+	if (bench_cc >= 0)
+		cfg->congestion_control = bench_cc;
 }
 
 #define GAME_PRIORITY RUDP_PRIORITY_IMMEDIATE

@@ -160,12 +160,12 @@ static void sub_usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]\n"
-		"                  [--wait-spin-us N] [--tcp-cc NAME]\n"
+		"                  [--wait-spin-us N] [--tcp-cc NAME] [--cc none|aimd|rate]\n"
 		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
 		"loaded|path]\n"
 		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
 		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n"
-		"                  [--game-hz N --game-size N] [--tcp-cc NAME]\n");
+		"                  [--game-hz N --game-size N] [--tcp-cc NAME] [--cc none|aimd|rate]\n");
 }
 
 static int sub_main(int argc, char **argv, bool server)
@@ -184,13 +184,17 @@ static int sub_main(int argc, char **argv, bool server)
 	uint32_t conns_hint = 1, workers = 1;
 	int ready_fd = -1;
 	static const struct option opts[] = {
-		{"column", 1, 0, 'c'},    {"bind", 1, 0, 'b'},         {"connect", 1, 0, 'C'},
-		{"mtu", 1, 0, 'm'},       {"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
-		{"workload", 1, 0, 'W'},  {"size", 1, 0, 's'},         {"connections", 1, 0, 'N'},
-		{"window", 1, 0, 'w'},    {"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
-		{"messages", 1, 0, 'M'},  {"stall-ms", 1, 0, 't'},     {"inject-fault", 1, 0, 'F'},
-		{"workers", 1, 0, 'K'},   {"wait-spin-us", 1, 0, 'P'}, {"game-hz", 1, 0, 'G'},
-		{"game-size", 1, 0, 'Z'}, {"tcp-cc", 1, 0, 'T'},       {0, 0, 0, 0},
+		{"column", 1, 0, 'c'},       {"bind", 1, 0, 'b'},
+		{"connect", 1, 0, 'C'},      {"mtu", 1, 0, 'm'},
+		{"conns", 1, 0, 'n'},        {"ready-fd", 1, 0, 'r'},
+		{"workload", 1, 0, 'W'},     {"size", 1, 0, 's'},
+		{"connections", 1, 0, 'N'},  {"window", 1, 0, 'w'},
+		{"warmup", 1, 0, 'u'},       {"samples", 1, 0, 'S'},
+		{"messages", 1, 0, 'M'},     {"stall-ms", 1, 0, 't'},
+		{"inject-fault", 1, 0, 'F'}, {"workers", 1, 0, 'K'},
+		{"wait-spin-us", 1, 0, 'P'}, {"game-hz", 1, 0, 'G'},
+		{"game-size", 1, 0, 'Z'},    {"tcp-cc", 1, 0, 'T'},
+		{"cc", 1, 0, 'X'},           {0, 0, 0, 0},
 	};
 	int o;
 	uint64_t v;
@@ -232,6 +236,10 @@ static int sub_main(int argc, char **argv, bool server)
 		case 'T':
 			bad = !*optarg || strlen(optarg) > 15;
 			bench_tcp_cc = optarg;
+			break;
+		case 'X':
+			bench_cc = bench_cc_from_name(optarg);
+			bad = bench_cc < 0;
 			break;
 		case 'W':
 			bad = (kind_from_name(optarg) < 0);
@@ -741,7 +749,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	/* The ready pipe's write end must survive exec in the server: fd 3
 	 * without CLOEXEC. The server writes "ready" on it, and at exit what
 	 * each worker served. */
-	char *sargv[20] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
+	char *sargv[24] = {"rudp-bench", "server", "--column",  (char *)col, "--bind",     addr, "--mtu", mtu,
 			   "--conns",    conns,    "--workers", workers,     "--ready-fd", "3",  NULL};
 	/* --wait-spin-us goes to the rudp columns' halves only: the others
 	 * have no such setting (and quic-go's driver would refuse it). */
@@ -752,6 +760,11 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		append_args(sargv, "--wait-spin-us", spin);
 	if (tcp_cc)
 		append_args(sargv, "--tcp-cc", (char *)tcp_cc);
+	/* --cc likewise. */
+	static const char *const cc_names[] = {"none", "aimd", "rate"};
+	bool pass_cc = bench_cc >= 0 && !strncmp(col, "rudp", 4);
+	if (pass_cc)
+		append_args(sargv, "--cc", (char *)cc_names[bench_cc]);
 	fcntl(rp[1], F_SETFD, 0);
 	pid_t srv = spawn(use_ns ? ns_s : NULL, scpu, sargv, -1, rp[1]);
 	close(rp[1]);
@@ -774,7 +787,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		wait_until(srv, bench_now_ns(), &st, &ru);
 		goto out;
 	}
-	char *cargv[36] = {"rudp-bench", "client", "--column",      (char *)col,
+	char *cargv[40] = {"rudp-bench", "client", "--column",      (char *)col,
 			   "--connect",  addr,     "--workload",    (char *)kinds[row->kind],
 			   "--size",     size,     "--connections", conns,
 			   "--window",   window,   "--warmup",      warmup,
@@ -809,6 +822,8 @@ static int run_one(struct run *r, int seq, bool use_ns)
 		}
 		track_pid(comp);
 	}
+	if (pass_cc)
+		append_args(cargv, "--cc", (char *)cc_names[bench_cc]);
 	fcntl(op[1], F_SETFD, 0);
 	uint64_t t0 = bench_now_ns();
 	pid_t cli = spawn(use_ns ? ns_c : NULL, ccpu, cargv, op[1], -1);
@@ -937,7 +952,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: rudp-bench [--full | --smoke] [--columns LIST] [--workload LIST] [--case TEXT]\n"
 		"                  [--rounds N] [--loss PCT] [--delay MS] [--rate MBIT] [--queue-ms MS]\n"
-		"                  [--tcp-cc NAME|default] [--workers N] [--json FILE]\n"
+		"                  [--tcp-cc NAME|default] [--cc none|aimd|rate] [--workers N] [--json "
+		"FILE]\n"
 		"                  [--out DIR] [--no-netns] [--resume DIR] [--list]\n"
 		"       rudp-bench server|client --column C ... (one half of a run; see docs/benchmarks.md)\n"
 		"       rudp-bench link-check --rate MBIT [--queue-ms MS] [--delay RTT_MS] [--loss PCT]\n"
@@ -1005,13 +1021,17 @@ int main(int argc, char **argv)
 	const char *json_path = NULL, *outdir = "rudp-bench-results", *resume_dir = NULL;
 	bool no_ns = false, list = false, out_given = false;
 	static const struct option opts[] = {
-		{"full", 0, 0, 'f'},     {"smoke", 0, 0, 'k'},        {"quick", 0, 0, 'q'},
-		{"columns", 1, 0, 'c'},  {"workload", 1, 0, 'w'},     {"case", 1, 0, 'a'},
-		{"rounds", 1, 0, 'r'},   {"loss", 1, 0, 'l'},         {"delay", 1, 0, 'd'},
-		{"json", 1, 0, 'j'},     {"out", 1, 0, 'o'},          {"no-netns", 0, 0, 'n'},
-		{"list", 0, 0, 'L'},     {"help", 0, 0, 'h'},         {"workers", 1, 0, 'W'},
-		{"resume", 1, 0, 'R'},   {"wait-spin-us", 1, 0, 'P'}, {"rate", 1, 0, 'M'},
-		{"queue-ms", 1, 0, 'Q'}, {"tcp-cc", 1, 0, 'T'},       {0, 0, 0, 0},
+		{"full", 0, 0, 'f'},         {"smoke", 0, 0, 'k'},
+		{"quick", 0, 0, 'q'},        {"columns", 1, 0, 'c'},
+		{"workload", 1, 0, 'w'},     {"case", 1, 0, 'a'},
+		{"rounds", 1, 0, 'r'},       {"loss", 1, 0, 'l'},
+		{"delay", 1, 0, 'd'},        {"json", 1, 0, 'j'},
+		{"out", 1, 0, 'o'},          {"no-netns", 0, 0, 'n'},
+		{"list", 0, 0, 'L'},         {"help", 0, 0, 'h'},
+		{"workers", 1, 0, 'W'},      {"resume", 1, 0, 'R'},
+		{"wait-spin-us", 1, 0, 'P'}, {"rate", 1, 0, 'M'},
+		{"queue-ms", 1, 0, 'Q'},     {"tcp-cc", 1, 0, 'T'},
+		{"cc", 1, 0, 'X'},           {0, 0, 0, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -1088,6 +1108,13 @@ int main(int argc, char **argv)
 			bench_wait_spin_us = (int)v;
 			break;
 		}
+		case 'X':
+			bench_cc = bench_cc_from_name(optarg);
+			if (bench_cc < 0) {
+				fprintf(stderr, "rudp-bench: --cc wants none, aimd or rate\n");
+				return 2;
+			}
+			break;
 		case 'j': json_path = optarg; break;
 		case 'o':
 			outdir = optarg;

@@ -23,6 +23,18 @@
 
 atomic_int bench_stop;
 int bench_wait_spin_us = -1;
+int bench_cc = -1;
+
+int bench_cc_from_name(const char *name)
+{
+	static const char *const names[] = {"none", "aimd", "rate"}; /* RUDP_CC_ order */
+
+	for (int i = 0; i < 3; i++) {
+		if (!strcmp(name, names[i]))
+			return i;
+	}
+	return -1;
+}
 
 uint64_t bench_now_ns(void)
 {

@@ -335,22 +335,22 @@ typedef struct rudp_config {
 	 * RLIMIT_NOFILE). Default 0: connections share the host's socket (one
 	 * per remote address). */
 	int socket_per_connect;
-	/** An rudp_congestion_control: how much reliable data each peer keeps
-	 * in flight. RUDP_CC_AIMD holds reliable frames to a
-	 * congestion window that starts at ten datagrams, grows while ACKs
-	 * come back, shrinks to 0.7 on loss that comes with a rising RTT (a
-	 * queue overflowing; random loss leaves it alone) or on a resend lost
-	 * again, and to two datagrams on a retransmission timeout
-	 * (docs/protocol.md). A path that drops what
-	 * it cannot queue then gets about what it carries instead of a full
-	 * window and its resends: turn it on for bulk transfers over paths
-	 * others share. RUDP_CC_NONE (default) keeps only window_frames: over
-	 * loopback with 1,024-2,048 busy connections (endpoints short of CPU,
-	 * so the RTT rises without a network queue) the window halves the
-	 * socket-buffer drops but lowers throughput by 6-25 % and raises the
-	 * p99 RTT, and on random loss it is level (docs/benchmarks.md,
-	 * "Congestion control again"), so it is not on by default. Unreliable
-	 * messages are never held back by either. */
+	/** An rudp_congestion_control: what limits how fast each peer sends.
+	 * RUDP_CC_NONE (default) keeps only window_frames reliable frames in
+	 * flight: on a fast, uncongested path (a LAN, loopback) nothing is
+	 * faster, but on a narrower path it sends a whole window at once and
+	 * a router's queue drops what it cannot hold (every drop is resent).
+	 * RUDP_CC_RATE estimates each path's bottleneck bandwidth and minimum
+	 * RTT from what the ACKs say was delivered, and paces every datagram
+	 * carrying frames (reliable or not) at that rate, with at most about
+	 * two bandwidth-delay products in flight: it keeps a bottleneck's
+	 * queue short, shares it evenly with other such flows, and does not
+	 * slow down for random loss (Wi-Fi) or for an RTT that rises
+	 * because the endpoints are short of CPU. RUDP_CC_AIMD holds reliable
+	 * frames to a TCP-style window that shrinks on loss with a rising
+	 * RTT; it lowers throughput when endpoints are CPU-bound. ACKs and
+	 * tail-loss probes are never held back. docs/tuning.md says how to
+	 * choose and what rudp_peer_stats then shows. */
 	int congestion_control;
 	/** Bytes of received messages queued inside the host, not yet
 	 * collected by the application, before receiving pauses (as at
@@ -385,7 +385,8 @@ typedef struct rudp_config {
 /** Values of rudp_config.congestion_control. */
 enum rudp_congestion_control {
 	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight (default) */
-	RUDP_CC_AIMD = 1, /**< congestion window, TCP-style */
+	RUDP_CC_AIMD = 1, /**< congestion window over reliable frames, TCP-style */
+	RUDP_CC_RATE = 2, /**< paced at the path's estimated bandwidth (BBR-style) */
 };
 
 /** Values of rudp_config.io.backend. */
@@ -603,12 +604,17 @@ typedef struct rudp_peer_stats {
 	uint16_t mtu; /**< negotiated RakNet MTU */
 	uint8_t protocol_version;
 	int state; /**< 0 connecting, 1 connected, 2 disconnecting, 3 closed */
-	/** Congestion window, bytes of reliable frames; 0 when
-	 * rudp_config.congestion_control is RUDP_CC_NONE. */
+	/** Congestion window, bytes: with RUDP_CC_AIMD of reliable frames,
+	 * with RUDP_CC_RATE of datagrams carrying frames (about twice the
+	 * bandwidth-delay product); 0 with RUDP_CC_NONE. */
 	uint32_t congestion_window;
-	/** Bytes of reliable frames sent and neither acknowledged nor declared lost. */
+	/** Bytes sent and neither acknowledged nor declared lost: with
+	 * RUDP_CC_RATE the UDP payload of every datagram carrying frames;
+	 * otherwise the encoded reliable frames (counted with RUDP_CC_NONE too). */
 	uint32_t bytes_in_flight;
-	/** Times loss or a retransmission timeout shrank the congestion window. */
+	/** RUDP_CC_AIMD: times loss or a retransmission timeout shrank the
+	 * window. RUDP_CC_RATE: round trips judged congested (loss with a
+	 * standing queue, or heavy loss), each of which capped the flight. */
 	uint64_t congestion_reductions;
 	/** frames_retransmitted by cause. resent_nack: the peer reported the
 	 * datagram missing. resent_inferred: a later datagram was acknowledged
@@ -628,6 +634,16 @@ typedef struct rudp_peer_stats {
 	 * bound. A large share of frames_retransmitted means the
 	 * loss detection fires on delay: see docs/tuning.md. */
 	uint64_t resent_spurious;
+	/** RUDP_CC_RATE's model of the path (all 0 with the other settings,
+	 * and before the first ACK): the bottleneck bandwidth estimate (the
+	 * largest delivery rate of the last ten round trips) and the pacing
+	 * rate now (about the estimate; twice it while starting up), in UDP
+	 * payload bytes a second, and the minimum RTT of the last five
+	 * seconds in microseconds (rtt_us above includes queueing; this does
+	 * not). */
+	uint64_t bandwidth_estimate;
+	uint64_t pacing_rate;
+	uint32_t min_rtt_us;
 } rudp_peer_stats;
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */

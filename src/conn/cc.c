@@ -58,8 +58,8 @@
  * On loopback and LANs the window opens within a few round trips and never
  * limits; random loss (the benchmark's 1 % and 5 % cases) does not raise
  * the RTT, so it costs nothing. It is off unless
- * rudp_config.congestion_control is RUDP_CC_AIMD (include/rudp.h says why
- * it is not the default yet).
+ * rudp_config.congestion_control is RUDP_CC_AIMD (docs/tuning.md says what
+ * it costs where endpoints are short of CPU).
  */
 #include <string.h>
 

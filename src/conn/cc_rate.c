@@ -68,7 +68,8 @@
  * Pacing is a byte budget the caller asks for, not a timer per datagram:
  * it fills at the pacing rate up to a quantum (1 ms at the rate, at least
  * two datagrams) and each datagram sent spends it, so a host that wakes
- * every millisecond sends a quantum in one batch.
+ * every millisecond sends a quantum in one batch. While the application
+ * is the limit the budget may fill up to the window (burst_cap).
  */
 #include <string.h>
 
@@ -185,11 +186,21 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
 
 /* ---- pacing budget ---- */
 
+/* The most the budget holds. While the application is the limit (it sent
+ * all it had, cc_rate_on_out_of_data, and what it sends next is its answer to what comes back, as
+ * an echo's or a request's), the window: such a sender waits for its
+ * replies anyway, and trickling its next batch out at the rate instead
+ * made a host's busy connections send one datagram per wake-up (twice the
+ * CPU per message over loopback, with 1,024 connections of 16 messages
+ * each). A bulk sender, never app-limited, keeps the quantum: its bursts
+ * into a queue shared with other flows were what overflowed it. */
 static int64_t burst_cap(const struct cc_rate *cc)
 {
-	uint64_t cap = cc->pacing_rate * cc->quantum_us;
+	uint64_t cap = max_u64(cc->pacing_rate * cc->quantum_us, 2ull * cc->mss * US_PER_S);
 
-	return (int64_t)max_u64(cap, 2ull * cc->mss * US_PER_S);
+	if (cc->app_limited_until && cc->out_of_data)
+		cap = max_u64(cap, cc->cwnd * US_PER_S);
+	return (int64_t)cap;
 }
 
 /* The budget at now_us, in byte-µs. */
@@ -267,6 +278,13 @@ void cc_rate_on_app_limited(struct cc_rate *cc)
 	uint64_t until = cc->delivered + cc->in_flight;
 
 	cc->app_limited_until = until ? until : 1;
+	cc->out_of_data = false;
+}
+
+void cc_rate_on_out_of_data(struct cc_rate *cc)
+{
+	cc_rate_on_app_limited(cc);
+	cc->out_of_data = true;
 }
 
 static void leave_flight(struct cc_rate *cc, uint32_t bytes)
@@ -284,8 +302,10 @@ void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, u
 	cc->delivered += bytes;
 	cc->delivered_us = now_us;
 	cc->ack_acked += bytes;
-	if (cc->app_limited_until && cc->delivered > cc->app_limited_until)
+	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
 		cc->app_limited_until = 0;
+		cc->out_of_data = false;
+	}
 	if (rtt < cc->round_min_rtt_us)
 		cc->round_min_rtt_us = rtt;
 	if (rtt < cc->ack_min_rtt_us)

@@ -18,7 +18,9 @@
  *                        otherwise wait until cc_rate_next_send_us().
  *   each datagram sent:  cc_rate_on_sent(), which fills its snapshot.
  *   nothing left to send while the allowance was still > 0:
- *                        cc_rate_on_app_limited().
+ *                        cc_rate_on_out_of_data() (nothing queued) or
+ *                        cc_rate_on_app_limited() (a limit of the
+ *                        sender's own, such as a full reliable window).
  *   an ACK or NACK:      cc_rate_on_acked() for each datagram it
  *                        acknowledges, cc_rate_on_lost() for each one
  *                        declared lost, then cc_rate_on_ack_end() once.
@@ -61,7 +63,9 @@ struct cc_rate_config {
 	uint32_t initial_cwnd; /* bytes; 0: ten datagrams */
 	/* Pacing lets this much time's worth at the pacing rate go as one
 	 * burst (never less than two datagrams): a host that wakes every
-	 * millisecond sends a quantum per wake-up, not one datagram. 0: 1000. */
+	 * millisecond sends a quantum per wake-up, not one datagram. Out of
+	 * data (cc_rate_on_out_of_data) a burst may fill the window.
+	 * 0: 1000. */
 	uint32_t quantum_us;
 	uint32_t seed; /* picks where the probing cycle starts, so flows differ */
 };
@@ -77,6 +81,7 @@ struct cc_rate {
 	uint64_t delivered_us; /* when delivered last grew */
 	uint64_t first_sent_us; /* send time of the newest datagram acknowledged */
 	uint64_t app_limited_until; /* 0, or the delivered count that ends app-limited samples */
+	bool out_of_data; /* app-limited because nothing was queued (cc_rate_on_out_of_data) */
 	uint64_t lost; /* bytes declared lost since creation */
 	uint32_t in_flight;
 
@@ -158,6 +163,23 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
  * negative. */
 uint64_t cc_rate_send_allowance(const struct cc_rate *cc, uint64_t now_us);
 
+/* cc_rate_send_allowance(cc, now_us) > 0, cheaply: a connection asks
+ * before every datagram and at every deadline. */
+static inline bool cc_rate_can_send(const struct cc_rate *cc, uint64_t now_us)
+{
+	uint64_t elapsed;
+
+	if (cc->in_flight != 0 && cc->in_flight >= cc->cwnd)
+		return false;
+	if (cc->tokens > 0)
+		return true;
+	/* The budget's cap is positive, so only the refill decides. */
+	elapsed = now_us > cc->tokens_us ? now_us - cc->tokens_us : 0;
+	if (elapsed > 1000000u)
+		elapsed = 1000000u;
+	return (int64_t)(cc->pacing_rate * elapsed) > -cc->tokens;
+}
+
 /* When the allowance is next > 0: now_us if it is now, UINT64_MAX if only
  * an ACK can open it (the window is full). */
 uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us);
@@ -169,6 +191,11 @@ void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t
  * open: rate samples until what is in flight now is delivered say nothing
  * about the path's capacity, and may not lower the estimate. */
 void cc_rate_on_app_limited(struct cc_rate *cc);
+/* The same, when the sender had nothing queued at all (not merely a
+ * limit of its own, such as a full reliable window): until what is in
+ * flight is delivered, the pacing budget may also fill up to the window,
+ * so the next batch of a sender that waits for replies goes at once. */
+void cc_rate_on_out_of_data(struct cc_rate *cc);
 
 /* One datagram, sent with *snap, was acknowledged (first time only, and
  * not after cc_rate_on_lost for it). */

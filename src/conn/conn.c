@@ -44,7 +44,7 @@ void rudp_conn_config_init(struct rudp_conn_config *cfg)
 	cfg->disconnect_linger_us = RUDP_DEFAULT_DISCONNECT_LINGER_MS * 1000ull;
 	cfg->max_dgram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 	cfg->protocol_version = RUDP_DEFAULT_PROTOCOL_VERSION;
-	cfg->congestion_control = false; /* rudp_config_init's default: see include/rudp.h */
+	cfg->congestion_control = RUDP_DEFAULT_CONGESTION_CONTROL; /* rudp_config_init's too */
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -109,13 +109,25 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
 	/* A full window of full datagrams is the most the window could ever use. */
-	cc_init(&c->cc, c->cfg.congestion_control, c->payload_max, c->cfg.window_frames * c->payload_max);
+	cc_init(&c->cc, c->cfg.congestion_control == RUDP_CONN_CC_AIMD, c->payload_max,
+		c->cfg.window_frames * c->payload_max);
+	c->rate_on = c->cfg.congestion_control == RUDP_CONN_CC_RATE;
+	if (c->rate_on) {
+		/* Flows that start together start their probing cycles apart. */
+		struct cc_rate_config rate_cfg = {
+			.mss = c->payload_max,
+			.seed = (uint32_t)c->id.local_guid ^ (uint32_t)((uint64_t)c->id.local_guid >> 32),
+		};
+
+		cc_rate_init(&c->rate, &rate_cfg, now_us);
+	}
 	struct loss_config loss_cfg = {
 		.window_frames = c->cfg.window_frames,
 		.max_ack_ranges = c->cfg.max_ack_ranges,
 		.rto_initial_us = c->cfg.rto_initial_us,
 		.rto_min_us = c->cfg.rto_min_us,
 		.rto_max_us = c->cfg.rto_max_us,
+		.dgram_log = c->rate_on,
 	};
 	struct reasm_limits reasm_lim = {
 		.max_split_ids = c->cfg.max_split_ids,
@@ -220,6 +232,7 @@ static int on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint
 		cc_on_left(&c->cc, v.left_bytes);
 	if (v.nack) {
 		tell_cc_losses(c, &v);
+		conn_rate_take_verdicts(c, now_us);
 		return 0;
 	}
 	/* Growth first: a loss inferred from this same ACK then reduces the
@@ -229,6 +242,7 @@ static int on_ack_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint
 	if (v.left_bytes)
 		cc_on_left(&c->cc, v.left_bytes);
 	tell_cc_losses(c, &v);
+	conn_rate_take_verdicts(c, now_us);
 	while (c->rel.frames_count > 0 && c->rel_sent > 0 && sendq_at(&c->rel, 0)->state == FRAME_ACKED) {
 		sendq_pop_front(&c->rel);
 		c->rel_sent--;
@@ -272,17 +286,24 @@ static bool has_sendable_frames(const struct rudp_conn *c)
 
 bool rudp_conn_wants_flush(const struct rudp_conn *c)
 {
+	bool open;
+
 	if (c->state == RUDP_CONN_STATE_CLOSED)
 		return false;
-	if (acktr_pending(&c->acktr) || has_sendable_frames(c))
+	if (acktr_pending(&c->acktr))
+		return true;
+	/* Data waiting for the pacing budget or the rate controller's window
+	 * is due at its next send time (rudp_conn_next_deadline). */
+	open = conn_rate_open(c, c->now_us);
+	if (open && has_sendable_frames(c))
 		return true;
 	/* A resend the congestion window holds back waits for an ACK, which
 	 * wakes the owner anyway: wanting a flush for it would spin. */
 	for (uint32_t i = 0; c->loss.resend_pending && i < c->rel_sent; i++) {
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 
-		if (f->state == FRAME_NACKED &&
-		    (f->resend_why == RESEND_PROBE || cc_would_send(&c->cc, sendq_frame_wire_bytes(f))))
+		if (f->state == FRAME_NACKED && (f->resend_why == RESEND_PROBE ||
+						 (open && cc_would_send(&c->cc, sendq_frame_wire_bytes(f)))))
 			return true;
 	}
 	return false;
@@ -312,6 +333,10 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 		min_into(&d, c->now_us + c->loss.rtt.rto_us); /* another try at queueing our 0x15 */
 	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
 	min_into(&d, loss_probe_deadline(&c->loss, &c->rel, c->rel_sent));
+	if (c->rate_on && (has_sendable_frames(c) || c->loss.resend_pending))
+		min_into(&d, cc_rate_next_send_us(&c->rate, c->now_us));
+	if (c->rate_on)
+		min_into(&d, loss_dgram_aged_due(&c->loss, c->now_us));
 	/* Kept by the walks and sends (rto_due_us), and the oldest frame
 	 * not acknowledged was sent first, so no walk here. */
 	const struct sendq_frame *oldest = loss_oldest_unacked(&c->rel, c->rel_sent);
@@ -344,6 +369,14 @@ void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 	out->cwnd_bytes = c->cc.enabled ? c->cc.cwnd : 0;
 	out->in_flight_bytes = c->cc.in_flight;
 	out->cc_reductions = c->cc.reductions;
+	if (c->rate_on) {
+		out->cwnd_bytes = sat_u32(cc_rate_cwnd(&c->rate));
+		out->in_flight_bytes = cc_rate_in_flight(&c->rate);
+		out->cc_reductions = c->rate.congestion_rounds;
+		out->bandwidth_bytes_per_s = cc_rate_bandwidth(&c->rate);
+		out->pacing_bytes_per_s = cc_rate_pacing_rate(&c->rate);
+		out->min_rtt_us = sat_u32(cc_rate_min_rtt_us(&c->rate));
+	}
 }
 
 void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32_t reliable_index,

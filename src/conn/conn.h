@@ -72,7 +72,17 @@ struct rudp_conn_config {
 	uint64_t connect_timeout_us; /* online handshake must finish within this */
 	uint64_t disconnect_linger_us; /* local disconnect gives up draining after this */
 	uint8_t protocol_version; /* selects 10 vs 20 internal addresses (>= 11: 20) */
-	bool congestion_control; /* hold reliable frames to a congestion window (cc.c), default off */
+	/* enum rudp_conn_cc: NONE (0) only window_frames, AIMD (1) a window
+	 * over reliable frames (cc.c), RATE (2) paced at an estimate of the
+	 * path's bandwidth (cc_rate.c); other values are NONE. Default
+	 * RUDP_DEFAULT_CONGESTION_CONTROL (conn/defaults.h). */
+	uint8_t congestion_control;
+};
+
+enum rudp_conn_cc {
+	RUDP_CONN_CC_NONE = 0,
+	RUDP_CONN_CC_AIMD = 1,
+	RUDP_CONN_CC_RATE = 2,
 };
 /* Fills the defaults, the same as the public rudp_config_init's (both take
  * them from conn/defaults.h): MTU 1492 (IPv4 overhead 28), window 64
@@ -81,7 +91,8 @@ struct rudp_conn_config {
  * 4 MiB, max_order_hold 4096, recv_window 8192 (the host widens it to four
  * windows), max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 200 ms
  * initial / 30 ms min / 2 s max, keepalive 2 s, timeout 10 s, connect
- * timeout 5 s, linger 2 s, protocol 11, congestion control off. With these
+ * timeout 5 s, linger 2 s, protocol 11, congestion control as the public
+ * default (conn/defaults.h). With these
  * a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);
 
@@ -130,13 +141,22 @@ struct rudp_conn_stats {
 	uint64_t frames_dropped; /* bad / unwanted frames inside accepted datagrams
 				    (window or split violations, refused splits) */
 	uint32_t cwnd_bytes; /* congestion window, 0 when off */
-	uint32_t in_flight_bytes; /* reliable frames sent, not acked or declared lost */
+	/* AIMD and off: encoded bytes of reliable frames sent, not acked or
+	 * declared lost; RATE: UDP payload bytes of every datagram carrying
+	 * frames, sent and not yet acked or declared lost */
+	uint32_t in_flight_bytes;
 	uint64_t cc_reductions; /* loss and timeout reductions of the window */
 	/* frames_retransmitted by cause: reported missing (NACK), a later
 	 * datagram acknowledged first (inferred), tail-loss probe, RTO */
 	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
 	/* resends an older copy's ACK showed unneeded (loss.c, ack_from_history) */
 	uint64_t resent_spurious;
+	/* RATE only (0 otherwise, and before the first sample): the path's
+	 * bottleneck bandwidth estimate and the pacing rate, UDP payload
+	 * bytes a second, and the minimum RTT the controller holds, µs */
+	uint64_t bandwidth_bytes_per_s;
+	uint64_t pacing_bytes_per_s;
+	uint32_t min_rtt_us;
 };
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */

@@ -46,6 +46,8 @@ struct dgram_builder {
 	int emitted;
 	bool blocked;
 	bool budget_spent;
+	bool paced; /* the rate controller held the next datagram back */
+	bool exempt; /* the frame being added may start a datagram whatever the pacing (a probe) */
 };
 
 static void builder_reset(struct dgram_builder *b)
@@ -80,6 +82,19 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 {
 	uint32_t seq = c->next_dgram_seq;
 	uint32_t slot = loss_dgram_begin(&c->loss, &c->rel, c->rel_sent, seq, now_us, b->new_frames);
+
+	if (c->rate_on) {
+		struct dgram_evicted ev;
+		struct cc_rate_snapshot snap;
+		uint32_t *data = loss_dgram_record(&c->loss, seq, (uint32_t)b->len, now_us, &ev);
+
+		if (ev.any) {
+			memcpy(&snap, ev.data, sizeof(snap));
+			cc_rate_on_lost(&c->rate, &snap, ev.bytes);
+		}
+		cc_rate_on_sent(&c->rate, &snap, (uint32_t)b->len, now_us);
+		memcpy(data, &snap, sizeof(snap));
+	}
 
 	for (uint32_t i = 0; i < b->nframes; i++) {
 		const struct flush_ref *ref = &c->flush_refs[i];
@@ -161,6 +176,12 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		if (!builder_emit(c, b, now_us))
 			return false;
 	}
+	/* A new datagram waits for the rate controller's pacing and window;
+	 * tail-loss probes (and ACKs, which are not built here) never do. */
+	if (b->nframes == 0 && !b->exempt && !conn_rate_open(c, now_us)) {
+		b->paced = true;
+		return false;
+	}
 	/* Per-flush budget (limits only): stop before the frame that would take
 	 * this flush past it, but always let one datagram out so a budget
 	 * smaller than a datagram still makes progress. */
@@ -233,6 +254,8 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	builder_reset(&b);
 	b.budget = limits ? limits->max_bytes : UINT64_MAX;
 	c->cc.window_limited = false;
+	if (c->rate_on && loss_dgram_expire_aged(&c->loss, now_us, c->next_dgram_seq) > 0)
+		conn_rate_take_verdicts(c, now_us);
 	struct sendq_frame *probe = loss_take_probe(&c->loss, &c->rel, c->rel_sent, now_us);
 
 	if (probe)
@@ -247,6 +270,11 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 		if (loss_walk_frame(&c->loss, f, now_us, &timeout_taken)) {
 			cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 			cc_on_timeout(&c->cc, f->last_dgram_seq, c->next_dgram_seq);
+			/* Its datagram, and all sent before it, will not be answered now. */
+			if (c->rate_on) {
+				loss_dgram_expire(&c->loss, f->last_dgram_seq, c->next_dgram_seq);
+				conn_rate_take_verdicts(c, now_us);
+			}
 		}
 		if (f->state != FRAME_NACKED)
 			continue;
@@ -257,8 +285,18 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 			nacked_left = true;
 			continue;
 		}
-		if (!builder_add(c, &b, f->resend_why == RESEND_TIMEOUT ? FLUSH_RETX_RTO : FLUSH_RETX_NACK, i,
-				 now_us)) {
+		b.exempt = f->resend_why == RESEND_PROBE;
+		bool added = builder_add(
+			c, &b, f->resend_why == RESEND_TIMEOUT ? FLUSH_RETX_RTO : FLUSH_RETX_NACK, i, now_us);
+
+		b.exempt = false;
+		/* Held back by the pacing: the walk goes on, for the timers and
+		 * for a probe further on, as past the congestion window above. */
+		if (!added && b.paced && !b.blocked) {
+			nacked_left = true;
+			continue;
+		}
+		if (!added) {
 			/* The walk stops here: rto_due_us from a walk of its
 			 * own, and resends may be left. */
 			loss_note_rto_due(&c->loss, &c->rel, c->rel_sent);
@@ -276,6 +314,15 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 			goto out;
 	}
 	builder_emit(c, &b, now_us);
+	/* Out of data, or at the reliable window, with the pacing and window
+	 * still open: the rate samples of what is in flight say how much we
+	 * sent, not what the path takes. */
+	if (c->rate_on && !b.blocked && conn_rate_open(c, now_us)) {
+		if (c->rel_sent < c->rel.frames_count || c->loss.resend_pending)
+			cc_rate_on_app_limited(&c->rate);
+		else
+			cc_rate_on_out_of_data(&c->rate);
+	}
 out:
 	if (b.blocked)
 		*blocked = true;

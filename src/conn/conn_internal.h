@@ -11,7 +11,8 @@
  *   acktr.c       the ACK tracker: what we received, as ranges to send
  *   loss.c        the loss and RTT engine: what we sent and what became of it
  *                 (rtt.c: the RTT estimator, a leaf it calls)
- *   cc.c          the congestion controller
+ *   cc.c          the AIMD congestion controller
+ *   cc_rate.c     the rate-based congestion controller
  *   recv.c        receive and ordering: dedup, channels, order hold, sequencing
  *   reassembly.c  split messages
  * The orchestrator files are the only ones that call across the parts:
@@ -28,6 +29,7 @@
 #include "common/body_ring.h"
 #include "conn/acktr.h"
 #include "conn/cc.h"
+#include "conn/cc_rate.h"
 #include "conn/conn.h"
 #include "conn/loss.h"
 #include "conn/reassembly.h"
@@ -35,6 +37,8 @@
 #include "conn/rtt.h"
 #include "conn/sendq.h"
 #include "rudp_version.h"
+
+#include <string.h>
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
 
@@ -71,6 +75,10 @@ struct rudp_conn {
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
 	struct loss_engine loss; /* what became of the reliable frames sent */
 	struct congestion cc;
+	/* RUDP_CONN_CC_RATE: the rate controller, fed per datagram through the
+	 * loss engine's records (loss_dgram_record, loss_dgram_verdicts) */
+	bool rate_on;
+	struct cc_rate rate;
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
 
 	/* acknowledgements */
@@ -128,6 +136,37 @@ static inline void conn_close(struct rudp_conn *c, enum rudp_conn_close_reason r
 static inline void conn_count_bad_frame(struct rudp_conn *c)
 {
 	c->frames_dropped++;
+}
+
+_Static_assert(sizeof(struct cc_rate_snapshot) == LOSS_DGRAM_DATA_WORDS * sizeof(uint32_t),
+	       "a datagram record holds one rate snapshot");
+
+/* Whether the rate controller lets a data datagram start now (always when
+ * it is not on). */
+static inline bool conn_rate_open(const struct rudp_conn *c, uint64_t now_us)
+{
+	return !c->rate_on || cc_rate_can_send(&c->rate, now_us);
+}
+
+/* Hands the loss engine's per-datagram verdicts of its last call to the
+ * rate controller, then ends the ACK there. */
+static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
+{
+	uint32_t n = loss_dgram_verdicts(&c->loss);
+
+	if (!c->rate_on)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct dgram_rec *r = loss_dgram_verdict_rec(&c->loss, i);
+		struct cc_rate_snapshot snap;
+
+		memcpy(&snap, r->data, sizeof(snap));
+		if (loss_dgram_verdict_lost(&c->loss, i))
+			cc_rate_on_lost(&c->rate, &snap, r->bytes);
+		else
+			cc_rate_on_acked(&c->rate, &snap, r->bytes, now_us);
+	}
+	cc_rate_on_ack_end(&c->rate, now_us);
 }
 
 /* ---- conn_send.c ---- */

@@ -36,5 +36,8 @@
 #define RUDP_DEFAULT_TIMEOUT_MS 10000u
 #define RUDP_DEFAULT_CONNECT_TIMEOUT_MS 5000u
 #define RUDP_DEFAULT_DISCONNECT_LINGER_MS 2000u
+/* enum rudp_conn_cc, the same values as enum rudp_congestion_control:
+ * only the reliable window (include/rudp.h says why). */
+#define RUDP_DEFAULT_CONGESTION_CONTROL 0u
 
 #endif

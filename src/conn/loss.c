@@ -19,6 +19,8 @@
 /* Records the ACK decode scratch starts with. */
 #define ACK_SCRATCH_INITIAL 16u
 
+static int dgram_log_resize(struct dgram_log *d, uint32_t size);
+
 int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 {
 	memset(l, 0, sizeof(*l));
@@ -32,6 +34,8 @@ int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 		l->sent.max_size <<= 1;
 	if (sent_history_resize(&l->sent, SENT_HISTORY_MIN) < 0 || loss_scratch_grow(l, 1) < 0)
 		return RUDP_CONN_E_NOMEM;
+	if (cfg->dgram_log && dgram_log_resize(&l->dlog, LOSS_DGRAM_LOG_MIN) < 0)
+		return RUDP_CONN_E_NOMEM;
 	return 0;
 }
 
@@ -44,6 +48,8 @@ void loss_free(struct loss_engine *l)
 	free(l->sent.ring);
 	free(l->ack_scratch);
 	free(l->ack_keys);
+	free(l->dlog.recs);
+	free(l->dlog.verdicts);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -185,6 +191,127 @@ uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32
 	h->count[slot] = 0;
 	h->sent_us[slot] = (uint32_t)now_us;
 	return slot;
+}
+
+/* ---- per-datagram records ---- */
+
+/* A record resolved: its seq stays readable (the send time of the newest
+ * datagram an ACK names, for loss inference), but it waits for nothing. */
+#define DGRAM_RESOLVED 0x40000000u
+
+/* (Re)makes the records with size slots (a power of two, larger than
+ * now), keeping the unresolved ones; 0 or RUDP_CONN_E_NOMEM (unchanged). */
+static int dgram_log_resize(struct dgram_log *d, uint32_t size)
+{
+	struct dgram_rec *recs = calloc(size, sizeof(*recs));
+	uint32_t *verdicts = malloc(size * sizeof(*verdicts));
+
+	if (!recs || !verdicts) {
+		free(recs);
+		free(verdicts);
+		return RUDP_CONN_E_NOMEM;
+	}
+	for (uint32_t i = 0; i < d->size; i++) {
+		if (d->recs[i].tag & SENT_HISTORY_VALID)
+			recs[(d->recs[i].tag & RUDP_WIRE_U24_MASK) & (size - 1)] = d->recs[i];
+	}
+	free(d->recs);
+	free(d->verdicts);
+	d->recs = recs;
+	d->verdicts = verdicts;
+	d->size = size;
+	d->nverdicts = 0;
+	return 0;
+}
+
+static void dgram_resolve(struct dgram_log *d, uint32_t slot, bool lost)
+{
+	d->recs[slot].tag = (d->recs[slot].tag & RUDP_WIRE_U24_MASK) | DGRAM_RESOLVED;
+	d->pending--;
+	d->verdicts[d->nverdicts++] = slot | (lost ? LOSS_DGRAM_LOST : 0);
+}
+
+/* Moves oldest past resolved records, up to seq `upto` at most. */
+static void dgram_advance_oldest(struct dgram_log *d, uint32_t upto)
+{
+	if (d->pending == 0) {
+		d->oldest = upto;
+		return;
+	}
+	for (uint32_t n = 0; n < d->size && d->oldest != upto &&
+			     d->recs[d->oldest & (d->size - 1)].tag != (d->oldest | SENT_HISTORY_VALID);
+	     n++)
+		d->oldest = rudp_u24_add(d->oldest, 1);
+}
+
+uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
+			    struct dgram_evicted *ev)
+{
+	struct dgram_log *d = &l->dlog;
+	uint32_t slot = seq & (d->size - 1);
+	struct dgram_rec *r;
+
+	ev->any = false;
+	/* More datagrams unresolved than records: grow (out of memory keeps
+	 * the smaller log, and the datagram the record held counts as lost). */
+	if ((d->recs[slot].tag & SENT_HISTORY_VALID) && d->size < LOSS_DGRAM_LOG_MAX &&
+	    dgram_log_resize(d, d->size * 2) == 0)
+		slot = seq & (d->size - 1);
+	r = &d->recs[slot];
+	if (r->tag & SENT_HISTORY_VALID) {
+		ev->any = true;
+		ev->bytes = r->bytes;
+		memcpy(ev->data, r->data, sizeof(ev->data));
+		d->pending--;
+	}
+	if (d->pending == 0)
+		d->oldest = seq;
+	r->tag = seq | SENT_HISTORY_VALID;
+	r->bytes = bytes;
+	r->sent_us = (uint32_t)now_us;
+	d->pending++;
+	if (ev->any)
+		dgram_advance_oldest(d, seq);
+	return r->data;
+}
+
+void loss_dgram_expire(struct loss_engine *l, uint32_t seq, uint32_t next_dgram_seq)
+{
+	struct dgram_log *d = &l->dlog;
+	int32_t last = rudp_u24_diff(seq, next_dgram_seq);
+
+	d->nverdicts = 0;
+	if (!d->recs)
+		return;
+	for (uint32_t s = d->oldest;
+	     d->pending > 0 && s != next_dgram_seq && rudp_u24_diff(s, next_dgram_seq) <= last;
+	     s = rudp_u24_add(s, 1)) {
+		uint32_t slot = s & (d->size - 1);
+
+		if (d->recs[slot].tag == (s | SENT_HISTORY_VALID))
+			dgram_resolve(d, slot, true);
+	}
+	dgram_advance_oldest(d, next_dgram_seq);
+}
+
+uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t next_dgram_seq)
+{
+	struct dgram_log *d = &l->dlog;
+
+	d->nverdicts = 0;
+	if (!d->recs)
+		return 0;
+	for (uint32_t s = d->oldest; d->pending > 0 && s != next_dgram_seq; s = rudp_u24_add(s, 1)) {
+		uint32_t slot = s & (d->size - 1);
+
+		if (d->recs[slot].tag != (s | SENT_HISTORY_VALID))
+			continue;
+		if (loss_dgram_sent_us(&d->recs[slot], now_us) + l->rtt.rto_us > now_us)
+			break;
+		dgram_resolve(d, slot, true);
+	}
+	dgram_advance_oldest(d, next_dgram_seq);
+	return d->nverdicts;
 }
 
 /* ---- tail-loss probe, RTO deadline ---- */
@@ -500,6 +627,69 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 	}
 }
 
+/* The datagrams an ACK acknowledges, or a NACK reports lost, among the
+ * unresolved records: only seqs the records can hold are visited, newest
+ * first, and none once no record waits. A NACK, as for frames, counts
+ * only half a minimum RTT after the send. */
+static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
+{
+	struct dgram_log *d = &x->l->dlog;
+	int32_t floor = -(int32_t)d->size;
+	int32_t oldest_key = rudp_u24_diff(d->oldest, x->next_dgram_seq);
+
+	if (!d->recs || d->pending == 0)
+		return;
+	if (oldest_key > floor)
+		floor = oldest_key;
+	for (uint32_t r = nkeys; r-- > 0 && d->pending > 0 && x->l->ack_keys[r].hi >= floor;) {
+		int32_t lo = x->l->ack_keys[r].lo < floor ? floor : x->l->ack_keys[r].lo;
+
+		for (int32_t k = x->l->ack_keys[r].hi; k >= lo && d->pending > 0; k--) {
+			uint32_t seq = (x->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
+			uint32_t slot = seq & (d->size - 1);
+
+			if (d->recs[slot].tag != (seq | SENT_HISTORY_VALID))
+				continue;
+			if (nack && (uint32_t)x->now_us - d->recs[slot].sent_us < x->l->rtt.min_us / 2)
+				continue;
+			dgram_resolve(d, slot, nack);
+		}
+	}
+	dgram_advance_oldest(d, x->next_dgram_seq);
+}
+
+/* Loss inference for datagrams, by the rules frames follow (below): an
+ * unresolved datagram INFER_DGRAM_THRESHOLD or more older than the newest
+ * the ACK names, or sent more than the reorder window before it, is lost.
+ * Both hold for every older datagram once they hold for one, so the walk
+ * from the oldest stops at the first that is not. */
+static void dgram_log_infer(struct loss_ctx *x, uint64_t reorder_window)
+{
+	struct dgram_log *d = &x->l->dlog;
+	int32_t newest_key = x->v->sample.newest_key;
+	uint32_t newest = (x->next_dgram_seq + (uint32_t)newest_key) & RUDP_WIRE_U24_MASK;
+	const struct dgram_rec *nr;
+	bool timed;
+
+	if (!d->recs || d->pending == 0 || !x->v->named)
+		return;
+	nr = &d->recs[newest & (d->size - 1)];
+	timed = (nr->tag & RUDP_WIRE_U24_MASK) == newest && (nr->tag & (SENT_HISTORY_VALID | DGRAM_RESOLVED));
+	for (uint32_t s = d->oldest; d->pending > 0 && rudp_u24_diff(s, x->next_dgram_seq) < newest_key;
+	     s = rudp_u24_add(s, 1)) {
+		uint32_t slot = s & (d->size - 1);
+		const struct dgram_rec *r = &d->recs[slot];
+
+		if (r->tag != (s | SENT_HISTORY_VALID))
+			continue;
+		if (newest_key - rudp_u24_diff(s, x->next_dgram_seq) < INFER_DGRAM_THRESHOLD &&
+		    !(timed && (int32_t)(nr->sent_us - r->sent_us) > (int32_t)reorder_window))
+			break;
+		dgram_resolve(d, slot, true);
+	}
+	dgram_advance_oldest(d, x->next_dgram_seq);
+}
+
 /*
  * Loss inference: a frame still unacked although the peer acknowledged a
  * datagram sent clearly after it was lost, or its ACK was (and the peer's
@@ -536,6 +726,7 @@ static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_
 
 	if (reorder_window < 1000)
 		reorder_window = 1000;
+	dgram_log_infer(x, reorder_window);
 	if (newest_acked_send_us > reorder_window)
 		sent_before = newest_acked_send_us - reorder_window;
 	for (uint32_t i = 0; i < x->rel_sent; i++) {
@@ -566,6 +757,7 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 	int rc;
 
 	memset(v, 0, sizeof(*v));
+	l->dlog.nverdicts = 0;
 	rc = rudp_wire_decode_ack(p, n, l->ack_scratch, l->ack_cap, &count, &dropped, &nack);
 	if (rc < 0)
 		return rc;
@@ -583,6 +775,7 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 	v->sample.newest_key = l->ack_keys[nkeys - 1].hi;
 	if (!nack)
 		ack_from_history(&x, nkeys);
+	dgram_log_on_records(&x, nkeys, nack);
 	/* Frames whose latest copy is older than the history, and NACKs. */
 	for (uint32_t i = 0; i < rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(rel, i);

@@ -96,14 +96,52 @@ struct ack_key_range {
 	int32_t hi;
 };
 
+/*
+ * Per-datagram records for a rate-based congestion controller
+ * (loss_config.dgram_log): every datagram carrying frames, reliable or not,
+ * its wire bytes and opaque data the conn gives it (the controller's
+ * snapshot), until the datagram is resolved exactly once: acknowledged,
+ * or lost (NACKed, inferred, timed out, or its record reused unresolved).
+ * Separate from the sent history, whose slots stay valid while frames
+ * wait and are cleared by any copy's ACK: a controller needs a verdict
+ * per datagram, not per frame. The verdicts of one call are listed
+ * (loss_dgram_verdicts) for the conn to forward; the engine calls no one.
+ */
+#define LOSS_DGRAM_DATA_WORDS 5 /* opaque data per record: 20 bytes */
+#define LOSS_DGRAM_LOG_MIN 64u
+#define LOSS_DGRAM_LOG_MAX 4096u
+#define LOSS_DGRAM_LOST 0x80000000u /* in a verdict: lost, not acknowledged */
+struct dgram_rec {
+	uint32_t tag; /* seq | SENT_HISTORY_VALID while unresolved; seq once resolved */
+	uint32_t bytes;
+	uint32_t sent_us; /* low 32 bits */
+	uint32_t data[LOSS_DGRAM_DATA_WORDS];
+};
+struct dgram_log {
+	struct dgram_rec *recs; /* NULL: off */
+	uint32_t *verdicts; /* slot | LOSS_DGRAM_LOST, of the last call */
+	uint32_t size; /* a power of two */
+	uint32_t pending; /* unresolved records */
+	uint32_t oldest; /* no unresolved record is older than this seq */
+	uint32_t nverdicts;
+};
+/* A record reused before its datagram was resolved: lost. */
+struct dgram_evicted {
+	bool any;
+	uint32_t bytes;
+	uint32_t data[LOSS_DGRAM_DATA_WORDS];
+};
+
 struct loss_config {
 	uint32_t window_frames; /* NACKs and inference pull at most two windows of resends */
 	uint32_t max_ack_ranges; /* most ACK records decoded from one datagram */
 	uint64_t rto_initial_us, rto_min_us, rto_max_us;
+	bool dgram_log; /* keep per-datagram records (struct dgram_log) */
 };
 
 struct loss_engine {
 	struct sent_history sent;
+	struct dgram_log dlog;
 	struct rtt_estimator rtt;
 	uint32_t window_frames;
 	uint32_t max_ack_ranges;
@@ -189,6 +227,58 @@ void loss_ack_end(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, u
 /* Last, the ACK's RTT sample, if it gave one: the conn reads the RTT
  * before it (what the losses mean to the congestion controller). */
 void loss_ack_sample(struct loss_engine *l, const struct loss_verdict *v, uint64_t now_us);
+
+/* ---- per-datagram records (loss_config.dgram_log) ---- */
+
+/* Records datagram seq of `bytes` sent at now_us; returns its opaque data
+ * for the conn to fill. *ev: the record it reuses, when that was still
+ * unresolved (the history grows first, up to LOSS_DGRAM_LOG_MAX, so this
+ * is rare): that datagram counts as lost. */
+uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
+			    struct dgram_evicted *ev);
+/* Resolves as lost every unresolved record up to and including seq (a
+ * retransmission timeout: nothing sent before it will be answered now).
+ * Replaces the verdict list. */
+void loss_dgram_expire(struct loss_engine *l, uint32_t seq, uint32_t next_dgram_seq);
+/* Resolves as lost the unresolved records sent an RTO or more before
+ * now_us: a datagram whose frames all went again in others and got
+ * through, or one with only unreliable frames, is never answered once
+ * nothing is sent after it, and must not stay in flight. Replaces the
+ * verdict list; returns its length. */
+uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t next_dgram_seq);
+/* The full send time of a record, from its low 32 bits. */
+static inline uint64_t loss_dgram_sent_us(const struct dgram_rec *r, uint64_t now_us)
+{
+	return now_us - (uint32_t)((uint32_t)now_us - r->sent_us);
+}
+/* When loss_dgram_expire_aged next has something to do (UINT64_MAX: no
+ * record waits). Asked at every deadline: inline. */
+static inline uint64_t loss_dgram_aged_due(const struct loss_engine *l, uint64_t now_us)
+{
+	const struct dgram_log *d = &l->dlog;
+	const struct dgram_rec *r;
+
+	if (d->pending == 0)
+		return UINT64_MAX;
+	r = &d->recs[d->oldest & (d->size - 1)];
+	if (r->tag != (d->oldest | SENT_HISTORY_VALID))
+		return now_us; /* not found at once: a walk will */
+	return loss_dgram_sent_us(r, now_us) + l->rtt.rto_us;
+}
+/* The verdicts of the last loss_on_ack_datagram + loss_ack_end, or of
+ * loss_dgram_expire(_aged): count, and each one's record. */
+static inline uint32_t loss_dgram_verdicts(const struct loss_engine *l)
+{
+	return l->dlog.nverdicts;
+}
+static inline bool loss_dgram_verdict_lost(const struct loss_engine *l, uint32_t i)
+{
+	return (l->dlog.verdicts[i] & LOSS_DGRAM_LOST) != 0;
+}
+static inline const struct dgram_rec *loss_dgram_verdict_rec(const struct loss_engine *l, uint32_t i)
+{
+	return &l->dlog.recs[l->dlog.verdicts[i] & ~LOSS_DGRAM_LOST];
+}
 
 /* Sets rto_due_us to the earliest loss_rto_deadline of the frames in
  * flight (UINT64_MAX: none), by a walk. */

@@ -54,7 +54,7 @@ static void config_defaults(rudp_config *c)
 	c->max_pending_per_address = 8;
 	c->handshake_timeout_ms = 3000;
 	c->offline_rate_per_address = 64;
-	c->congestion_control = RUDP_CC_NONE;
+	c->congestion_control = RUDP_DEFAULT_CONGESTION_CONTROL;
 	c->io.wait_spin_us = 50;
 	c->max_datagram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 	c->max_pings = 256;
@@ -164,6 +164,9 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->congestion_window = s.cwnd_bytes;
 	out->bytes_in_flight = s.in_flight_bytes;
 	out->congestion_reductions = s.cc_reductions;
+	out->bandwidth_estimate = s.bandwidth_bytes_per_s;
+	out->pacing_rate = s.pacing_bytes_per_s;
+	out->min_rtt_us = s.min_rtt_us;
 	out->resent_nack = s.resent_nack;
 	out->resent_inferred = s.resent_inferred;
 	out->resent_probe = s.resent_probe;

@@ -12,6 +12,10 @@
 
 #include "host_internal.h"
 
+_Static_assert((int)RUDP_CC_NONE == (int)RUDP_CONN_CC_NONE && (int)RUDP_CC_AIMD == (int)RUDP_CONN_CC_AIMD &&
+		       (int)RUDP_CC_RATE == (int)RUDP_CONN_CC_RATE,
+	       "rudp_config.congestion_control goes to the conn as it is");
+
 /* Receive batches handled before timers and sends get their turn, so a
  * flood on the socket cannot starve retransmission and ACKs. */
 #define RECV_BATCHES_PER_ROUND 16
@@ -514,7 +518,7 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->io.backend < RUDP_IO_AUTO || c->io.backend > RUDP_IO_URING)
 		return RUDP_E_INVALID;
-	if (c->congestion_control != RUDP_CC_NONE && c->congestion_control != RUDP_CC_AIMD)
+	if (c->congestion_control < RUDP_CC_NONE || c->congestion_control > RUDP_CC_RATE)
 		return RUDP_E_INVALID;
 	if (c->io.wait_spin_us > 1000)
 		return RUDP_E_INVALID;
@@ -549,7 +553,7 @@ static void make_conn_config(const rudp_config *c, struct rudp_conn_config *cc)
 	cc->connect_timeout_us = (uint64_t)c->connect_timeout_ms * 1000;
 	cc->disconnect_linger_us = (uint64_t)c->disconnect_linger_ms * 1000;
 	cc->protocol_version = c->protocol_version;
-	cc->congestion_control = c->congestion_control == RUDP_CC_AIMD;
+	cc->congestion_control = (uint8_t)c->congestion_control;
 	/* The dedup window must cover whatever a peer may have in flight. */
 	if (cc->recv_window < c->window_frames * 4)
 		cc->recv_window = c->window_frames * 4;

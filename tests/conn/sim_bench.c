@@ -8,7 +8,7 @@
  * shared machine.
  *
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
- *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1]
+ *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -18,9 +18,10 @@
  * per datagram read or sent, reading what arrived meanwhile as one batch
  * (so ACKs cover batches, as on a busy host); use it with tx=0. queue=N
  * gives the tx link a drop-tail queue of N datagrams per direction (0, the
- * default: unbounded); cc=0 turns the congestion window off. It is on by
- * default here although rudp_config_init leaves it off (RUDP_CC_NONE):
- * pass cc=0 to measure what a default librudp does.
+ * default: unbounded); cc= picks the congestion control (0 none, 1 the
+ * AIMD window, 2 the rate controller). The window is on by default here
+ * although rudp_config_init leaves it off (RUDP_CC_NONE): pass cc=0 to
+ * measure what a default librudp does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,7 +75,7 @@ static void run(void **state)
 	cfg.rto_initial_us = 200000;
 	cfg.rto_max_us = 2000000;
 	cfg.recv_window = 8192;
-	cfg.congestion_control = args.cc != 0;
+	cfg.congestion_control = (uint8_t)args.cc;
 	link.queue_max = (uint32_t)args.queue;
 	sim_init(s, args.seed, &cfg, &link);
 	s->timer_granularity_us = args.timer_us;
@@ -102,7 +103,9 @@ static void run(void **state)
 	       args.loss_pm, (unsigned long long)args.delay_us, (unsigned long long)args.tx_us,
 	       (unsigned long long)args.queue, (unsigned long long)args.cpu_us,
 	       (unsigned long long)args.timer_us, args.messages, args.size, (unsigned long long)args.seed,
-	       args.cc ? "on" : "off");
+	       args.cc == 2 ? "rate"
+	       : args.cc    ? "AIMD"
+			    : "off");
 	printf("  time %.4f s  goodput %.2f MiB/s  datagrams %llu (lost %llu, %llu of them at a full "
 	       "queue)\n",
 	       secs, (double)args.messages * args.size / secs / 1048576.0, (unsigned long long)s->dgrams_sent,
@@ -153,7 +156,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: %s [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US] "
-				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1]\n",
+				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2]\n",
 				argv[0]);
 			return 2;
 		}

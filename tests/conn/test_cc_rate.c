@@ -275,6 +275,63 @@ static void test_startup_exit_on_loss_with_queue(void **state)
 	assert_int_not_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
 }
 
+/* The cheap test a connection makes before each datagram says what the
+ * allowance says, at every step of a run that fills the window, runs the
+ * budget dry and waits. */
+static void test_can_send_is_allowance_open(void **state)
+{
+	struct cc_rate cc;
+	struct cc_rate_snapshot snaps[64];
+	uint64_t now = T0, checks = 0, open = 0;
+	uint32_t head = 0, tail = 0;
+
+	(void)state;
+	init_cc(&cc, 0);
+	for (int step = 0; step < 20000; step++) {
+		bool can = cc_rate_can_send(&cc, now);
+
+		assert_int_equal(can, cc_rate_send_allowance(&cc, now) > 0);
+		checks++;
+		open += can;
+		if (can && head - tail < 64) {
+			cc_rate_on_sent(&cc, &snaps[head++ % 64], DGRAM, now);
+		} else if (tail != head && (step % 3 == 0 || head - tail == 64)) {
+			cc_rate_on_acked(&cc, &snaps[tail++ % 64], DGRAM, now);
+			cc_rate_on_ack_end(&cc, now);
+		}
+		now += (uint64_t)(step % 7) * 37;
+	}
+	/* Both answers came up. */
+	assert_true(open > 0 && open < checks);
+}
+
+/* A sender out of data (it waits for replies) may send up to its window
+ * at once after a pause; one only held by a limit of its own keeps the
+ * quantum, like a bulk sender. */
+static void test_out_of_data_bursts_the_window(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	struct cc_rate_config cfg = {.mss = DGRAM, .quantum_us = 4000, .seed = 1};
+	uint64_t now, cap;
+
+	(void)state;
+	cc_rate_init(&cc, &cfg, T0);
+	feeder_init(&f, &cc);
+	feed(&f, 1000000, 20000, 0, 1000000, 0, false);
+	feeder_drain(&f);
+	now = f.now + 100000;
+	cap = cc_rate_pacing_rate(&cc) * 4000 / 1000000;
+	assert_true(cap + DGRAM < cc_rate_cwnd(&cc));
+	cc_rate_on_app_limited(&cc);
+	assert_in_range(cc_rate_send_allowance(&cc, now), cap, cap + 1);
+	cc_rate_on_out_of_data(&cc);
+	assert_int_equal(cc_rate_send_allowance(&cc, now), cc_rate_cwnd(&cc));
+	/* Back to the quantum once the sender is held by its own limit again. */
+	cc_rate_on_app_limited(&cc);
+	assert_in_range(cc_rate_send_allowance(&cc, now), cap, cap + 1);
+}
+
 static void test_pacing_budget(void **state)
 {
 	static struct feeder f;
@@ -1076,7 +1133,9 @@ int main(void)
 		cmocka_unit_test(test_app_limited_samples_keep_the_estimate),
 		cmocka_unit_test(test_state_transitions),
 		cmocka_unit_test(test_startup_exit_on_loss_with_queue),
+		cmocka_unit_test(test_can_send_is_allowance_open),
 		cmocka_unit_test(test_pacing_budget),
+		cmocka_unit_test(test_out_of_data_bursts_the_window),
 		cmocka_unit_test(test_random_loss_does_not_cut_the_rate),
 		cmocka_unit_test(test_growing_queue_limits_the_window),
 		cmocka_unit_test(test_net_one_flow_5mbit),

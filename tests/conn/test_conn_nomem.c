@@ -488,11 +488,16 @@ static void net_init(const struct script *client, const struct script *server)
 	fp.now = net.now;
 }
 
+/* The congestion control the conns get; -1: the default. */
+static int net_cc = -1;
+
 static struct rudp_conn_config net_config(void)
 {
 	struct rudp_conn_config cfg;
 
 	rudp_conn_config_init(&cfg);
+	if (net_cc >= 0)
+		cfg.congestion_control = (uint8_t)net_cc;
 	/* Small datagrams: more of them, and more fragments per message. */
 	cfg.mtu = MTU;
 	/* A window wider than the dedup ring's first 256 bits, so a hole with
@@ -954,6 +959,27 @@ static void test_conversation(void **state)
 	run_all_failure_points("conversation", &sc, 300 * MS);
 }
 
+/* The same conversation with the rate controller, whose per-datagram
+ * records grow on demand: every allocation failing once, and failing for
+ * a spell. Its pacing keeps the flight small, so not every structure the
+ * baseline above grows is grown here (no growth check). */
+static void test_conversation_rate(void **state)
+{
+	const struct scenario sc = {
+		.client = &conv_client,
+		.server = &conv_server,
+		.arm_at_create = false,
+		.storm = 120,
+	};
+
+	(void)state;
+	net_cc = RUDP_CONN_CC_RATE;
+	script_conversation(&conv_client, 23, 400);
+	script_conversation(&conv_server, 24, 200);
+	run_all_failure_points("conversation (rate)", &sc, 300 * MS);
+	net_cc = -1;
+}
+
 /* A graceful disconnect whose 0x15 finds no memory: the client's record
  * ring is full (16 messages queued, not yet acknowledged), so queueing the
  * 0x15 needs it to grow, and every allocation fails for 50 ms. The client
@@ -1006,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_create),
 		cmocka_unit_test(test_handshake),
 		cmocka_unit_test(test_conversation),
+		cmocka_unit_test(test_conversation_rate),
 		cmocka_unit_test(test_disconnect_without_memory),
 	};
 

@@ -121,8 +121,20 @@ static void test_send_errors(void **state)
 }
 
 /* The main proof: mixed reliabilities on several channels both ways. */
-static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t count, uint32_t max_size,
-		      bool perfect_link)
+static bool rate_flight_empty(struct sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		struct rudp_conn_stats st;
+
+		rudp_conn_get_stats(s->ep[i].c, &st);
+		if (st.in_flight_bytes > 0)
+			return false;
+	}
+	return true;
+}
+
+static void run_mixed_cc(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t count, uint32_t max_size,
+			 bool perfect_link, uint8_t cc)
 {
 	struct rudp_conn_config cfg = test_config(mtu);
 	struct sim_link link = {
@@ -142,6 +154,7 @@ static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t co
 	/* Lossy links need patience: at 30 % loss both ways a frame and its ACK
 	 * get through together half the time. */
 	cfg.timeout_us = 120 * SEC;
+	cfg.congestion_control = cc;
 	s = sim_new(seed, &cfg, &link);
 	for (int i = 0; i < 2; i++) {
 		s->ep[i].work = (struct sim_workload){
@@ -183,7 +196,17 @@ static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t co
 	/* Every message was accepted by send and counted once. */
 	assert_int_equal(st[0].messages_sent, count);
 	assert_int_equal(st[1].messages_sent, count);
+	/* The rate controller heard of every datagram exactly once, acked or
+	 * lost, whatever the link did: nothing stays counted in flight. */
+	if (cc == RUDP_CONN_CC_RATE)
+		assert_true(sim_run(s, rate_flight_empty, 10 * SEC));
 	sim_delete(s);
+}
+
+static void run_mixed(uint64_t seed, uint16_t mtu, uint32_t loss_pm, uint32_t count, uint32_t max_size,
+		      bool perfect_link)
+{
+	run_mixed_cc(seed, mtu, loss_pm, count, max_size, perfect_link, RUDP_CONN_CC_NONE);
 }
 
 static void test_mixed_clean_1492(void **state)
@@ -208,6 +231,17 @@ static void test_mixed_loss30_1492(void **state)
 {
 	(void)state;
 	run_mixed(14, 1492, 300, 1500, 2000, false);
+}
+
+/* The same with the rate controller: pacing and its window hold nothing
+ * up for good, on a clean link and through loss, duplicates and reordering. */
+static void test_mixed_rate(void **state)
+{
+	(void)state;
+	run_mixed_cc(21, 1492, 0, 3000, 3000, true, RUDP_CONN_CC_RATE);
+	run_mixed_cc(22, 1200, 50, 3000, 3000, false, RUDP_CONN_CC_RATE);
+	run_mixed_cc(23, 576, 150, 2000, 1500, false, RUDP_CONN_CC_RATE);
+	run_mixed_cc(24, 1492, 300, 1500, 2000, false, RUDP_CONN_CC_RATE);
 }
 
 static void test_mixed_many_seeds(void **state)
@@ -658,7 +692,7 @@ static void test_retransmit_backoff(void **state)
 
 /* The conn config a host with rudp_config_init's RTO defaults gives its
  * conns, with the congestion window on or off. */
-static struct rudp_conn_config host_like_config(bool cc)
+static struct rudp_conn_config host_like_config(uint8_t cc)
 {
 	struct rudp_conn_config cfg = test_config(1492);
 
@@ -705,7 +739,7 @@ static uint64_t run_workload(struct sim *s)
  * Recovery has to come from ACKs and NACKs within about an RTT: any wait
  * for a timer costs a millisecond, hundreds of datagram times.
  */
-static uint64_t run_echo(bool cc, uint64_t seed, uint32_t loss_pm, uint32_t size, uint32_t count,
+static uint64_t run_echo(uint8_t cc, uint64_t seed, uint32_t loss_pm, uint32_t size, uint32_t count,
 			 uint64_t delay_us, uint64_t *retx, uint64_t *lost)
 {
 	struct rudp_conn_config cfg = host_like_config(cc);
@@ -728,9 +762,11 @@ static uint64_t run_echo(bool cc, uint64_t seed, uint32_t loss_pm, uint32_t size
 	print_message(
 		"echo%s %u x %u B, %u per mille each way, %llu us one way, seed %llu: %.4f s, %llu resends, "
 		"%llu datagrams lost\n",
-		cc ? "" : " (no cc)", count, size, loss_pm, (unsigned long long)delay_us,
-		(unsigned long long)seed, (double)took / SEC, (unsigned long long)*retx,
-		(unsigned long long)*lost);
+		cc == RUDP_CONN_CC_RATE ? " (rate)"
+		: cc                    ? ""
+					: " (no cc)",
+		count, size, loss_pm, (unsigned long long)delay_us, (unsigned long long)seed,
+		(double)took / SEC, (unsigned long long)*retx, (unsigned long long)*lost);
 	sim_delete(s);
 	return took;
 }
@@ -902,6 +938,28 @@ static void test_echo_loss_with_cc(void **state)
 	assert_true(run_echo(true, 65, 10, 800, 2000, 5 * MS, &retx, &lost) < plain * 5 / 4);
 }
 
+/*
+ * The same echo with the rate controller (RUDP_CC_RATE). An echo is
+ * application-limited (64 messages out at a time): unless the controller
+ * is told so, its rate samples measure the echo, not the path, and it
+ * paces the echo at its own pace. Random loss does not slow it either.
+ */
+static void test_echo_with_rate(void **state)
+{
+	uint64_t retx, lost, plain;
+
+	(void)state;
+	plain = run_echo(RUDP_CONN_CC_NONE, 61, 0, 800, 10000, 25, &retx, &lost);
+	assert_true(run_echo(RUDP_CONN_CC_RATE, 61, 0, 800, 10000, 25, &retx, &lost) <= plain + plain / 20);
+	for (uint64_t seed = 61; seed < 64; seed++) {
+		plain = run_echo(RUDP_CONN_CC_NONE, seed, 50, 800, 10000, 25, &retx, &lost);
+		assert_true(run_echo(RUDP_CONN_CC_RATE, seed, 50, 800, 10000, 25, &retx, &lost) <
+			    plain + plain / 10);
+	}
+	plain = run_echo(RUDP_CONN_CC_NONE, 65, 10, 800, 2000, 5 * MS, &retx, &lost);
+	assert_true(run_echo(RUDP_CONN_CC_RATE, 65, 10, 800, 2000, 5 * MS, &retx, &lost) < plain * 5 / 4);
+}
+
 static bool server_got_half(struct sim *s)
 {
 	return s->ep[1].rx_messages >= s->ep[0].work.count / 2;
@@ -987,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_loss5_1200),
 		cmocka_unit_test(test_mixed_loss15_576),
 		cmocka_unit_test(test_mixed_loss30_1492),
+		cmocka_unit_test(test_mixed_rate),
 		cmocka_unit_test(test_mixed_many_seeds),
 		cmocka_unit_test(test_large_1mib_loss10),
 		cmocka_unit_test(test_large_split_unreliable),
@@ -1004,6 +1063,7 @@ int main(void)
 		cmocka_unit_test(test_lost_acks_inferred),
 		cmocka_unit_test(test_echo_loss_recovery),
 		cmocka_unit_test(test_echo_loss_with_cc),
+		cmocka_unit_test(test_echo_with_rate),
 		cmocka_unit_test(test_congestion_bottleneck),
 		cmocka_unit_test(test_datagram_seq_jump),
 	};
