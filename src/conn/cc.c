@@ -6,9 +6,8 @@
  * default, up to 4096) in flight whatever the path can carry. Into a queue
  * that cannot hold that, the excess is dropped, every drop is resent, the
  * resends add to the queue, and on a host with many connections behind one
- * socket the drops come faster than recovery: the retransmission storm
- * docs/benchmarks.md measured at 2,048 connections on loopback (which the
- * window shrinks to a third but does not end: there CPU-bound endpoints,
+ * socket the drops come faster than recovery (a retransmission storm,
+ * which the window shrinks but does not end where CPU-bound endpoints,
  * not a network queue, hold the RTT up).
  *
  * The rules are TCP's (RFC 5681), counted in wire bytes of frames:
@@ -28,18 +27,14 @@
  *     is taken for random loss (a radio link) and leaves the window alone,
  *     which is TCP Veno's idea: random loss says nothing about the path's
  *     capacity, and shrinking on it would cost a game on Wi-Fi most of its
- *     throughput (0.12 s instead of 0.076 s for rudp-bench's echo at 5 %
- *     loss in the simulator, test_echo_loss_with_cc). A rule that also
- *     counted loss above an eighth of what was sent as congestion (for
- *     queues too shallow to show in the RTT) was tried and dropped: over
- *     loopback at 5 % random loss it cut rudp-bench's throughput to a third
- *     (docs/benchmarks.md). What does count besides the queue is a resend
- *     lost again (loss.c, declare_lost; conn.c, tell_cc_losses): a full drop-tail queue drops the
- *     resends sent into it, where random loss at p loses a resend with
- *     probability p, so a 5-datagram queue (no RTT signal) is found within
- *     a round trip of overflowing. Before the retransmission timer
- *     restarted on ACK progress, timeouts during recovery played that
- *     part, at the price of spurious ones.
+ *     throughput (test_echo_loss_with_cc). Counting loss above a share of
+ *     what was sent as congestion (for queues too shallow to show in the
+ *     RTT) would take random loss for it too. What does count besides the
+ *     queue is a resend lost again (loss.c, declare_lost; conn.c,
+ *     tell_cc_losses): a full drop-tail queue drops the resends sent into
+ *     it, where random loss at p loses a resend with probability p, so a
+ *     5-datagram queue (no RTT signal) is found within a round trip of
+ *     overflowing.
  *   - A retransmission timeout (nothing acknowledged for an RTO: the path
  *     or the peer went quiet) is the strong signal: ssthresh to half the
  *     window, the window to its floor of two datagrams, and slow start
@@ -70,10 +65,9 @@
 #define CC_MIN_DATAGRAMS 2u
 /* Queueing delay below this is not told apart from the peer's ACK timing
  * (its flush loop), our own timer granularity, and a path's ordinary
- * jitter. A quarter of the minimum RTT on longer paths: with an eighth and
- * 1 ms, rudp-bench's 10 ms RTT + 1 % row (a TUN relay that shares the CPUs
- * with both ends) took its jitter for queueing often enough to lose a
- * fifth of its median throughput (2.4 against 2.9 MiB/s; 2.7 with this). */
+ * jitter. A quarter of the minimum RTT on longer paths: with less, a
+ * relay that shares the CPUs with both ends made its jitter look like a
+ * queue often enough to cost real throughput. */
 #define CC_QUEUE_DELAY_MIN_US 2000u
 
 static uint32_t max_u32(uint32_t a, uint32_t b)
