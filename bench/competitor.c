@@ -166,22 +166,13 @@ pid_t competitor_start(const char *ns_client, const char *ns_server, const char 
 		return -1;
 	memset(sh, 0, sizeof *sh);
 	sh->retrans_bytes = -1;
-	int sync[2];
-	if (pipe(sync) < 0) {
-		competitor_free(sh);
-		return -1;
-	}
-	pid_t pid = fork();
+	int ready;
+	pid_t pid = helper_fork(&ready);
 	if (pid < 0) {
-		close(sync[0]);
-		close(sync[1]);
 		competitor_free(sh);
 		return -1;
 	}
 	if (pid == 0) {
-		close(sync[0]);
-		close_inherited_fds(sync[1]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		bench_install_stop_handler();
 		char addr[64];
 		snprintf(addr, sizeof addr, "%s:%u", server_ip, port);
@@ -198,22 +189,11 @@ pid_t competitor_start(const char *ns_client, const char *ns_server, const char 
 		if (srv >= 0)
 			set_cc(srv, cc);
 		ok = srv >= 0;
-		char c = ok ? 'y' : 'n';
-		ssize_t w = write(sync[1], &c, 1);
-		(void)w;
-		close(sync[1]);
-		if (!ok)
-			_exit(1);
+		helper_ready(ready, ok);
 		competitor_loop(cli, srv, sh);
 		_exit(0);
 	}
-	close(sync[1]);
-	char c = 'n';
-	ssize_t r = read(sync[0], &c, 1);
-	close(sync[0]);
-	if (r != 1 || c != 'y') {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	if (!helper_started(pid, ready)) {
 		competitor_free(sh);
 		return -1;
 	}

@@ -254,22 +254,13 @@ pid_t emu_start(const char *ns_client, const char *ns_server, const struct emu_l
 	};
 	memcpy(cfg.ports, link->flow_port, sizeof cfg.ports);
 	st->queue_limit_bytes = cfg.queue_limit;
-	int sync[2];
-	if (pipe(sync) < 0) {
-		emu_stats_free(st);
-		return -1;
-	}
-	pid_t pid = fork();
+	int ready;
+	pid_t pid = helper_fork(&ready);
 	if (pid < 0) {
-		close(sync[0]);
-		close(sync[1]);
 		emu_stats_free(st);
 		return -1;
 	}
 	if (pid == 0) {
-		close(sync[0]);
-		close_inherited_fds(sync[1]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		/* ppoll wakes within 1 us of a packet's due time, not the
 		 * default 50 us: at 20 Mbit/s a full packet serialises in 600. */
 		prctl(PR_SET_TIMERSLACK, 1000UL);
@@ -278,18 +269,13 @@ pid_t emu_start(const char *ns_client, const char *ns_server, const struct emu_l
 		int fd[2];
 		fd[0] = tun_open(ns_client, "rbtun0");
 		fd[1] = tun_open(ns_server, "rbtun1");
-		char ok = (fd[0] >= 0 && fd[1] >= 0) ? 'y' : 'n';
-		ssize_t w = write(sync[1], &ok, 1);
-		(void)w;
-		close(sync[1]);
-		if (ok != 'y')
-			_exit(1);
+		helper_ready(ready, fd[0] >= 0 && fd[1] >= 0);
 		emu_loop(fd, &cfg, st);
 	}
-	close(sync[1]);
-	char ok = 'n';
-	ssize_t r = read(sync[0], &ok, 1);
-	close(sync[0]);
+	if (!helper_started(pid, ready)) {
+		emu_stats_free(st);
+		return -1;
+	}
 	char mtu[16];
 	snprintf(mtu, sizeof mtu, "%d", EMU_MTU);
 	char *c1[] = {"ip",          "-n",  (char *)ns_client, "addr", "add", EMU_CLIENT_IP, "peer",
@@ -298,7 +284,7 @@ pid_t emu_start(const char *ns_client, const char *ns_server, const struct emu_l
 	char *s1[] = {"ip",          "-n",  (char *)ns_server, "addr", "add", EMU_SERVER_IP, "peer",
 		      EMU_CLIENT_IP, "dev", "rbtun1",          NULL};
 	char *s2[] = {"ip", "-n", (char *)ns_server, "link", "set", "rbtun1", "mtu", mtu, "up", NULL};
-	if (r != 1 || ok != 'y' || run_cmd(c1, NULL) < 0 || run_cmd(c2, NULL) < 0 || run_cmd(s1, NULL) < 0 ||
+	if (run_cmd(c1, NULL) < 0 || run_cmd(c2, NULL) < 0 || run_cmd(s1, NULL) < 0 ||
 	    run_cmd(s2, NULL) < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -156,6 +158,51 @@ void close_inherited_fds(int keep)
 	if (keep > 3)
 		close_range(3, (unsigned)keep - 1, 0);
 	close_range((unsigned)(keep >= 3 ? keep + 1 : 3), ~0u, 0);
+}
+
+pid_t helper_fork(int *ready_fd)
+{
+	int sync[2];
+	if (pipe(sync) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(sync[0]);
+		close(sync[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(sync[0]);
+		close_inherited_fds(sync[1]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		*ready_fd = sync[1];
+		return 0;
+	}
+	close(sync[1]);
+	*ready_fd = sync[0];
+	return pid;
+}
+
+void helper_ready(int ready_fd, bool ok)
+{
+	char c = ok ? 'y' : 'n';
+	ssize_t w = write(ready_fd, &c, 1);
+	(void)w;
+	close(ready_fd);
+	if (!ok)
+		_exit(1);
+}
+
+bool helper_started(pid_t pid, int ready_fd)
+{
+	char c = 'n';
+	ssize_t r = read(ready_fd, &c, 1);
+	close(ready_fd);
+	if (r == 1 && c == 'y')
+		return true;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return false;
 }
 
 bool helper_realtime(void)

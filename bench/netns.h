@@ -23,6 +23,17 @@ int ns_socket(const char *name, int type);
  * descriptor from 3 up but keep. A helper that held the write end of a
  * run's pipe would keep its reader from ever seeing the end. */
 void close_inherited_fds(int keep);
+/* Starts a helper process (emulator, probe, competing flow) that reports
+ * its set-up over a pipe. Returns 0 in the child, which keeps only the
+ * pipe's write end (*ready_fd) of the parent's descriptors and dies with
+ * the parent; the child's pid in the parent (*ready_fd the read end); -1
+ * when it cannot start. */
+pid_t helper_fork(int *ready_fd);
+/* Child: tells the parent whether its set-up worked, and exits if not. */
+void helper_ready(int ready_fd, bool ok);
+/* Parent: the child's word; false when its set-up failed or it died (the
+ * child is then killed and reaped). */
+bool helper_started(pid_t pid, int ready_fd);
 /* Puts the calling helper at SCHED_FIFO priority 10 (the link emulator and
  * the probe: a link keeps its timing whatever else the CPUs run; both
  * sleep between packets). Returns whether it could. */

@@ -102,22 +102,13 @@ pid_t probe_start(const char *ns_client, const char *ns_server, const char *serv
 	if (sh == MAP_FAILED)
 		return -1;
 	memset(sh, 0, sizeof *sh);
-	int sync[2];
-	if (pipe(sync) < 0) {
-		probe_free(sh);
-		return -1;
-	}
-	pid_t pid = fork();
+	int ready;
+	pid_t pid = helper_fork(&ready);
 	if (pid < 0) {
-		close(sync[0]);
-		close(sync[1]);
 		probe_free(sh);
 		return -1;
 	}
 	if (pid == 0) {
-		close(sync[0]);
-		close_inherited_fds(sync[1]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		prctl(PR_SET_TIMERSLACK, 1000UL); /* probes leave on time, to the microsecond */
 		helper_realtime(); /* and are echoed at once however busy the CPUs are */
 		bench_install_stop_handler();
@@ -129,22 +120,11 @@ pid_t probe_start(const char *ns_client, const char *ns_server, const char *serv
 			  bind(srv, (struct sockaddr *)&sin, sizeof sin) == 0;
 		int cli = ok ? ns_socket(ns_client, SOCK_DGRAM) : -1;
 		ok = ok && cli >= 0 && connect(cli, (struct sockaddr *)&sin, sizeof sin) == 0;
-		char c = ok ? 'y' : 'n';
-		ssize_t w = write(sync[1], &c, 1);
-		(void)w;
-		close(sync[1]);
-		if (!ok)
-			_exit(1);
+		helper_ready(ready, ok);
 		probe_loop(cli, srv, interval_us, size, sh);
 		_exit(0);
 	}
-	close(sync[1]);
-	char c = 'n';
-	ssize_t r = read(sync[0], &c, 1);
-	close(sync[0]);
-	if (r != 1 || c != 'y') {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	if (!helper_started(pid, ready)) {
 		probe_free(sh);
 		return -1;
 	}
