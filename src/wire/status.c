@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Text for the RUDP_WIRE_* statuses: what a decoder refused, for logs and tests. */
 #include "wire.h"
 
 const char *rudp_wire_strstatus(int status)
