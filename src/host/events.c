@@ -113,17 +113,15 @@ static int grow_items(struct event_queue *q)
 	return 0;
 }
 
-/* Makes room in the arena for a body of len bytes. The ring grows (its
- * block by the steps of common/body_ring.h) only when the body does not fit
- * in the room the released bodies left, and to hold what it holds plus the
- * body twice (it may skip up to one body at the ring's end). */
-static int arena_make_room(struct event_queue *q, uint64_t len)
+/* Grows the arena for a body of len bytes that does not fit in the room
+ * the released bodies left (event_queue_arena_fits): by the steps of
+ * common/body_ring.h, to hold what it holds plus the body twice (it may
+ * skip up to one body at the ring's end). */
+static int arena_grow(struct event_queue *q, uint64_t len)
 {
 	struct body_ring *r = &q->arena;
 	uint64_t base;
 
-	if (body_ring_fits(r->cap, r->tail, r->head, len))
-		return 0;
 	if (body_ring_grow(r, body_ring_cap_for(r->head - r->tail + 2 * len), 0, &base) != 0)
 		return RUDP_E_NOMEM;
 	for (uint32_t i = 0; i < q->count; i++) {
@@ -137,13 +135,13 @@ static int arena_make_room(struct event_queue *q, uint64_t len)
 /* Bodies of `bytes` in all fit once a single body of that size does: they
  * go in one after another where it would have gone, the first perhaps at
  * the end of the ring and the rest, after one skip, at its start. */
-int event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes)
+int event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes)
 {
 	while (q->cap - q->count < events) {
 		if (grow_items(q) != 0)
 			return RUDP_E_NOMEM;
 	}
-	return bytes ? arena_make_room(q, bytes) : 0;
+	return bytes && !event_queue_arena_fits(q, bytes) ? arena_grow(q, bytes) : 0;
 }
 
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data)
@@ -152,7 +150,7 @@ int event_queue_push(struct event_queue *q, const struct pending_event *e, const
 		return RUDP_E_NOMEM;
 	struct pending_event ev = *e;
 	if (ev.len) {
-		if (arena_make_room(q, ev.len) != 0)
+		if (!event_queue_arena_fits(q, ev.len) && arena_grow(q, ev.len) != 0)
 			return RUDP_E_NOMEM;
 		ev.data_pos = body_ring_push(&q->arena, data, ev.len);
 		q->bytes += ev.len;

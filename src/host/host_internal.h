@@ -167,9 +167,23 @@ void event_queue_release(struct event_queue *q, uint64_t now_us);
  * After event_queue_reserve succeeded, pushes within what it reserved
  * cannot fail. */
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
+/* Whether a body of len bytes fits in the arena now. */
+static inline bool event_queue_arena_fits(const struct event_queue *q, uint64_t len)
+{
+	return body_ring_fits(q->arena.cap, q->arena.tail, q->arena.head, len);
+}
+/* event_queue_reserve's growth, when the room is not there yet. */
+int event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes);
 /* Makes room now for `events` more events whose data add up to `bytes`;
- * 0, or RUDP_E_NOMEM (the queue is as it was, only perhaps larger). */
-int event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes);
+ * 0, or RUDP_E_NOMEM (the queue is as it was, only perhaps larger). Inline:
+ * it is asked once per reliable frame received, and nearly always the room
+ * is there. */
+static inline int event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes)
+{
+	if (q->cap - q->count >= events && (bytes == 0 || event_queue_arena_fits(q, bytes)))
+		return 0;
+	return event_queue_grow(q, events, bytes);
+}
 /* Pops up to max into out (pointers into the arena). */
 int event_queue_pop(struct event_queue *q, rudp_event *out, int max);
 /* Removes queued events of a peer (rudp_peer_reset). */

@@ -2,7 +2,8 @@
 /*
  * Out of memory where a received message is handed to the application.
  * Linked with --wrap for the allocator and for the host's event queue
- * calls (event_queue_push, event_queue_reserve): while the host queues an
+ * calls (event_queue_push, event_queue_grow, which event_queue_reserve
+ * calls when the room is not there yet): while the host queues an
  * event or makes room for one, two allocations in three fail. A client
  * sends reliable messages (ordered on four channels, some split, and
  * unordered) to a server whose application reads a few events per call,
@@ -36,8 +37,8 @@ void *__wrap_calloc(size_t nmemb, size_t size);
 void *__wrap_realloc(void *ptr, size_t size);
 int __real_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
 int __wrap_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
-int __real_event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes);
-int __wrap_event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes);
+int __real_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes);
+int __wrap_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes);
 
 static struct {
 	bool in_delivery; /* inside an event queue call */
@@ -73,10 +74,10 @@ int __wrap_event_queue_push(struct event_queue *q, const struct pending_event *e
 	return r;
 }
 
-int __wrap_event_queue_reserve(struct event_queue *q, uint32_t events, uint64_t bytes)
+int __wrap_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes)
 {
 	fp.in_delivery = true;
-	int r = __real_event_queue_reserve(q, events, bytes);
+	int r = __real_event_queue_grow(q, events, bytes);
 	fp.in_delivery = false;
 	return r;
 }
