@@ -162,6 +162,17 @@ static double m_tput(const struct run *r)
 {
 	return r->throughput;
 }
+/* Single rows with a round trip: the share of what the application window
+ * allows, window x size per RTT (a column cannot go faster, whatever its
+ * loss recovery). */
+static double m_cap_share(const struct run *r)
+{
+	const struct row *row = r->row;
+	if (r->throughput < 0 || row->kind != WL_SINGLE || row->delay_ms <= 0)
+		return -1;
+	double cap = (double)row->window * row->size / (row->delay_ms / 1000.0);
+	return r->throughput * 1048576.0 / cap;
+}
 static double m_p50(const struct run *r)
 {
 	return r->rtt_p50_us;
@@ -698,6 +709,19 @@ static void path_section(FILE *f, const struct plan *p)
 	table(f, p, WL_PATH, "case", d, 4, 0, false);
 }
 
+static bool rtt_row(const struct row *row)
+{
+	return row->kind == WL_SINGLE && row->delay_ms > 0;
+}
+
+static bool any_row(const struct plan *p, row_filter want)
+{
+	for (size_t i = 0; i < p->nrows; i++)
+		if (want(&p->rows[i]))
+			return true;
+	return false;
+}
+
 static bool kind_present(const struct plan *p, enum wl_kind k)
 {
 	for (size_t i = 0; i < p->nrows; i++)
@@ -815,6 +839,12 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		fprintf(f, "### Single connection: throughput (MiB/s, median (min-max))\n\n");
 		metric_fn fs[] = {m_tput};
 		table(f, p, WL_SINGLE, "case", fs, 1, 2, true);
+		if (any_row(p, rtt_row)) {
+			fprintf(f, "Share of the application window's cap (throughput / (window x size per "
+				   "RTT), median (min-max)):\n\n");
+			metric_fn cs[] = {m_cap_share};
+			table_rows(f, p, WL_SINGLE, rtt_row, "case", cs, 1, 2, true);
+		}
 		metric_fn rt[] = {m_p50, m_p99};
 		fprintf(f, "Sequential RTT samples p50 / p99 (µs, median):\n\n");
 		table(f, p, WL_SINGLE, "case", rt, 2, 1, false);
@@ -977,6 +1007,10 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		}
 		jnum(f, "throughput_mib_s", r->ok ? r->throughput : -1);
 		fprintf(f, ", ");
+		if (rtt_row(r->row)) {
+			jnum(f, "window_cap_share", r->ok ? m_cap_share(r) : -1);
+			fprintf(f, ", ");
+		}
 		jnum(f, "rtt_p50_us", r->ok ? r->rtt_p50_us : -1);
 		fprintf(f, ", ");
 		jnum(f, "rtt_p95_us", r->ok ? r->rtt_p95_us : -1);
