@@ -49,8 +49,10 @@
 /* Workload kinds, as named in JSON and on the command line. WL_PATH: bulk
  * echoes over an emulated bottleneck (a warm-up, then a windowed burst on
  * every connection; no RTT samples of its own), optionally with a game
- * stream on connection 0. */
-enum wl_kind { WL_SINGLE, WL_SPARSE, WL_MANY, WL_LOADED, WL_PATH, WL_KINDS };
+ * stream on connection 0. WL_STREAM: one connection's warm-up, then only
+ * the game stream's reliable-ordered messages, `messages` ticks of them,
+ * each echo's RTT from its tick a sample. */
+enum wl_kind { WL_SINGLE, WL_SPARSE, WL_MANY, WL_LOADED, WL_PATH, WL_STREAM, WL_KINDS };
 
 /* Message streams (byte [1] of a message). */
 enum wl_stream { WL_STREAM_BULK, WL_STREAM_GAME_UNRELIABLE, WL_STREAM_GAME_RELIABLE };
@@ -68,7 +70,7 @@ struct wl_params {
 	uint32_t window; /* messages awaiting their echo per connection in the burst */
 	uint32_t warmup; /* sequential echoes per connection before timing (untimed) */
 	uint32_t samples; /* sequential RTT samples per connection (single, sparse) */
-	uint64_t messages; /* burst messages in total over all connections */
+	uint64_t messages; /* burst messages in total over all connections; stream: game ticks */
 	uint32_t mtu; /* datagram budget the driver should use (its own meaning) */
 	uint32_t stall_ms; /* no verified echo for this long: the run fails */
 	uint32_t game_hz; /* game stream ticks per second on connection 0; 0: none */
@@ -135,6 +137,10 @@ struct wl {
 	/* Bytes the transport resent, both directions, where the client's
 	 * driver knows them (TCP_INFO, KCP's xmit); -1 otherwise. */
 	int64_t resent_bytes;
+	/* Bytes the client's transport sent over the run, resends and its own
+	 * headers included as far as the driver can count them (librudp: UDP
+	 * payload; TCP: tcpi_bytes_sent); -1 where it cannot. */
+	int64_t wire_bytes;
 	/* Path rows: each connection's verified burst messages at the moment
 	 * the first connection finished its burst (Jain's index). */
 	uint32_t *first_done;
@@ -274,6 +280,9 @@ int64_t bench_tcp_bytes_retrans(int fd);
 extern int bench_cc;
 /* "none", "aimd", "rate" as the RUDP_CC_ value; -1 for anything else. */
 int bench_cc_from_name(const char *name);
+/* Bytes TCP sent on this socket, resends included (TCP_INFO
+ * tcpi_bytes_sent), -1 if the kernel does not say. */
+int64_t bench_tcp_bytes_sent(int fd);
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
 void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */

@@ -273,6 +273,10 @@ int enet_client_drv(const char *column, const struct drv_client_opts *o, struct 
 	rc = 0;
 out:
 	free(peer);
+	/* UDP payload bytes; a 32-bit count that wraps past 4 GiB, so only the
+	 * stream rows' (a few MB) are told. */
+	if (h && w->p.kind == WL_STREAM)
+		w->wire_bytes = h->totalSentData;
 	if (h)
 		enet_host_destroy(h);
 	enet_deinitialize();

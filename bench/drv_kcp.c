@@ -241,6 +241,7 @@ struct kconn {
 	ikcpcb *kcp;
 	int fd;
 	uint64_t pushed, given; /* PUSH data bytes put out; bytes given to ikcp_send */
+	uint64_t wire; /* bytes of every datagram it sent */
 };
 
 static int client_output(const char *buf, int len, ikcpcb *kcp, void *user)
@@ -248,6 +249,7 @@ static int client_output(const char *buf, int len, ikcpcb *kcp, void *user)
 	(void)kcp;
 	struct kconn *k = user;
 	k->pushed += pushed_bytes(buf, len);
+	k->wire += (uint64_t)len;
 	return (int)send(k->fd, buf, (size_t)len, 0);
 }
 
@@ -347,8 +349,9 @@ int kcp_client_drv(const char *column, const struct drv_client_opts *o, struct w
 	}
 	rc = 0;
 out:
-	w->resent_bytes = 0;
+	w->resent_bytes = w->wire_bytes = 0;
 	for (uint32_t c = 0; c < nc; c++) {
+		w->wire_bytes += (int64_t)k[c].wire;
 		if (k[c].pushed > k[c].given)
 			w->resent_bytes += (int64_t)(k[c].pushed - k[c].given);
 		if (k[c].kcp)

@@ -596,7 +596,7 @@ out:
 	/* What the protocol resent to get the run through: spurious resends
 	 * show as the other side's duplicates. */
 	if (t.h && t.peer) {
-		w->frames_resent = w->duplicates_in = w->resent_spurious = 0;
+		w->frames_resent = w->duplicates_in = w->resent_spurious = w->wire_bytes = 0;
 		memset(w->resent_by_cause, 0, sizeof w->resent_by_cause);
 		for (uint32_t c = 0; c < nc; c++) {
 			rudp_peer_stats st;
@@ -608,6 +608,7 @@ out:
 				w->resent_by_cause[2] += (int64_t)st.resent_probe;
 				w->resent_by_cause[3] += (int64_t)st.resent_timeout;
 				w->resent_spurious += (int64_t)st.resent_spurious;
+				w->wire_bytes += (int64_t)st.bytes_sent;
 			}
 		}
 		/* Bytes, estimated: frames resent times the mean message handed

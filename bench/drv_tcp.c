@@ -65,6 +65,17 @@ int64_t bench_tcp_bytes_retrans(int fd)
 	return (int64_t)ti.tcpi_bytes_retrans;
 }
 
+int64_t bench_tcp_bytes_sent(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof ti.tcpi_bytes_sent)
+		return -1;
+	return (int64_t)ti.tcpi_bytes_sent;
+}
+
 static int set_nodelay(int fd)
 {
 	int one = 1;
@@ -519,10 +530,12 @@ int tcp_client(const char *column, const struct drv_client_opts *o, struct wl *w
 	}
 	rc = 0;
 out:
-	w->resent_bytes = 0;
+	w->resent_bytes = w->wire_bytes = 0;
 	for (uint32_t c = 0; c < nc; c++) {
 		int64_t r = t.k[c].fd >= 0 ? bench_tcp_bytes_retrans(t.k[c].fd) : -1;
 		w->resent_bytes = w->resent_bytes < 0 || r < 0 ? -1 : w->resent_bytes + r;
+		int64_t s = t.k[c].fd >= 0 ? bench_tcp_bytes_sent(t.k[c].fd) : -1;
+		w->wire_bytes = w->wire_bytes < 0 || s < 0 ? -1 : w->wire_bytes + s;
 		if (t.k[c].fd >= 0)
 			close(t.k[c].fd);
 		free(t.k[c].buf);

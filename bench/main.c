@@ -162,7 +162,7 @@ static void sub_usage(void)
 		"usage: rudp-bench server --column C --bind ADDR:PORT [--mtu N] [--conns N] [--workers N]\n"
 		"                  [--wait-spin-us N] [--tcp-cc NAME] [--cc none|aimd|rate]\n"
 		"       rudp-bench client --column C --connect ADDR:PORT [--workload single|sparse|many|"
-		"loaded|path]\n"
+		"loaded|path|stream]\n"
 		"                  [--size N] [--connections N] [--window N] [--warmup N] [--samples N]\n"
 		"                  [--messages N] [--mtu N] [--stall-ms N] [--wait-spin-us N]\n"
 		"                  [--game-hz N --game-size N] [--tcp-cc NAME] [--cc none|aimd|rate]\n");
@@ -626,6 +626,10 @@ static int parse_result(const char *out, struct run *r)
 			r->client_spurious = spurious;
 		}
 	}
+	const char *wb = strstr(p, " wire_bytes=");
+	long long wire;
+	if (wb && (!eol || wb < eol) && sscanf(wb, " wire_bytes=%lld", &wire) == 1 && wire >= 0)
+		r->wire_bytes = wire;
 	r->verified_msgs = verified;
 	r->messages = messages;
 	r->verified = verified == messages;
@@ -657,7 +661,7 @@ static int run_one(struct run *r, int seq, bool use_ns)
 	char out[4096] = "", served[4096] = "";
 	int rc = -1;
 	r->rcvbuf_errors = -1;
-	r->client_resent = r->client_dups = r->client_spurious = -1;
+	r->client_resent = r->client_dups = r->client_spurious = r->wire_bytes = -1;
 	for (int i = 0; i < 4; i++)
 		r->client_resent_why[i] = -1;
 	for (int i = 0; i < PF_COUNT; i++)
@@ -959,8 +963,10 @@ static void usage(void)
 		"       rudp-bench link-check --rate MBIT [--queue-ms MS] [--delay RTT_MS] [--loss PCT]\n"
 		"                  (measures the link emulator against what it was asked for)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
-		"         enet raw-udp; workloads: single sparse many loaded path (path: in --full, or when\n"
-		"         named; --case 'a:' .. 'e:' picks one of its rows)\n");
+		"         enet raw-udp; workloads: single sparse many loaded path stream (path, stream: in\n"
+		"         --full, or when named); --case TEXT: the rows whose label holds TEXT ('a:' .. "
+		"'e:'\n"
+		"         a path row, '50 ms' a single row)\n");
 }
 
 static void list_columns(void)

@@ -12,7 +12,7 @@
 
 #include "report.h"
 
-const char *const wl_kind_names[WL_KINDS] = {"single", "sparse", "many", "loaded", "path"};
+const char *const wl_kind_names[WL_KINDS] = {"single", "sparse", "many", "loaded", "path", "stream"};
 static const char *const *kind_names = wl_kind_names;
 
 uint32_t row_mtu(const struct row *row, int column)
@@ -148,6 +148,7 @@ static struct row mk(enum wl_kind kind, uint32_t size, uint32_t conns, uint64_t 
 		snprintf(r.label, sizeof r.label, "%u B x %s, %s", size, c, l);
 		break;
 	case WL_PATH: /* made by mk_path */
+	case WL_STREAM: /* made by mk_stream */
 	case WL_KINDS: break;
 	}
 	return r;
@@ -155,6 +156,12 @@ static struct row mk(enum wl_kind kind, uint32_t size, uint32_t conns, uint64_t 
 
 static void finish_row(struct row *r)
 {
+	if (r->kind == WL_STREAM) {
+		/* Bounded by the ticks, whatever the column: 60 s to spare. */
+		r->estimate_s = 1 + r->warmup * r->delay_ms / 1000.0 + (double)r->messages / r->game_hz;
+		r->timeout_s = (unsigned)(60 + r->estimate_s * 3);
+		return;
+	}
 	if (r->kind == WL_PATH) {
 		/* The warm-up, then the burst at 80 % of the link (the
 		 * competing flow's half of it where there is one). */
@@ -187,6 +194,65 @@ static void finish_row(struct row *r)
 			      : r->estimate_s;
 	double t = slow * 20 + 60;
 	r->timeout_s = t > 1800 ? 1800 : (unsigned)t;
+}
+
+/* Stream rows: one connection's reliable-ordered messages at a fixed rate,
+ * each echo's RTT counted from the tick it was due at (issue 45). */
+#define STREAM_HZ 60
+#define STREAM_SIZE 400
+#define STREAM_TICKS 600 /* 10 s at 60 Hz */
+#define STREAM_WARMUP 10
+
+static void stream_label(struct row *r)
+{
+	char l[64];
+	loss_label(l, sizeof l, r->loss_pct, r->delay_ms);
+	snprintf(r->label, sizeof r->label, "%u B at %u Hz, %s", r->game_size, r->game_hz, l);
+}
+
+static struct row mk_stream(double rtt, double loss, uint32_t ticks)
+{
+	struct row r;
+	memset(&r, 0, sizeof r);
+	r.kind = WL_STREAM;
+	r.workload_name = kind_names[WL_STREAM];
+	r.size = STREAM_SIZE; /* the warm-up's messages */
+	r.conns = 1;
+	r.window = 1;
+	r.warmup = STREAM_WARMUP;
+	r.messages = ticks;
+	r.game_hz = STREAM_HZ;
+	r.game_size = STREAM_SIZE;
+	r.delay_ms = rtt;
+	r.loss_pct = loss;
+	stream_label(&r);
+	return r;
+}
+
+static void add_stream_rows(struct row *all, size_t *n)
+{
+	static const double loss[] = {0, 1, 5};
+	for (size_t i = 0; i < sizeof loss / sizeof loss[0]; i++)
+		all[(*n)++] = mk_stream(20, loss[i], STREAM_TICKS);
+}
+
+/* Loss recovery at long round trips (issue 45): one connection, 800 B,
+ * window 64, so the application caps it at 64 x 800 B per RTT (1 MB/s at
+ * 50 ms). The counts give about 8 s of burst at 60 % of that cap, 6 s at
+ * 80 %; the sequential phase is cut to 50 echoes (5 s at 100 ms instead of
+ * 40 s), so that a run takes 10 to 15 s. */
+static void add_long_rtt_rows(struct row *all, size_t *n)
+{
+	static const struct {
+		double rtt, loss;
+		uint64_t messages;
+	} longs[] = {{50, 1, 8000}, {100, 2, 3000}};
+	for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
+		struct row r = mk(WL_SINGLE, 800, 1, longs[i].messages, longs[i].loss, longs[i].rtt);
+		r.warmup = 10;
+		r.samples = 40;
+		all[(*n)++] = r;
+	}
 }
 
 /* The path rows of BENCH.md: (a) one connection on a slow link, (b) eight
@@ -274,6 +340,9 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		all[n++].warmup = 3;
 		all[n] = mk_path('t', 1, 20, 20, 20, 0, false, true, 0.4);
 		all[n++].warmup = 3;
+		/* A stream row only with --workload stream: half a second. */
+		all[n] = mk_stream(20, 1, 30);
+		all[n++].warmup = 3;
 		break;
 	case MODE_QUICK:
 		all[n++] = mk(WL_SINGLE, 800, 1, 50000, 0, 0);
@@ -286,6 +355,7 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		/* Path rows only when asked for (--workload path): they
 		 * would more than double the quick run's time. */
 		add_path_rows(all, &n, PATH_SECONDS);
+		add_stream_rows(all, &n);
 		break;
 	case MODE_FULL:
 		all[n++] = mk(WL_SINGLE, 800, 1, 200000, 0, 0);
@@ -296,6 +366,7 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		all[n++] = mk(WL_SINGLE, 64, 1, 100000, 5, 0);
 		all[n++] = mk(WL_SINGLE, 4096, 1, 50000, 0, 0);
 		all[n++] = mk(WL_SINGLE, 800, 1, 3000, 1, 10);
+		add_long_rtt_rows(all, &n);
 		all[n++] = mk(WL_SPARSE, 800, 1, 0, 0, 0);
 		for (int loss = 0; loss <= 1; loss++) {
 			static const uint32_t c800[] = {64, 256, 1024, 2048}, c64[] = {64, 1024};
@@ -308,6 +379,7 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 					all[n++] = mk(WL_LOADED, s ? 800 : 64, c64[i], 262144, loss, 0);
 		}
 		add_path_rows(all, &n, PATH_SECONDS);
+		add_stream_rows(all, &n);
 		break;
 	}
 	/* --loss / --delay / --rate / --queue-ms replace the fixed impairment
@@ -325,6 +397,16 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 					&r, (double)r.messages * r.size * 8 /
 						    (all[i].rate_mbit * 1e6 * (r.competitor ? 0.5 : 1.0)));
 				path_label(&r);
+				all[m++] = r;
+				continue;
+			}
+			if (r.kind == WL_STREAM) {
+				/* One copy: the no-loss row with what is given. */
+				if (r.loss_pct > 0 || o->rate_mbit > 0)
+					continue;
+				r.loss_pct = o->loss_pct >= 0 ? o->loss_pct : r.loss_pct;
+				r.delay_ms = o->delay_ms >= 0 ? o->delay_ms : r.delay_ms;
+				stream_label(&r);
 				all[m++] = r;
 				continue;
 			}
@@ -361,8 +443,9 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 		struct row *r = &all[i];
 		if (!in_list(o->workloads, r->workload_name))
 			continue;
-		/* Outside --full, path rows run only when --workload names them. */
-		if (r->kind == WL_PATH && o->mode != MODE_FULL && !o->workloads)
+		/* Outside --full, path and stream rows run only when --workload
+		 * names them. */
+		if ((r->kind == WL_PATH || r->kind == WL_STREAM) && o->mode != MODE_FULL && !o->workloads)
 			continue;
 		if (o->case_filter && !strstr(r->label, o->case_filter))
 			continue;

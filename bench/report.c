@@ -162,6 +162,35 @@ static double m_tput(const struct run *r)
 {
 	return r->throughput;
 }
+/* Single rows with a round trip: the share of what the application window
+ * allows, window x size per RTT (a column cannot go faster, whatever its
+ * loss recovery). */
+static double m_cap_share(const struct run *r)
+{
+	const struct row *row = r->row;
+	if (r->throughput < 0 || row->kind != WL_SINGLE || row->delay_ms <= 0)
+		return -1;
+	double cap = (double)row->window * row->size / (row->delay_ms / 1000.0);
+	return r->throughput * 1048576.0 / cap;
+}
+/* Messages the client sent in a run: a stream row's ticks are not among
+ * the workload's messages the RESULT line counts. */
+static uint64_t sent_messages(const struct run *r)
+{
+	const struct row *row = r->row;
+	return row->kind == WL_STREAM ? row->warmup + row->samples + row->messages : r->messages;
+}
+
+/* Bytes the client's transport sent per message it sent; resends and
+ * headers count, so the same figure at 0 % loss is the baseline a
+ * loss-free link costs. */
+static double m_wire_per_msg(const struct run *r)
+{
+	uint64_t sent = sent_messages(r);
+	if (r->wire_bytes < 0 || sent == 0)
+		return -1;
+	return (double)r->wire_bytes / (double)sent;
+}
 static double m_p50(const struct run *r)
 {
 	return r->rtt_p50_us;
@@ -177,6 +206,10 @@ static double m_p99(const struct run *r)
 static double m_p50ms(const struct run *r)
 {
 	return r->rtt_p50_us < 0 ? -1 : r->rtt_p50_us / 1000;
+}
+static double m_p95ms(const struct run *r)
+{
+	return r->rtt_p95_us < 0 ? -1 : r->rtt_p95_us / 1000;
 }
 static double m_p99ms(const struct run *r)
 {
@@ -235,9 +268,9 @@ static double m_why_timeout(const struct run *r)
  * lengths compare. */
 static double m_resent_pct(const struct run *r)
 {
-	return r->client_resent < 0 || r->messages == 0
+	return r->client_resent < 0 || sent_messages(r) == 0
 		       ? -1
-		       : 100.0 * (double)r->client_resent / (double)r->messages;
+		       : 100.0 * (double)r->client_resent / (double)sent_messages(r);
 }
 
 static bool row_has_runs(const struct plan *p, const struct row *row)
@@ -698,6 +731,19 @@ static void path_section(FILE *f, const struct plan *p)
 	table(f, p, WL_PATH, "case", d, 4, 0, false);
 }
 
+static bool rtt_row(const struct row *row)
+{
+	return row->kind == WL_SINGLE && row->delay_ms > 0;
+}
+
+static bool any_row(const struct plan *p, row_filter want)
+{
+	for (size_t i = 0; i < p->nrows; i++)
+		if (want(&p->rows[i]))
+			return true;
+	return false;
+}
+
 static bool kind_present(const struct plan *p, enum wl_kind k)
 {
 	for (size_t i = 0; i < p->nrows; i++)
@@ -815,6 +861,12 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		fprintf(f, "### Single connection: throughput (MiB/s, median (min-max))\n\n");
 		metric_fn fs[] = {m_tput};
 		table(f, p, WL_SINGLE, "case", fs, 1, 2, true);
+		if (any_row(p, rtt_row)) {
+			fprintf(f, "Share of the application window's cap (throughput / (window x size per "
+				   "RTT), median (min-max)):\n\n");
+			metric_fn cs[] = {m_cap_share};
+			table_rows(f, p, WL_SINGLE, rtt_row, "case", cs, 1, 2, true);
+		}
 		metric_fn rt[] = {m_p50, m_p99};
 		fprintf(f, "Sequential RTT samples p50 / p99 (µs, median):\n\n");
 		table(f, p, WL_SINGLE, "case", rt, 2, 1, false);
@@ -858,6 +910,19 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		failures(f, p, WL_LOADED);
 		if (charts)
 			chart(p, WL_LOADED, dir, "loaded", "p99 RTT under load (us)", m_p99, m, f);
+	}
+	if (kind_present(p, WL_STREAM)) {
+		fprintf(f, "### Stream: one connection's reliable-ordered messages at a fixed rate, echo RTT "
+			   "from each message's tick p50 / p95 / p99 (ms, median of rounds)\n\n");
+		metric_fn fs[] = {m_p50ms, m_p95ms, m_p99ms};
+		table(f, p, WL_STREAM, "case", fs, 3, 1, false);
+		fprintf(f, "Bytes the client's transport sent per message, resends and its headers included "
+			   "(median; -: the column cannot tell):\n\n");
+		metric_fn wb[] = {m_wire_per_msg};
+		table(f, p, WL_STREAM, "case", wb, 1, 0, false);
+		rss_table(f, p, WL_STREAM);
+		resend_table(f, p, WL_STREAM);
+		failures(f, p, WL_STREAM);
 	}
 	if (kind_present(p, WL_PATH)) {
 		path_section(f, p);
@@ -977,6 +1042,15 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 		}
 		jnum(f, "throughput_mib_s", r->ok ? r->throughput : -1);
 		fprintf(f, ", ");
+		if (rtt_row(r->row)) {
+			jnum(f, "window_cap_share", r->ok ? m_cap_share(r) : -1);
+			fprintf(f, ", ");
+		}
+		if (r->ok && r->wire_bytes >= 0) {
+			fprintf(f, "\"wire_bytes\": %lld, ", (long long)r->wire_bytes);
+			jnum(f, "wire_bytes_per_msg", m_wire_per_msg(r));
+			fprintf(f, ", ");
+		}
 		jnum(f, "rtt_p50_us", r->ok ? r->rtt_p50_us : -1);
 		fprintf(f, ", ");
 		jnum(f, "rtt_p95_us", r->ok ? r->rtt_p95_us : -1);

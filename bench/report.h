@@ -105,6 +105,9 @@ struct run {
 	 * those shown unneeded (rudp_peer_stats.resent_spurious); -1: not
 	 * reported. */
 	int64_t client_resent_why[4], client_spurious;
+	/* Bytes the client's transport sent (RESULT wire_bytes); -1: the
+	 * column cannot tell. */
+	int64_t wire_bytes;
 	double seconds;
 	char impairment[256];
 	char error[256];

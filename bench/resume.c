@@ -319,6 +319,12 @@ static int run_pair(void *ctx, const char *key, const struct jv *v)
 		else
 			r->client_dups = (int64_t)d;
 		return 0;
+	} else if (!strcmp(key, "wire_bytes")) {
+		/* Optional (columns that can count them; files from before lack it). */
+		if (figure(v, &d) < 0 || (d < 0 && v->type != JV_NULL))
+			return -1;
+		r->wire_bytes = (int64_t)d;
+		return 0;
 	} else if (!strncmp(key, "client_resent_", 14)) {
 		/* Optional too: by cause, and those shown unneeded. */
 		static const char *const why[] = {"nack", "inferred", "probe", "timeout"};
@@ -484,7 +490,7 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 		struct old_run *o = &old[nold];
 		memset(o, 0, sizeof *o);
 		o->r.rcvbuf_errors = -1;
-		o->r.client_resent = o->r.client_dups = o->r.client_spurious = -1;
+		o->r.client_resent = o->r.client_dups = o->r.client_spurious = o->r.wire_bytes = -1;
 		for (int w = 0; w < 4; w++)
 			o->r.client_resent_why[w] = -1;
 		for (int k = 0; k < PF_COUNT; k++)

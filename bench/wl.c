@@ -221,17 +221,22 @@ int wl_init(struct wl *w, const struct wl_params *p)
 {
 	memset(w, 0, sizeof *w);
 	w->p = *p;
-	w->frames_resent = w->duplicates_in = w->resent_bytes = -1;
+	w->frames_resent = w->duplicates_in = w->resent_bytes = w->wire_bytes = -1;
+	bool stream = p->kind == WL_STREAM;
 	if (p->size < BENCH_HDR || p->size > BENCH_MAX_SIZE || p->conns == 0 || p->conns > BENCH_MAX_CONNS ||
 	    p->window == 0 ||
-	    (p->game_hz &&
-	     (p->game_hz > 1000 || p->game_size < BENCH_HDR || p->game_size > 65536 || p->kind != WL_PATH))) {
+	    (p->game_hz && (p->game_hz > 1000 || p->game_size < BENCH_HDR || p->game_size > 65536 ||
+			    (p->kind != WL_PATH && !stream))) ||
+	    (stream &&
+	     (!p->game_hz || p->conns != 1 || p->messages == 0 || p->messages > 600ull * p->game_hz))) {
 		snprintf(w->err, sizeof w->err,
 			 "bad workload: size %u (min %u), %u connections, window %u, game %u Hz x %u B "
-			 "(path rows only)",
+			 "(path and stream rows only; a stream: 1 connection, 1 to 600 s of ticks)",
 			 p->size, BENCH_HDR, p->conns, p->window, p->game_hz, p->game_size);
 		return -1;
 	}
+	/* A stream's messages are the game's: no burst of workload messages. */
+	uint64_t bulk = stream ? 0 : p->messages;
 	if (w->p.stall_ms == 0)
 		w->p.stall_ms = 15000;
 	w->slot_count = p->window;
@@ -252,7 +257,7 @@ int wl_init(struct wl *w, const struct wl_params *p)
 			goto nomem;
 		/* Random filler once; per message only the header and tag change. */
 		fill_random(k->slots, (size_t)w->slot_count * w->slot_bytes, &seed);
-		uint64_t share = p->messages / p->conns + (i < p->messages % p->conns ? 1 : 0);
+		uint64_t share = bulk / p->conns + (i < bulk % p->conns ? 1 : 0);
 		k->pre = p->warmup + p->samples;
 		k->total = k->pre + (uint32_t)share;
 		w->total += k->total;
@@ -261,7 +266,7 @@ int wl_init(struct wl *w, const struct wl_params *p)
 		ready_push(w, i);
 	}
 	w->rtt_cap = (uint64_t)p->conns * p->samples;
-	if (p->kind == WL_MANY || p->kind == WL_LOADED)
+	if (p->kind == WL_MANY || p->kind == WL_LOADED || stream)
 		w->rtt_cap += p->messages;
 	w->rtt_us = malloc((w->rtt_cap ? w->rtt_cap : 1) * sizeof *w->rtt_us);
 	if (!w->rtt_us)
@@ -320,19 +325,32 @@ static void build(uint8_t *slot, uint32_t size, uint32_t c, uint32_t id, unsigne
 	put_le64(m + 24, msg_hash(m, size));
 }
 
+static void game_check(struct wl *w, uint64_t now);
+
 uint8_t *wl_game_next(struct wl *w, enum wl_stream *stream)
 {
 	struct wl_game *g = &w->game;
 	if (!g->ticking)
 		return NULL;
+	bool stream_row = w->p.kind == WL_STREAM;
 	if (g->due == 0) {
-		if (bench_now_ns() < g->next_tick_ns)
+		uint64_t now = bench_now_ns();
+		if (stream_row && g->s[1].sent >= w->p.messages) {
+			/* The stream's ticks are all sent: its echoes end the run. */
+			g->ticking = false;
+			g->stopped = true;
+			g->stop_ns = now;
+			game_check(w, now);
+			return NULL;
+		}
+		if (now < g->next_tick_ns)
 			return NULL;
 		/* A late driver catches up tick by tick: every tick sends its
-		 * messages, stamped with the time it was due. */
+		 * messages, stamped with the time it was due. A stream's tick
+		 * has only the reliable-ordered one. */
 		g->tick_ns = g->next_tick_ns;
 		g->next_tick_ns += g->period_ns;
-		g->due = 2;
+		g->due = stream_row ? 1 : 2;
 	}
 	int i = 2 - g->due--;
 	struct wl_game_stream *s = &g->s[i];
@@ -445,7 +463,7 @@ static int verify(struct wl *w, uint32_t c, const uint8_t *m, size_t len)
 		for (uint32_t i = 0; i < w->p.conns; i++)
 			w->first_done[i] = w->c[i].done > w->c[i].pre ? w->c[i].done - w->c[i].pre : 0;
 	}
-	if (c == 0 && k->done == k->total && w->game.ticking) {
+	if (c == 0 && k->done == k->total && w->game.ticking && w->p.kind == WL_PATH) {
 		w->game.ticking = false;
 		w->game.stopped = true;
 		w->game.stop_ns = now;
@@ -484,8 +502,12 @@ static int verify_game(struct wl *w, uint32_t c, const uint8_t *m, size_t len, u
 		return -1;
 	}
 	uint64_t now = bench_now_ns();
+	float rtt_us = (float)((double)(now - get_le64(m + 16)) / 1000.0);
 	if (s->rtt_n < s->rtt_cap)
-		s->rtt_us[s->rtt_n++] = (float)((double)(now - get_le64(m + 16)) / 1000.0);
+		s->rtt_us[s->rtt_n++] = rtt_us;
+	/* A stream row's RTT figures are its messages'. */
+	if (w->p.kind == WL_STREAM && w->rtt_n < w->rtt_cap)
+		w->rtt_us[w->rtt_n++] = rtt_us;
 	s->next = id + 1;
 	s->received++;
 	w->last_progress_ns = now;
@@ -626,6 +648,8 @@ void wl_report(struct wl *w)
 		       " resent_probe=%" PRId64 " resent_timeout=%" PRId64 " resent_spurious=%" PRId64,
 		       w->frames_resent, w->duplicates_in, w->resent_by_cause[0], w->resent_by_cause[1],
 		       w->resent_by_cause[2], w->resent_by_cause[3], w->resent_spurious);
+	if (w->wire_bytes >= 0)
+		printf(" wire_bytes=%" PRId64, w->wire_bytes);
 	if (w->p.kind == WL_PATH)
 		report_path(w);
 	printf("\n");

@@ -18,7 +18,9 @@
 // Path rows (--workload path) may add a game stream on connection 0
 // (--game-hz, --game-size). It goes in-band on that connection's one
 // stream, both its unreliable-sequenced and reliable-ordered messages
-// (byte [1] of a message says which), as bench.h describes.
+// (byte [1] of a message says which), as bench.h describes. A stream row
+// (--workload stream) is that game stream alone, reliable-ordered only,
+// --messages ticks of it after the warm-up.
 package main
 
 /*
@@ -406,6 +408,9 @@ func (k *conn) gameTicks(p *params, st quic.Stream, stop <-chan struct{}, done c
 		}
 		k.wmu.Lock()
 		for i := range k.game {
+			if p.kind == "stream" && i == 0 {
+				continue // a stream row's ticks carry the reliable-ordered message only
+			}
 			g := &k.game[i]
 			fill(g.slot, k.id, g.sent, p.gameSize, byte(streamUnreliable+i), next)
 			if _, err := st.Write(g.slot); err != nil {
@@ -414,7 +419,11 @@ func (k *conn) gameTicks(p *params, st quic.Stream, stop <-chan struct{}, done c
 			}
 			g.sent++
 		}
+		done := p.kind == "stream" && uint64(k.game[1].sent) >= p.messages
 		k.wmu.Unlock()
+		if done {
+			return
+		}
 		next += uint64(period)
 	}
 }
@@ -439,7 +448,11 @@ func (k *conn) verifyGame(p *params, m []byte, stream byte) {
 	if binary.LittleEndian.Uint64(m[32:]) != tag(k.id, id, stream) || binary.LittleEndian.Uint64(m[24:]) != hash(m) {
 		fail("game %s message %d: payload hash mismatch", name, id)
 	}
-	g.rtt = append(g.rtt, float32(float64(nowNs()-binary.LittleEndian.Uint64(m[16:]))/1000.0))
+	rtt := float32(float64(nowNs()-binary.LittleEndian.Uint64(m[16:])) / 1000.0)
+	g.rtt = append(g.rtt, rtt)
+	if p.kind == "stream" {
+		k.rtt = append(k.rtt, rtt) // a stream row's RTT figures are its messages'
+	}
 	g.next = id + 1
 	g.received++
 	atomic.AddInt64(&progress, 1)
@@ -556,9 +569,13 @@ func client(addr string, p *params) {
 			}
 		}
 	}()
+	bulk := p.messages
+	if p.kind == "stream" {
+		bulk = 0 // a stream row's messages are its ticks
+	}
 	for i := uint32(0); i < p.conns; i++ {
-		share := p.messages / uint64(p.conns)
-		if uint64(i) < p.messages%uint64(p.conns) {
+		share := bulk / uint64(p.conns)
+		if uint64(i) < bulk%uint64(p.conns) {
 			share++
 		}
 		k := &conn{id: i, slotBytes: 4 + p.size, pre: p.warmup + p.samples}
@@ -626,7 +643,14 @@ func client(addr string, p *params) {
 					}
 				}
 			})
-			if stopGame != nil {
+			if p.kind == "stream" && stopGame != nil {
+				// The ticks stop by themselves after the row's count;
+				// each is echoed in-band, after the ones before it.
+				for uint64(k.game[1].received) < p.messages {
+					k.deliver(p, readRecord(st, buf, p))
+				}
+				<-gameDone
+			} else if stopGame != nil {
 				// The ticks stop with the workload; every game message
 				// sent is echoed in-band, after the ones before it.
 				close(stopGame)
@@ -723,8 +747,13 @@ func main() {
 	p.size, p.conns, p.window = uint32(*size), uint32(*connections), uint32(*window)
 	p.warmup, p.samples, p.stallMs = uint32(*warmup), uint32(*samples), uint32(*stall)
 	p.gameHz, p.gameSize = uint32(*gameHz), uint32(*gameSize)
-	if p.gameHz > 0 && (p.gameHz > 1000 || p.gameSize < hdr || p.gameSize > 65536 || p.kind != "path") {
-		fmt.Fprintf(os.Stderr, "rudp-bench-quic: bad game stream (path rows only)\n")
+	if p.gameHz > 0 && (p.gameHz > 1000 || p.gameSize < hdr || p.gameSize > 65536 ||
+		(p.kind != "path" && p.kind != "stream")) {
+		fmt.Fprintf(os.Stderr, "rudp-bench-quic: bad game stream (path and stream rows only)\n")
+		os.Exit(2)
+	}
+	if p.kind == "stream" && (p.gameHz == 0 || p.conns != 1 || p.messages == 0 || p.messages > 600*uint64(p.gameHz)) {
+		fmt.Fprintf(os.Stderr, "rudp-bench-quic: bad stream (1 connection, 1 to 600 s of ticks)\n")
 		os.Exit(2)
 	}
 	if p.kind == "sparse" {
