@@ -46,8 +46,10 @@ static void path_label(struct row *r)
 		snprintf(what, sizeof what, "%u x 1,000 B%s", r->conns, r->competitor ? " + TCP flow" : "");
 	if (r->loss_pct > 0)
 		snprintf(loss, sizeof loss, ", %g %% loss", r->loss_pct);
-	snprintf(r->label, sizeof r->label, "%c: %s, %g Mbit/s, %g ms RTT, %g ms buffer%s", r->path_case,
-		 what, r->rate_mbit, r->delay_ms, r->queue_ms, loss);
+	/* The rows' labels fit; one that did not would only be cut short. */
+	int n = snprintf(r->label, sizeof r->label, "%c: %s, %g Mbit/s, %g ms RTT, %g ms buffer%s",
+			 r->path_case, what, r->rate_mbit, r->delay_ms, r->queue_ms, loss);
+	(void)n;
 }
 
 /* Burst messages for `seconds` of the link; with a competing flow the
