@@ -272,6 +272,8 @@ extern const char *bench_tcp_cc;
 /* Sets TCP_CONGESTION to bench_tcp_cc on a TCP socket (when given); 0 or
  * -1 (errno). */
 int bench_set_tcp_cc(int fd);
+/* The same with the algorithm cc (NULL or "": the socket keeps its own). */
+int bench_set_tcp_cc_name(int fd, const char *cc);
 /* Bytes TCP resent on this socket (TCP_INFO tcpi_bytes_retrans), -1 if the
  * kernel does not say. */
 int64_t bench_tcp_bytes_retrans(int fd);

@@ -14,7 +14,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,23 +36,6 @@
 static uint8_t pattern(uint64_t off)
 {
 	return (uint8_t)(((uint32_t)off * 0x9e3779b1u) >> 24);
-}
-
-static void set_cc(int fd, const char *cc)
-{
-	if (cc && cc[0])
-		setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc));
-}
-
-static int64_t bytes_retrans(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
-	    len < offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof ti.tcpi_bytes_retrans)
-		return -1;
-	return (int64_t)ti.tcpi_bytes_retrans;
 }
 
 static void record(struct competitor_shared *sh, uint64_t now, uint64_t verified)
@@ -124,7 +106,7 @@ static void competitor_loop(int cli, int srv, struct competitor_shared *sh)
 		}
 	}
 out:;
-	int64_t a = bytes_retrans(cli), b = bytes_retrans(srv);
+	int64_t a = bench_tcp_bytes_retrans(cli), b = bench_tcp_bytes_retrans(srv);
 	sh->retrans_bytes = a < 0 || b < 0 ? -1 : a + b;
 	free(out);
 	free(in);
@@ -184,10 +166,10 @@ pid_t competitor_start(const char *ns_client, const char *ns_server, const char 
 			  bind(ls, (struct sockaddr *)&sin, sizeof sin) == 0 && listen(ls, 4) == 0;
 		int cli = ok ? ns_socket(ns_client, SOCK_STREAM | SOCK_NONBLOCK) : -1;
 		if (cli >= 0)
-			set_cc(cli, cc);
+			bench_set_tcp_cc_name(cli, cc);
 		int srv = cli >= 0 ? pair_up(cli, ls, &sin) : -1;
 		if (srv >= 0)
-			set_cc(srv, cc);
+			bench_set_tcp_cc_name(srv, cc);
 		ok = srv >= 0;
 		helper_ready(ready, ok);
 		competitor_loop(cli, srv, sh);

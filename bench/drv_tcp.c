@@ -47,20 +47,34 @@ struct tconn {
 
 const char *bench_tcp_cc;
 
+int bench_set_tcp_cc_name(int fd, const char *cc)
+{
+	if (!cc || !cc[0])
+		return 0;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc));
+}
+
 int bench_set_tcp_cc(int fd)
 {
-	if (!bench_tcp_cc)
-		return 0;
-	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, bench_tcp_cc, (socklen_t)strlen(bench_tcp_cc));
+	return bench_set_tcp_cc_name(fd, bench_tcp_cc);
+}
+
+/* TCP_INFO of fd; false when it fails or the kernel's struct ends before
+ * `need` bytes (an older kernel without the field asked for). */
+static bool tcp_info_of(int fd, struct tcp_info *ti, size_t need)
+{
+	socklen_t len = sizeof *ti;
+
+	memset(ti, 0, sizeof *ti);
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0 && len >= need;
 }
 
 int64_t bench_tcp_bytes_retrans(int fd)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
-	    len < offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof ti.tcpi_bytes_retrans)
+
+	if (!tcp_info_of(fd, &ti,
+			 offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof ti.tcpi_bytes_retrans))
 		return -1;
 	return (int64_t)ti.tcpi_bytes_retrans;
 }
@@ -68,10 +82,8 @@ int64_t bench_tcp_bytes_retrans(int fd)
 int64_t bench_tcp_bytes_sent(int fd)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
-	    len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof ti.tcpi_bytes_sent)
+
+	if (!tcp_info_of(fd, &ti, offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof ti.tcpi_bytes_sent))
 		return -1;
 	return (int64_t)ti.tcpi_bytes_sent;
 }

@@ -52,6 +52,20 @@ static void path_label(struct row *r)
 	(void)n;
 }
 
+/* A row of kind with the fields every row sets; the rest zero. */
+static struct row row_of(enum wl_kind kind, uint32_t size, uint32_t conns, double delay, double loss)
+{
+	struct row r;
+	memset(&r, 0, sizeof r);
+	r.kind = kind;
+	r.workload_name = kind_names[kind];
+	r.size = size;
+	r.conns = conns;
+	r.delay_ms = delay;
+	r.loss_pct = loss;
+	return r;
+}
+
 /* Burst messages for `seconds` of the link; with a competing flow the
  * column's fair half. */
 static uint64_t path_messages(const struct row *r, double seconds)
@@ -64,19 +78,12 @@ static uint64_t path_messages(const struct row *r, double seconds)
 static struct row mk_path(char id, uint32_t conns, double rate, double rtt, double queue, double loss,
 			  bool competitor, bool game, double seconds)
 {
-	struct row r;
-	memset(&r, 0, sizeof r);
-	r.kind = WL_PATH;
-	r.workload_name = kind_names[WL_PATH];
+	struct row r = row_of(WL_PATH, PATH_SIZE, conns, rtt, loss);
 	r.path_case = id;
-	r.size = PATH_SIZE;
-	r.conns = conns;
 	r.window = PATH_WINDOW;
 	r.warmup = PATH_WARMUP;
 	r.rate_mbit = rate;
-	r.delay_ms = rtt;
 	r.queue_ms = queue;
-	r.loss_pct = loss;
 	r.competitor = competitor;
 	if (game) {
 		r.game_hz = PATH_GAME_HZ;
@@ -110,15 +117,8 @@ static void thousands(char *b, size_t n, uint64_t v)
 static struct row mk(enum wl_kind kind, uint32_t size, uint32_t conns, uint64_t messages, double loss,
 		     double delay)
 {
-	struct row r;
-	memset(&r, 0, sizeof r);
-	r.kind = kind;
-	r.workload_name = kind_names[kind];
-	r.size = size;
-	r.conns = conns;
+	struct row r = row_of(kind, size, conns, delay, loss);
 	r.messages = messages;
-	r.loss_pct = loss;
-	r.delay_ms = delay;
 	char l[64], c[32];
 	loss_label(l, sizeof l, loss, delay);
 	thousands(c, sizeof c, conns);
@@ -214,19 +214,13 @@ static void stream_label(struct row *r)
 
 static struct row mk_stream(double rtt, double loss, uint32_t ticks)
 {
-	struct row r;
-	memset(&r, 0, sizeof r);
-	r.kind = WL_STREAM;
-	r.workload_name = kind_names[WL_STREAM];
-	r.size = STREAM_SIZE; /* the warm-up's messages */
-	r.conns = 1;
+	/* size: the warm-up's messages */
+	struct row r = row_of(WL_STREAM, STREAM_SIZE, 1, rtt, loss);
 	r.window = 1;
 	r.warmup = STREAM_WARMUP;
 	r.messages = ticks;
 	r.game_hz = STREAM_HZ;
 	r.game_size = STREAM_SIZE;
-	r.delay_ms = rtt;
-	r.loss_pct = loss;
 	stream_label(&r);
 	return r;
 }

@@ -34,14 +34,12 @@ inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*"'
 
 broken=0
 rules=0
-# rule WHAT DIR PATTERN [FILES]: FILES is a glob of the files in DIR the
-# rule reads (extglob; default all its C files).
-shopt -s extglob
-rule() {
-	local what=$1 dir=$2 pattern=$3 files=${4:-*.[ch]} hits
+# report WHAT HITS: one rule checked, broken when HITS (its findings, a
+# line each) is not empty; they are printed, except with --every-rule,
+# which wants every rule broken and says which one was not.
+report() {
+	local what=$1 hits=$2
 	rules=$((rules + 1))
-	# shellcheck disable=SC2086 # $files is a glob, expanded on purpose
-	hits=$(cd "$root" && grep -EnH -- "$pattern" "$dir"/$files 2>/dev/null || true)
 	if [ -n "$hits" ]; then
 		broken=$((broken + 1))
 		[ "$every_rule" = 1 ] && return
@@ -50,6 +48,15 @@ rule() {
 	elif [ "$every_rule" = 1 ]; then
 		echo "layers: the rule \"$what\" found nothing in $root"
 	fi
+}
+# rule WHAT DIR PATTERN [FILES]: FILES is a glob of the files in DIR the
+# rule reads (extglob; default all its C files).
+shopt -s extglob
+rule() {
+	local what=$1 dir=$2 pattern=$3 files=${4:-*.[ch]} hits
+	# shellcheck disable=SC2086 # $files is a glob, expanded on purpose
+	hits=$(cd "$root" && grep -EnH -- "$pattern" "$dir"/$files 2>/dev/null || true)
+	report "$what" "$hits"
 }
 
 # The conn knows nothing of the send policy above it.
@@ -116,41 +123,23 @@ symbol_rules() {
 					print from[i], def[sym[i]], sym[i]
 		}' | sort -u)
 
-	rules=$((rules + 1))
 	hits=$(printf '%s\n' "$edges" | awk -v leaves="$leaves" '
 		BEGIN { split(leaves, l, " "); for (i in l) leaf[l[i]] = 1 }
 		NF == 3 && $1 != "conn.c" && $1 !~ /^conn_/ && !($2 in leaf) {
-			print "  " $1 " calls " $2 " (" $3 ")"
+			print $1 " calls " $2 " (" $3 ")"
 		}')
-	if [ -n "$hits" ]; then
-		broken=$((broken + 1))
-		if [ "$every_rule" = 0 ]; then
-			echo "layers: a part of src/conn calls another file of src/conn (not a declared leaf):"
-			printf '%s\n' "$hits"
-		fi
-	elif [ "$every_rule" = 1 ]; then
-		echo "layers: the rule \"a part calls another file\" found nothing in $root"
-	fi
+	report "a part of src/conn calls another file of src/conn (not a declared leaf)" "$hits"
 
-	rules=$((rules + 1))
 	hits=$(printf '%s\n' "$edges" | awk '
 		NF == 3 { pair[$1 " " $2] = $3 }
 		END {
 			for (p in pair) {
 				split(p, f, " ")
 				if (f[1] < f[2] && ((f[2] " " f[1]) in pair))
-					print "  " f[1] " and " f[2] " (" pair[p] ", " pair[f[2] " " f[1]] ")"
+					print f[1] " and " f[2] " (" pair[p] ", " pair[f[2] " " f[1]] ")"
 			}
 		}' | sort)
-	if [ -n "$hits" ]; then
-		broken=$((broken + 1))
-		if [ "$every_rule" = 0 ]; then
-			echo "layers: two files of src/conn call each other:"
-			printf '%s\n' "$hits"
-		fi
-	elif [ "$every_rule" = 1 ]; then
-		echo "layers: the rule \"two files call each other\" found nothing in $root"
-	fi
+	report "two files of src/conn call each other" "$hits"
 }
 
 if [ "$every_rule" = 1 ] && [ -z "$build" ]; then

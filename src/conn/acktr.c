@@ -20,10 +20,6 @@
 #define CONN_ACK_RANGES 512u
 #define CONN_NACK_RANGES 256u
 
-/* Longest span we let a single queued range grow to; half the seq space
- * minus a margin keeps every range unambiguous for the encoder and the peer. */
-#define ACKQ_MAX_SPAN 0x3fffffu
-
 /* Ranges an ACK queue starts with. */
 #define ACKQ_INITIAL 16u
 
@@ -255,7 +251,7 @@ static bool far_ahead_confirmed(struct ack_tracker *t, uint32_t seq)
 	return t->far_ahead_count >= FAR_AHEAD_CONFIRMATIONS;
 }
 
-enum dgram_seq_verdict acktr_on_dgram_seq(struct ack_tracker *t, uint32_t seq)
+enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t seq)
 {
 	int32_t ahead;
 
@@ -328,7 +324,7 @@ void acktr_repeat_recent_acks(struct ack_tracker *t)
 	}
 }
 
-bool acktr_queue_ack(struct ack_tracker *t, uint32_t seq)
+bool acktr_queue_ack_any(struct ack_tracker *t, uint32_t seq)
 {
 	int32_t behind = rudp_u24_diff(t->highest_dgram_seq, seq);
 

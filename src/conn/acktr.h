@@ -70,12 +70,65 @@ enum dgram_seq_verdict {
 	DGRAM_SEEN, /* a duplicate, or older than the history: its unreliable frames are dropped */
 	DGRAM_FAR_AHEAD, /* beyond max_dgram_seq_jump: dropped whole, not adopted */
 };
+/* Bit seq of a CONN_DGRAM_HISTORY bitmap (seqs are 24-bit, a multiple of
+ * it, so the ring wraps with them). */
+static inline uint64_t *acktr_seq_word(uint64_t *bits, uint32_t seq, uint64_t *bit)
+{
+	uint32_t i = seq % CONN_DGRAM_HISTORY;
+
+	*bit = (uint64_t)1 << (i % 64);
+	return &bits[i / 64];
+}
+
+enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t seq);
 /* Notes a frame-set datagram's seq: NACKs for the gap it reveals, and
- * whether it was seen already (or is too old to tell). */
-enum dgram_seq_verdict acktr_on_dgram_seq(struct ack_tracker *t, uint32_t seq);
+ * whether it was seen already (or is too old to tell). Every datagram
+ * comes here, so the common one, the next after the highest (no gap, not
+ * far ahead: the jump limit is at least 64), is handled inline; any
+ * other goes to acktr_on_dgram_seq_any. */
+static inline enum dgram_seq_verdict acktr_on_dgram_seq(struct ack_tracker *t, uint32_t seq)
+{
+	if (t->have_highest_dgram && seq == rudp_u24_add(t->highest_dgram_seq, 1)) {
+		uint64_t bit;
+
+		t->far_ahead_count = 0;
+		*acktr_seq_word(t->dgram_seen, seq, &bit) |= bit;
+		*acktr_seq_word(t->dgram_acked, seq, &bit) &= ~bit;
+		t->highest_dgram_seq = seq;
+		return DGRAM_NEW;
+	}
+	return acktr_on_dgram_seq_any(t, seq);
+}
+
+bool acktr_queue_ack_any(struct ack_tracker *t, uint32_t seq);
+/* Longest span a queued range may grow to: half the seq space minus a
+ * margin keeps every range unambiguous for the encoder and the peer. */
+#define ACKQ_MAX_SPAN 0x3fffffu
 /* Queues an ACK for seq; false when the ACK queue is full (the conn sends
- * what it holds, then acktr_force_ack). */
-bool acktr_queue_ack(struct ack_tracker *t, uint32_t seq);
+ * what it holds, then acktr_force_ack). The common case, the highest seq
+ * starting the queue or extending its last range, is inline; the rest is
+ * acktr_queue_ack_any. */
+static inline bool acktr_queue_ack(struct ack_tracker *t, uint32_t seq)
+{
+	struct ackq *q = &t->acks;
+	struct rudp_wire_range *last = q->count > 0 ? &q->ranges[q->count - 1] : NULL;
+	uint64_t bit;
+
+	if (seq != t->highest_dgram_seq)
+		return acktr_queue_ack_any(t, seq);
+	if (!last && q->cap > 0) {
+		q->ranges[0].start = q->ranges[0].end = seq;
+		q->count = 1;
+	} else if (last && seq == rudp_u24_add(last->end, 1) &&
+		   ((last->end - last->start) & RUDP_WIRE_U24_MASK) + 1 < ACKQ_MAX_SPAN) {
+		last->end = seq;
+	} else {
+		return acktr_queue_ack_any(t, seq);
+	}
+	*acktr_seq_word(t->dgram_acked, seq, &bit) |= bit;
+	return true;
+}
+
 /* Queues an ACK for seq after the queue was sent; when it is still full
  * (the owner refused the ACK datagram), the oldest range is forgotten: the
  * peer resends those frames and we ACK the copies. */

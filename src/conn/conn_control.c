@@ -19,18 +19,17 @@ static int64_t time_ms(uint64_t now_us)
 	return (int64_t)(now_us / 1000u);
 }
 
-static void make_unassigned_addr(struct rudp_wire_addr *a)
+/* The internal address list of our 0x10 or 0x13: as many entries as the
+ * protocol version has, each "no address here" (255.255.255.255 port 0),
+ * as RakNet-style peers fill the unused ones. */
+static void fill_internal_addrs(const struct rudp_conn *c, struct rudp_wire_addr *internal, uint8_t *n)
 {
-	/* "No address here": 255.255.255.255 port 0, as RakNet-style peers fill
-	 * the unused entries of their internal address lists. */
-	memset(a, 0, sizeof(*a));
-	a->version = 4;
-	memset(a->ip, 0xff, 4);
-}
-
-static uint8_t internal_addr_count(const struct rudp_conn *c)
-{
-	return c->cfg.protocol_version >= 11 ? 20 : 10;
+	*n = c->cfg.protocol_version >= 11 ? 20 : 10;
+	for (uint32_t i = 0; i < *n; i++) {
+		memset(&internal[i], 0, sizeof(internal[i]));
+		internal[i].version = 4;
+		memset(internal[i].ip, 0xff, 4);
+	}
 }
 
 static void queue_control(struct rudp_conn *c, const uint8_t *body, int len, uint8_t reliability)
@@ -197,9 +196,7 @@ static void on_connection_request(struct rudp_conn *c, const uint8_t *data, size
 	memset(&acc, 0, sizeof(acc));
 	acc.client_addr = c->id.remote_addr;
 	acc.system_index = 0;
-	acc.n_internal = internal_addr_count(c);
-	for (uint32_t i = 0; i < acc.n_internal; i++)
-		make_unassigned_addr(&acc.internal[i]);
+	fill_internal_addrs(c, acc.internal, &acc.n_internal);
 	acc.request_time = req.time;
 	acc.accepted_time = time_ms(now_us);
 	queue_control(c, buf, rudp_wire_encode_connection_accepted(buf, sizeof(buf), &acc),
@@ -221,9 +218,7 @@ static void on_connection_accepted(struct rudp_conn *c, const uint8_t *data, siz
 
 	memset(&nic, 0, sizeof(nic));
 	nic.server_addr = c->id.remote_addr;
-	nic.n_internal = internal_addr_count(c);
-	for (uint32_t i = 0; i < nic.n_internal; i++)
-		make_unassigned_addr(&nic.internal[i]);
+	fill_internal_addrs(c, nic.internal, &nic.n_internal);
 	nic.request_time = time_ms(now_us);
 	nic.accepted_time = acc.accepted_time;
 	queue_control(c, buf, rudp_wire_encode_new_incoming_connection(buf, sizeof(buf), &nic),

@@ -28,9 +28,11 @@ static void order_drain(struct rudp_conn *c, uint8_t channel, uint64_t now_us)
 	}
 }
 
-/* Routes a complete message by reliability: ordering, sequencing, delivery. */
-static void route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-			  uint8_t channel, uint32_t order_index, uint32_t sequenced_index, uint64_t now_us)
+/* Routes a complete message by reliability: ordering, sequencing, delivery.
+ * Inline: every message received comes through here. */
+static inline void route_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+				 uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
+				 uint64_t now_us)
 {
 	uint8_t deliver_channel;
 
@@ -39,7 +41,8 @@ static void route_message(struct rudp_conn *c, const uint8_t *data, size_t len, 
 	case RECV_DELIVER: deliver_body(c, data, len, reliability, deliver_channel, now_us); break;
 	case RECV_DELIVER_THEN_DRAIN:
 		deliver_body(c, data, len, reliability, deliver_channel, now_us);
-		order_drain(c, channel, now_us);
+		if (c->state != RUDP_CONN_STATE_CLOSED && recv_holds(&c->rx, channel))
+			order_drain(c, channel, now_us);
 		break;
 	default: break;
 	}

@@ -28,19 +28,9 @@ static inline size_t conn_frag_count(const struct rudp_conn *c, size_t len)
 	return (len + c->frag_body_max - 1) / c->frag_body_max;
 }
 
-static uint8_t plain_reliability(uint8_t r)
-{
-	switch (r) {
-	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT: return RUDP_WIRE_UNRELIABLE;
-	case RUDP_WIRE_RELIABLE_ACK_RECEIPT: return RUDP_WIRE_RELIABLE;
-	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT: return RUDP_WIRE_RELIABLE_ORDERED;
-	default: return r;
-	}
-}
-
 uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
 {
-	uint8_t rel = plain_reliability(reliability);
+	uint8_t rel = rudp_wire_plain_reliability(reliability);
 
 	if (len > c->frag_body_max) {
 		/* A lost fragment would lose the whole message; RakNet sends split
@@ -185,7 +175,7 @@ int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, u
 		return RUDP_CONN_E_STATE;
 	if (!data || len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT)
 		return RUDP_CONN_E_ARG;
-	rel = plain_reliability(reliability);
+	rel = rudp_wire_plain_reliability(reliability);
 	if (rudp_wire_is_ordered_or_sequenced(rel) && channel >= CONN_CHANNELS)
 		return RUDP_CONN_E_ARG;
 	/* The peer's conn would consume such a message as a control message. */
@@ -197,7 +187,7 @@ int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, u
 int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel, uint8_t priority, uint64_t now_us)
 {
-	uint8_t rel = plain_reliability(reliability);
+	uint8_t rel = rudp_wire_plain_reliability(reliability);
 	int rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
 
 	/* Priority is checked with the other arguments, after the state. */
@@ -272,5 +262,6 @@ uint64_t rudp_conn_message_encoded_bytes(const struct rudp_conn *c, size_t len, 
 {
 	uint64_t nfrags = conn_frag_count(c, len);
 
-	return len + nfrags * rudp_wire_frame_header_len_of(plain_reliability(reliability), nfrags > 1);
+	return len +
+	       nfrags * rudp_wire_frame_header_len_of(rudp_wire_plain_reliability(reliability), nfrags > 1);
 }

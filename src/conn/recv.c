@@ -366,9 +366,9 @@ static enum recv_route sequenced_on_message(struct receiver *r, uint8_t channel,
 	return RECV_DELIVER;
 }
 
-enum recv_route recv_route(struct receiver *r, const uint8_t *data, size_t len, uint8_t reliability,
-			   uint8_t channel, uint32_t order_index, uint32_t sequenced_index, bool connecting,
-			   uint8_t *deliver_channel)
+enum recv_route recv_route_any(struct receiver *r, const uint8_t *data, size_t len, uint8_t reliability,
+			       uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
+			       bool connecting, uint8_t *deliver_channel)
 {
 	*deliver_channel = channel;
 	switch (reliability) {

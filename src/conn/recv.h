@@ -181,9 +181,24 @@ enum recv_route {
  * of its turn is then delivered at once, its index passed over). A message
  * delivered goes on channel *deliver_channel (0 unless ordered or
  * sequenced). */
-enum recv_route recv_route(struct receiver *r, const uint8_t *data, size_t len, uint8_t reliability,
-			   uint8_t channel, uint32_t order_index, uint32_t sequenced_index, bool connecting,
-			   uint8_t *deliver_channel);
+enum recv_route recv_route_any(struct receiver *r, const uint8_t *data, size_t len, uint8_t reliability,
+			       uint8_t channel, uint32_t order_index, uint32_t sequenced_index,
+			       bool connecting, uint8_t *deliver_channel);
+/* The common message, reliable ordered in its turn on a channel already
+ * made, is routed inline; every other goes to recv_route_any. */
+static inline enum recv_route recv_route(struct receiver *r, const uint8_t *data, size_t len,
+					 uint8_t reliability, uint8_t channel, uint32_t order_index,
+					 uint32_t sequenced_index, bool connecting, uint8_t *deliver_channel)
+{
+	if (reliability == RUDP_WIRE_RELIABLE_ORDERED && channel < r->chans_count &&
+	    order_index == r->chans[channel].expected_order) {
+		r->chans[channel].expected_order = rudp_u24_add(order_index, 1);
+		*deliver_channel = channel;
+		return RECV_DELIVER_THEN_DRAIN;
+	}
+	return recv_route_any(r, data, len, reliability, channel, order_index, sequenced_index, connecting,
+			      deliver_channel);
+}
 /* Marks an order index as "nothing to deliver" (a refused split message).
  * True when it was the one in turn: the conn then drains (recv_order_next). */
 bool recv_order_skip(struct receiver *r, uint8_t channel, uint32_t order_index);
@@ -201,6 +216,11 @@ bool recv_order_next_held(struct receiver *r, uint8_t channel, struct recv_held_
 static inline bool recv_order_next(struct receiver *r, uint8_t channel, struct recv_held_msg *out)
 {
 	return r->chans[channel].held > 0 && recv_order_next_held(r, channel, out);
+}
+/* Whether channel (made) holds messages that came ahead of their turn. */
+static inline bool recv_holds(const struct receiver *r, uint8_t channel)
+{
+	return r->chans[channel].held > 0;
 }
 /* Frees (or keeps for reuse) a delivered held message's buffer. */
 void recv_held_done(struct receiver *r, struct recv_held_msg *m);

@@ -48,21 +48,9 @@ int rudp_wire_encode_dgram_header(uint8_t *p, size_t cap, const struct rudp_wire
 
 /* ---- frames ---- */
 
-/* The "with ack receipt" reliabilities are a sender-local notion: on the
- * wire, and after decoding, they are their plain counterparts. */
-static uint8_t plain_reliability(uint8_t r)
-{
-	switch (r) {
-	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT: return RUDP_WIRE_UNRELIABLE;
-	case RUDP_WIRE_RELIABLE_ACK_RECEIPT: return RUDP_WIRE_RELIABLE;
-	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT: return RUDP_WIRE_RELIABLE_ORDERED;
-	default: return r;
-	}
-}
-
 size_t rudp_wire_frame_header_len(const struct rudp_wire_frame *f)
 {
-	return rudp_wire_frame_header_len_of(plain_reliability(f->reliability), f->split);
+	return rudp_wire_frame_header_len_of(rudp_wire_plain_reliability(f->reliability), f->split);
 }
 
 static inline uint32_t load_u24le(const uint8_t *q)
@@ -93,7 +81,7 @@ int rudp_wire_decode_frame(const uint8_t *p, size_t n, struct rudp_wire_frame *o
 		return RUDP_WIRE_BAD_VALUE;
 
 	memset(out, 0, sizeof(*out));
-	rel = plain_reliability((uint8_t)(flags >> 5));
+	rel = rudp_wire_plain_reliability((uint8_t)(flags >> 5));
 	out->reliability = rel;
 	out->split = flags & WIRE_FRAME_SPLIT;
 	hdr = rudp_wire_frame_header_len_of(rel, out->split);
@@ -139,7 +127,7 @@ int rudp_wire_encode_frame(uint8_t *p, size_t cap, const struct rudp_wire_frame 
 		return RUDP_WIRE_BAD_VALUE;
 	if (f->body_len == 0 || f->body_len > WIRE_FRAME_BODY_MAX || !f->body)
 		return RUDP_WIRE_BAD_VALUE;
-	rel = plain_reliability(f->reliability);
+	rel = rudp_wire_plain_reliability(f->reliability);
 	if (rudp_wire_is_ordered_or_sequenced(rel) && f->order_channel >= RUDP_WIRE_ORDER_CHANNELS)
 		return RUDP_WIRE_BAD_VALUE;
 	if (f->split && (f->split_count == 0 || f->split_index >= f->split_count))

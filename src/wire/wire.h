@@ -99,6 +99,17 @@ static inline bool rudp_wire_is_reliable(uint8_t r)
 {
 	return r == 2 || r == 3 || r == 4 || r == 6 || r == 7;
 }
+/* The "with ack receipt" reliabilities are a sender-local notion: on the
+ * wire, and after decoding, they are their plain counterparts. */
+static inline uint8_t rudp_wire_plain_reliability(uint8_t r)
+{
+	switch (r) {
+	case RUDP_WIRE_UNRELIABLE_ACK_RECEIPT: return RUDP_WIRE_UNRELIABLE;
+	case RUDP_WIRE_RELIABLE_ACK_RECEIPT: return RUDP_WIRE_RELIABLE;
+	case RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT: return RUDP_WIRE_RELIABLE_ORDERED;
+	default: return r;
+	}
+}
 static inline bool rudp_wire_is_sequenced(uint8_t r)
 {
 	return r == 1 || r == 4;

@@ -21,18 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "skipped: path rows need root (namespaces)"
 	exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-passes=0
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-ok() {
-	echo "ok: $*"
-	passes=$((passes + 1))
-}
+. "$(dirname "$0")/harness.sh"
 
 # 1. the emulator against the links of rows a and c
 for link in "--rate 5 --queue-ms 30 --delay 20" "--rate 20 --queue-ms 60 --delay 60 --loss 0.5"; do

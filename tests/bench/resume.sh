@@ -16,22 +16,11 @@
 #   resume.sh PATH/TO/rudp-bench
 set -u
 bench=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-passes=0
+. "$(dirname "$0")/harness.sh"
 # The columns built here: the rest read "n/a" in --list and make no runs.
-built=$("$bench" --list | awk '$0 !~ /n\/a/ {print $1}')
+built=$(built_columns "$bench")
 is_built() { # column
 	echo "$built" | grep -qx "$1"
-}
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-ok() {
-	echo "ok: $*"
-	passes=$((passes + 1))
 }
 
 if ! "$bench" --smoke --json "$tmp/A.json" --out "$tmp/D1" >"$tmp/1.log" 2>&1; then

@@ -13,18 +13,7 @@
 set -u
 bench=$1
 targets=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-passes=0
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-ok() {
-	echo "ok: $*"
-	passes=$((passes + 1))
-}
+. "$(dirname "$0")/harness.sh"
 
 # 1. what is not a stream is refused before any connection
 for bad in "--messages 30" "--game-hz 60 --connections 2 --messages 30" "--game-hz 60 --messages 0"; do

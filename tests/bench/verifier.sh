@@ -6,16 +6,8 @@
 #   verifier.sh PATH/TO/rudp-bench
 set -u
 bench=$1
-tmp=$(mktemp -d)
-server=
-cleanup() {
-	[ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/harness.sh"
 port=$((21000 + $$ % 5000))
-fails=0
-passes=0
 
 start_server() { # column port
 	rm -f "$tmp/ready"
@@ -34,7 +26,7 @@ stop_server() {
 	server=
 }
 
-columns=$("$bench" --list | awk '$0 !~ /n\/a/ {print $1}')
+columns=$(built_columns "$bench")
 for col in $columns; do
 	port=$((port + 1))
 	start_server "$col" "$port" || { fails=$((fails + 1)); continue; }

@@ -12,21 +12,9 @@
 #   workers.sh PATH/TO/rudp-bench
 set -u
 bench=$1
-tmp=$(mktemp -d)
-server=
-cleanup() {
-	[ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fails=0
-passes=0
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
+. "$(dirname "$0")/harness.sh"
 
-columns=$("$bench" --list | awk '$0 !~ /n\/a/ {print $1}')
+columns=$(built_columns "$bench")
 ncols=$(echo "$columns" | wc -w)
 
 # 1. orchestrator

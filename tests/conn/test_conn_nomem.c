@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "conn/conn_internal.h"
+#include "test_alloc_fail.h"
 #include "test_heap.h"
 #include "test_rng.h"
 
@@ -34,13 +35,6 @@
 #define SEC 1000000ull
 
 /* ---- the fail-point ---- */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t nmemb, size_t size);
-void *__real_realloc(void *ptr, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t nmemb, size_t size);
-void *__wrap_realloc(void *ptr, size_t size);
 
 #define FP_MAX_SITES 64
 
@@ -60,7 +54,7 @@ static struct {
 	uint32_t nsites;
 } fp = {.fail_at = UINT64_MAX};
 
-static bool fp_should_fail(const void *site)
+bool test_alloc_should_fail(const void *site)
 {
 	uint64_t i;
 	uint32_t s;
@@ -80,22 +74,6 @@ static bool fp_should_fail(const void *site)
 		return false;
 	fp.failed++;
 	return true;
-}
-
-void *__wrap_malloc(size_t size)
-{
-	return fp_should_fail(__builtin_return_address(0)) ? NULL : __real_malloc(size);
-}
-
-void *__wrap_calloc(size_t nmemb, size_t size)
-{
-	return fp_should_fail(__builtin_return_address(0)) ? NULL : __real_calloc(nmemb, size);
-}
-
-/* A failed realloc leaves the old block as it was, as the real one does. */
-void *__wrap_realloc(void *ptr, size_t size)
-{
-	return fp_should_fail(__builtin_return_address(0)) ? NULL : __real_realloc(ptr, size);
 }
 
 static void fp_arm(uint64_t fail_at, uint64_t spell_us)

@@ -187,6 +187,65 @@ static void test_ackq_grows_to_max(void **state)
 	ackq_free(&q);
 }
 
+/* Both trackers hold the same: seqs seen and acknowledged, ranges queued. */
+static void acktr_check_same(const struct ack_tracker *a, const struct ack_tracker *b)
+{
+	assert_int_equal(a->have_highest_dgram, b->have_highest_dgram);
+	assert_int_equal(a->highest_dgram_seq, b->highest_dgram_seq);
+	assert_int_equal(a->far_ahead_count, b->far_ahead_count);
+	assert_memory_equal(a->dgram_seen, b->dgram_seen, sizeof(a->dgram_seen));
+	assert_memory_equal(a->dgram_acked, b->dgram_acked, sizeof(a->dgram_acked));
+	assert_int_equal(a->acks.count, b->acks.count);
+	assert_memory_equal(a->acks.ranges, b->acks.ranges, a->acks.count * sizeof(*a->acks.ranges));
+	assert_int_equal(a->nacks.count, b->nacks.count);
+	assert_memory_equal(a->nacks.ranges, b->nacks.ranges, a->nacks.count * sizeof(*a->nacks.ranges));
+}
+
+/* The ACK tracker's inline paths for the next datagram in line and its ACK
+ * (acktr_on_dgram_seq, acktr_queue_ack) against the general ones alone
+ * (the _any functions): datagrams in order for several laps of the
+ * 1024-seq bitmaps and across the 24-bit wrap, with a gap, a duplicate, a
+ * datagram not acknowledged and an ACK queue sent (emptied) now and then,
+ * leave both trackers the same
+ * after every datagram; the in-order ones are new, the duplicates seen. */
+static void test_acktr_in_order_fast_path(void **state)
+{
+	struct ack_tracker fast, slow;
+	uint32_t seq = RUDP_WIRE_U24_MASK - 1500, news = 0;
+
+	(void)state;
+	assert_int_equal(acktr_init(&fast, 1024), 0);
+	assert_int_equal(acktr_init(&slow, 1024), 0);
+	for (uint32_t i = 0; i < 5 * CONN_DGRAM_HISTORY; i++) {
+		uint32_t s = seq;
+		bool dup = i % 89 == 88;
+
+		if (dup)
+			s = (seq - 1) & RUDP_WIRE_U24_MASK; /* the last one again */
+		else if (i % 97 == 96)
+			s = seq = rudp_u24_add(seq, 2); /* a gap of two */
+		enum dgram_seq_verdict vf = acktr_on_dgram_seq(&fast, s);
+		enum dgram_seq_verdict vs = acktr_on_dgram_seq_any(&slow, s);
+
+		assert_int_equal(vf, vs);
+		assert_int_equal(vf, dup ? DGRAM_SEEN : DGRAM_NEW);
+		news += vf == DGRAM_NEW;
+		if (i % 11 != 10) { /* else not acknowledged: a frame was refused */
+			assert_true(acktr_queue_ack(&fast, s));
+			assert_true(acktr_queue_ack_any(&slow, s));
+		}
+		acktr_check_same(&fast, &slow);
+		if (i % 7 == 6) /* the queues were sent */
+			fast.acks.count = slow.acks.count = fast.nacks.count = slow.nacks.count = 0;
+		if (!dup)
+			seq = rudp_u24_add(seq, 1);
+	}
+	assert_true(rudp_u24_diff(seq, 0) > 0 && seq < 5 * CONN_DGRAM_HISTORY); /* wrapped */
+	assert_true(news > 4 * CONN_DGRAM_HISTORY);
+	acktr_free(&fast);
+	acktr_free(&slow);
+}
+
 /* Message seq of the send-queue test: its length and bytes follow from it. */
 static uint16_t ring_len(uint32_t seq)
 {
@@ -558,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_ackq_coalesces),
 		cmocka_unit_test(test_ackq_wraps),
 		cmocka_unit_test(test_ackq_remove),
+		cmocka_unit_test(test_acktr_in_order_fast_path),
 		cmocka_unit_test(test_ackq_grows_to_max),
 		cmocka_unit_test(test_sendq_ring_grows_while_wrapped),
 		cmocka_unit_test(test_sendq_grows_only_when_bodies_do_not_fit),

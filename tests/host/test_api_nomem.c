@@ -15,29 +15,14 @@
 #include <cmocka.h>
 
 #include "rudp.h"
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t nmemb, size_t size);
-void *__real_realloc(void *ptr, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t nmemb, size_t size);
-void *__wrap_realloc(void *ptr, size_t size);
+#include "test_alloc_fail.h"
 
 static bool fail_alloc;
 
-void *__wrap_malloc(size_t size)
+bool test_alloc_should_fail(const void *site)
 {
-	return fail_alloc ? NULL : __real_malloc(size);
-}
-
-void *__wrap_calloc(size_t nmemb, size_t size)
-{
-	return fail_alloc ? NULL : __real_calloc(nmemb, size);
-}
-
-void *__wrap_realloc(void *ptr, size_t size)
-{
-	return fail_alloc ? NULL : __real_realloc(ptr, size);
+	(void)site;
+	return fail_alloc;
 }
 
 static void test_calls_report_nomem(void **state)

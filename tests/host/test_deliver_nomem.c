@@ -25,16 +25,11 @@
 
 #include "host/host_internal.h"
 #include "rudp.h"
+#include "test_alloc_fail.h"
 #include "test_backend.h"
 
 /* ---- the fail-point ---- */
 
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t nmemb, size_t size);
-void *__real_realloc(void *ptr, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t nmemb, size_t size);
-void *__wrap_realloc(void *ptr, size_t size);
 int __real_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
 int __wrap_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
 int __real_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes);
@@ -51,19 +46,10 @@ static bool fail_now(void)
 	return fp.in_delivery && fp.calls++ % 3 != 2 && ++fp.failed;
 }
 
-void *__wrap_malloc(size_t size)
+bool test_alloc_should_fail(const void *site)
 {
-	return fail_now() ? NULL : __real_malloc(size);
-}
-
-void *__wrap_calloc(size_t nmemb, size_t size)
-{
-	return fail_now() ? NULL : __real_calloc(nmemb, size);
-}
-
-void *__wrap_realloc(void *ptr, size_t size)
-{
-	return fail_now() ? NULL : __real_realloc(ptr, size);
+	(void)site;
+	return fail_now();
 }
 
 int __wrap_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data)

@@ -26,6 +26,7 @@
 #include "host/host_internal.h"
 #include "rudp.h"
 #include "test_backend.h"
+#include "test_fork_server.h"
 
 static uint64_t now_ms(void)
 {
@@ -716,53 +717,33 @@ static void test_server_full(void **state)
 	rudp_host_destroy(p.server);
 }
 
+#define PING_MOTD "MCPE;librudp test;11;1.0;0;10;"
+
+static int ping_server_setup(rudp_host *server)
+{
+	return rudp_host_set_pong_data(server, PING_MOTD, strlen(PING_MOTD));
+}
+
 static void test_unconnected_ping(void **state)
 {
 	(void)state;
-	rudp_config cc;
-	char addr[64] = {0};
-	const char motd[] = "MCPE;librudp test;11;1.0;0;10;";
-	int fds[2];
+	rudp_config cc, sc;
+	struct fork_server srv;
 	rudp_config_init(&cc);
 	rudp_host *client = make_client(&cc);
 	/* The server must be serviced while the client waits: it lives in a
-	 * forked child, created there (a host, like an io_uring ring, belongs
-	 * to the process that made it), and reports its address through a pipe. */
-	assert_int_equal(pipe(fds), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		rudp_config sc;
-		rudp_host *server = NULL;
-		char local[64] = {0};
-		rudp_event ev[8];
-		close(fds[0]);
-		rudp_config_init(&sc);
-		sc.guid = 0x1122334455667788ull;
-		sc.bind_address = "127.0.0.1:0";
-		if (rudp_host_create(&sc, &server) != 0 ||
-		    rudp_host_set_pong_data(server, motd, strlen(motd)) != 0 ||
-		    rudp_host_local_address(server, local, sizeof(local)) != 0)
-			_exit(1);
-		if (write(fds[1], local, sizeof(local)) != (ssize_t)sizeof(local))
-			_exit(1);
-		close(fds[1]);
-		for (uint64_t until = now_ms() + 2000; now_ms() < until;)
-			rudp_service(server, ev, 8, 10);
-		rudp_host_destroy(server);
-		_exit(0);
-	}
-	close(fds[1]);
-	assert_int_equal(read(fds[0], addr, sizeof(addr)), (ssize_t)sizeof(addr));
-	close(fds[0]);
+	 * forked child. */
+	rudp_config_init(&sc);
+	sc.guid = 0x1122334455667788ull;
+	sc.bind_address = "127.0.0.1:0";
+	fork_server_start(&srv, &sc, ping_server_setup, 2000);
 	rudp_pong pong;
-	assert_int_equal(rudp_ping(client, addr, 1500, &pong), 0);
+	assert_int_equal(rudp_ping(client, srv.addr, 1500, &pong), 0);
 	assert_true(pong.server_guid == 0x1122334455667788ull);
-	assert_int_equal(pong.data_len, strlen(motd));
-	assert_memory_equal(pong.data, motd, strlen(motd));
+	assert_int_equal(pong.data_len, strlen(PING_MOTD));
+	assert_memory_equal(pong.data, PING_MOTD, strlen(PING_MOTD));
 	rudp_host_destroy(client);
-	int status;
-	waitpid(pid, &status, 0);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fork_server_wait(&srv);
 }
 
 /* Garbage from a stranger, and malformed online datagrams from a connected

@@ -29,6 +29,7 @@
 #include "host/netsim.h"
 #include "rudp.h"
 #include "test_backend.h"
+#include "test_fork_server.h"
 
 static uint64_t now_ms(void)
 {
@@ -447,47 +448,25 @@ static void test_wakes_for_release(void **state)
 static void test_ping_rtt_twice_latency(void **state)
 {
 	(void)state;
-	int fds[2];
-	char addr[64] = {0};
-	assert_int_equal(pipe(fds), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		rudp_config sc;
-		rudp_host *server = NULL;
-		rudp_event ev[8];
-		close(fds[0]);
-		rudp_config_init(&sc);
-		sc.bind_address = "127.0.0.1:0";
-		if (rudp_host_create(&sc, &server) != 0 ||
-		    rudp_host_local_address(server, addr, sizeof(addr)) != 0)
-			_exit(1);
-		if (write(fds[1], addr, sizeof(addr)) != (ssize_t)sizeof(addr))
-			_exit(1);
-		close(fds[1]);
-		for (uint64_t until = now_ms() + 1500; now_ms() < until;)
-			rudp_service(server, ev, 8, 10);
-		rudp_host_destroy(server);
-		_exit(0);
-	}
-	close(fds[1]);
-	assert_int_equal(read(fds[0], addr, sizeof(addr)), (ssize_t)sizeof(addr));
-	close(fds[0]);
+	rudp_config sc;
+	struct fork_server srv;
+	rudp_config_init(&sc);
+	sc.bind_address = "127.0.0.1:0";
+	fork_server_start(&srv, &sc, NULL, 1500);
 	rudp_config cc;
 	rudp_config_init(&cc);
 	cc.sim.latency_ms = 60;
 	rudp_host *client;
 	assert_int_equal(rudp_host_create(&cc, &client), 0);
 	rudp_pong pong;
-	assert_int_equal(rudp_ping(client, addr, 1000, &pong), 0);
+	assert_int_equal(rudp_ping(client, srv.addr, 1000, &pong), 0);
 	assert_true(pong.rtt_us >= 120000);
 	assert_true(pong.rtt_us < 120000 + 150000);
 	rudp_host_stats st;
 	host_stats(client, &st);
 	assert_int_equal(st.sim_delayed, 2); /* the ping out, the pong in */
 	rudp_host_destroy(client);
-	int status;
-	waitpid(pid, &status, 0);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fork_server_wait(&srv);
 }
 
 /* The same for connected traffic: one message's echo takes about 2L, and
