@@ -501,6 +501,11 @@ static void declare_lost(struct loss_ctx *x, struct sendq_frame *f, enum conn_re
 
 	f->state = FRAME_NACKED;
 	f->resend_why = (uint8_t)why;
+	if (!x->l->lost_last_valid || x->l->lost_last_seq != f->last_dgram_seq) {
+		x->l->dgrams_lost++;
+		x->l->lost_last_seq = f->last_dgram_seq;
+		x->l->lost_last_valid = true;
+	}
 	x->l->resend_pending = true;
 	x->l->nack_resends_since_ack++;
 	x->v->left_bytes += sendq_frame_wire_bytes(f);

@@ -171,6 +171,15 @@ struct loss_engine {
 	struct rudp_wire_range *ack_scratch;
 	struct ack_key_range *ack_keys;
 	uint32_t ack_cap;
+	/* Send loss (conn_status.c): datagrams sent carrying reliable frames,
+	 * and those of them NACKed or inferred lost, each counted once (by
+	 * the seq of the last one counted: a datagram's frames are declared
+	 * together). Tail losses that only a probe or the RTO repairs are not
+	 * counted, so the figure reads a little low. */
+	uint64_t dgrams_reliable;
+	uint64_t dgrams_lost;
+	uint32_t lost_last_seq;
+	bool lost_last_valid;
 };
 
 /* Up to four windows of datagrams and of frame copies in the history.
@@ -334,6 +343,7 @@ static inline void loss_dgram_add(struct loss_engine *l, uint32_t slot, uint32_t
 	struct sent_history *h = &l->sent;
 
 	h->ring[h->ring_head++ & (h->size - 1)] = reliable_index;
+	l->dgrams_reliable += h->count[slot] == 0;
 	h->count[slot]++;
 }
 
