@@ -62,7 +62,8 @@ enum rudp_error {
 	RUDP_E_QUEUE_FULL = -8, /**< the peer's send queue is at max_queue_bytes; retry after service */
 	RUDP_E_UNSUPPORTED = -9, /**< not built into this library or not available here */
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
-	RUDP_E_WOULD_BLOCK = -11, /**< send policy: over the soft budget; wait for RUDP_EVENT_WRITABLE */
+	RUDP_E_WOULD_BLOCK = -11, /**< send policy over its soft budget, or the host at max_host_memory; wait
+				     for RUDP_EVENT_WRITABLE */
 	RUDP_E_PINGS_FULL = -12, /**< rudp_ping_start(): rudp_config.max_pings pings are outstanding */
 	RUDP_E_ALREADY_CONNECTED = -13, /**< rudp_connect(): the host has a peer at that address already */
 };
@@ -503,8 +504,9 @@ RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out)
  * control id (0x00, 0x03, 0x09, 0x10, 0x13, 0x15): RUDP_E_RESERVED_ID.
  * Returns 0, RUDP_E_INVALID, RUDP_E_NOT_CONNECTED, RUDP_E_TOO_LARGE,
  * RUDP_E_QUEUE_FULL (nothing queued), RUDP_E_RESERVED_ID or RUDP_E_NOMEM;
- * with a send policy on the peer also RUDP_E_WOULD_BLOCK (nothing queued;
- * see "Send policy" below), and the message gets RUDP_PRIORITY_MEDIUM. */
+ * RUDP_E_WOULD_BLOCK (nothing queued) when the host is at
+ * rudp_config.max_host_memory, or with a send policy on the peer over its
+ * budget (see "Send policy" below); the message gets RUDP_PRIORITY_MEDIUM. */
 RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
 
 /** Sends now what is queued on every peer of the host, without reading or
@@ -517,7 +519,8 @@ enum rudp_event_type {
 	RUDP_EVENT_CONNECT = 1, /**< handshake finished (either role) */
 	RUDP_EVENT_RECEIVE = 2, /**< a message arrived: data, len, reliability, channel */
 	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
-	RUDP_EVENT_WRITABLE = 4, /**< send policy: a refused peer may send again (queue below budget) */
+	RUDP_EVENT_WRITABLE =
+		4, /**< a peer refused with RUDP_E_WOULD_BLOCK may send again (below the budget) */
 	/** An answer to rudp_ping_start(): ping_id, address, guid, rtt_us,
 	 * and the server's pong data in data/len. peer is NULL. */
 	RUDP_EVENT_PONG = 5,
