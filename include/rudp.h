@@ -705,9 +705,12 @@ typedef struct rudp_peer_status {
 	uint32_t rtt_us, rtt_var_us;
 	/** Recent loss, percent (0..100). Send: datagrams carrying reliable
 	 * frames that the peer reported missing (NACK) or that later ACKs showed
-	 * lost; it reads a little low, as losses at the tail of a burst
-	 * (repaired by a probe or a timeout, never NACKed) are not counted, and
-	 * traffic of unreliable messages alone is not seen. Receive: gaps in
+	 * lost, taken back when the datagram is acknowledged after all
+	 * (reordering). It reads a little low, as losses at the tail of a
+	 * burst (repaired by a probe or a timeout, never NACKed) are not
+	 * counted, and a little high when ACKs are lost too (a datagram that
+	 * arrived but whose ACK never came counts as lost); traffic of
+	 * unreliable messages alone is not seen. Receive: gaps in
 	 * the peer's datagram sequence numbers not filled later (a jump counts
 	 * at most 512 missing, so a forged sequence number cannot inflate it). */
 	float send_loss_percent, receive_loss_percent;

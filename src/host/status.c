@@ -40,6 +40,7 @@ static void fill_status(const struct rudp_peer *p, rudp_peer_status *st)
 	st->send_loss_percent = percent(cs.send_dgrams_lost, cs.send_dgrams);
 	st->receive_loss_percent = percent(cs.recv_dgrams_missing, cs.recv_dgrams_expected);
 	st->state = (int32_t)cs.state;
+	st->reserved = 0;
 	oldest = cs.oldest_queued_us;
 #if RUDP_HAVE_SEND_POLICY
 	if (p->policy) {
@@ -57,18 +58,24 @@ static void fill_status(const struct rudp_peer *p, rudp_peer_status *st)
 
 int rudp_peer_status_get_sized(const rudp_peer *p, rudp_peer_status *out, size_t size)
 {
-	rudp_peer_status st;
+	rudp_peer_status tmp;
+	/* A caller with the whole struct (the inline wrapper) is written in
+	 * place; an older, shorter one gets a copy of its prefix. */
+	rudp_peer_status *st = size >= sizeof(tmp) ? out : &tmp;
 	int rc = 0;
 
 	if (!p || !out || size == 0)
 		return RUDP_E_INVALID;
-	memset(&st, 0, sizeof(st));
-	if (p->stage == PEER_DEAD || (p->conn && rudp_conn_state(p->conn) == RUDP_CONN_STATE_CLOSED)) {
-		st.state = 3;
-		rc = RUDP_E_NOT_CONNECTED;
-	} else if (p->stage == PEER_ONLINE && p->conn) {
-		fill_status(p, &st);
+	if (p->stage == PEER_ONLINE && p->conn && rudp_conn_state(p->conn) != RUDP_CONN_STATE_CLOSED) {
+		fill_status(p, st);
+	} else {
+		memset(st, 0, sizeof(*st));
+		if (p->stage == PEER_DEAD || p->conn) {
+			st->state = 3;
+			rc = RUDP_E_NOT_CONNECTED;
+		}
 	}
-	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
+	if (st == &tmp)
+		memcpy(out, &tmp, size);
 	return rc;
 }
