@@ -62,7 +62,8 @@ enum rudp_error {
 	RUDP_E_QUEUE_FULL = -8, /**< the peer's send queue is at max_queue_bytes; retry after service */
 	RUDP_E_UNSUPPORTED = -9, /**< not built into this library or not available here */
 	RUDP_E_RESERVED_ID = -10, /**< message is empty or starts with a RakNet control id */
-	RUDP_E_WOULD_BLOCK = -11, /**< send policy: over the soft budget; wait for RUDP_EVENT_WRITABLE */
+	RUDP_E_WOULD_BLOCK = -11, /**< send policy over its soft budget, or the host at max_host_memory; wait
+				     for RUDP_EVENT_WRITABLE */
 	RUDP_E_PINGS_FULL = -12, /**< rudp_ping_start(): rudp_config.max_pings pings are outstanding */
 	RUDP_E_ALREADY_CONNECTED = -13, /**< rudp_connect(): the host has a peer at that address already */
 };
@@ -379,6 +380,24 @@ typedef struct rudp_config {
 	uint32_t max_pings;
 	/** The network simulator; all zero (default): off. See rudp_sim_config. */
 	rudp_sim_config sim;
+	/** Host-wide memory budget, bytes: what all peers' send queues (the
+	 * send policy's staged messages included), split reassembly and the
+	 * host's queue of received messages not yet collected hold together,
+	 * kept as a running total (no scan). At or past it (the budget is
+	 * soft: below it one more message of any size is taken):
+	 * - rudp_send() and the calls built on it return RUDP_E_WOULD_BLOCK
+	 *   and queue nothing; once the total is below the budget again the
+	 *   host returns exactly one RUDP_EVENT_WRITABLE for each peer so
+	 *   refused (a peer the send policy refused too may get one from each);
+	 * - new incoming connections are refused with RakNet's "no free
+	 *   incoming connections" (a librudp client sees
+	 *   RUDP_REASON_SERVER_FULL);
+	 * - nothing already accepted is dropped: received data is still
+	 *   acknowledged, reassembled and delivered, ACKs and resends go on.
+	 * rudp_connect() is not checked. Per-peer limits (max_queue_bytes,
+	 * max_reassembly_bytes, max_pending_event_bytes) still apply.
+	 * 0: no limit. Default 256 MiB. */
+	uint64_t max_host_memory;
 	/* New fields go here, at the end (see above). */
 } rudp_config;
 
@@ -485,8 +504,9 @@ RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out)
  * control id (0x00, 0x03, 0x09, 0x10, 0x13, 0x15): RUDP_E_RESERVED_ID.
  * Returns 0, RUDP_E_INVALID, RUDP_E_NOT_CONNECTED, RUDP_E_TOO_LARGE,
  * RUDP_E_QUEUE_FULL (nothing queued), RUDP_E_RESERVED_ID or RUDP_E_NOMEM;
- * with a send policy on the peer also RUDP_E_WOULD_BLOCK (nothing queued;
- * see "Send policy" below), and the message gets RUDP_PRIORITY_MEDIUM. */
+ * RUDP_E_WOULD_BLOCK (nothing queued) when the host is at
+ * rudp_config.max_host_memory, or with a send policy on the peer over its
+ * budget (see "Send policy" below); the message gets RUDP_PRIORITY_MEDIUM. */
 RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
 
 /** Sends now what is queued on every peer of the host, without reading or
@@ -499,7 +519,8 @@ enum rudp_event_type {
 	RUDP_EVENT_CONNECT = 1, /**< handshake finished (either role) */
 	RUDP_EVENT_RECEIVE = 2, /**< a message arrived: data, len, reliability, channel */
 	RUDP_EVENT_DISCONNECT = 3, /**< the peer is gone: reason */
-	RUDP_EVENT_WRITABLE = 4, /**< send policy: a refused peer may send again (queue below budget) */
+	RUDP_EVENT_WRITABLE =
+		4, /**< a peer refused with RUDP_E_WOULD_BLOCK may send again (below the budget) */
 	/** An answer to rudp_ping_start(): ping_id, address, guid, rtt_us,
 	 * and the server's pong data in data/len. peer is NULL. */
 	RUDP_EVENT_PONG = 5,
@@ -648,6 +669,73 @@ typedef struct rudp_peer_stats {
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */
 RUDP_API int rudp_peer_stats_get(const rudp_peer *peer, rudp_peer_stats *out);
+
+/** Defined when rudp_peer_status_get() exists. */
+#define RUDP_HAVE_PEER_STATUS 1
+
+/** A peer's live status (rudp_peer_status_get()): what a game server looks
+ * at every tick. "Recent" figures cover window_us: from the start of the
+ * previous 1 s interval to now (1..2 s on a live connection, so a figure
+ * never drops to 0 just after an interval ends; longer after an idle spell
+ * with nothing received or sent, shorter on a connection not 1 s old).
+ * Fields are only ever appended (the struct never has padding).
+ * rudp_peer_stats stays the full set of counters for diagnostics. */
+typedef struct rudp_peer_status {
+	/** Recent UDP payload bytes sent and received a second (ACKs and
+	 * resends included). */
+	uint64_t send_rate, receive_rate;
+	/** RUDP_CC_RATE's bottleneck bandwidth estimate, UDP payload bytes a
+	 * second; 0 with the other congestion controls and before the first
+	 * ACK. */
+	uint64_t bandwidth_estimate;
+	/** Bytes waiting to be sent for the first time: reliable (encoded, frame
+	 * headers included, plus message bytes the send policy holds) and
+	 * unreliable (the same). */
+	uint64_t pending_reliable_bytes, pending_unreliable_bytes;
+	/** Encoded reliable bytes sent and neither acknowledged nor declared
+	 * lost. */
+	uint64_t in_flight_bytes;
+	/** Queue time: microseconds since the oldest message still waiting to
+	 * be sent for the first time was queued (by rudp_send() or held by the
+	 * send policy); 0 when nothing waits. */
+	uint64_t queue_time_us;
+	/** Length of the recent window, microseconds. */
+	uint64_t window_us;
+	/** Smoothed RTT and its variance, microseconds (as rudp_peer_stats). */
+	uint32_t rtt_us, rtt_var_us;
+	/** Recent loss, percent (0..100). Send: datagrams carrying reliable
+	 * frames that the peer reported missing (NACK) or that later ACKs showed
+	 * lost, taken back when the datagram is acknowledged after all
+	 * (reordering). It reads a little low, as losses at the tail of a
+	 * burst (repaired by a probe or a timeout, never NACKed) are not
+	 * counted, and a little high when ACKs are lost too (a datagram that
+	 * arrived but whose ACK never came counts as lost); traffic of
+	 * unreliable messages alone is not seen. Receive: gaps in
+	 * the peer's datagram sequence numbers not filled later (a jump counts
+	 * at most 512 missing, so a forged sequence number cannot inflate it). */
+	float send_loss_percent, receive_loss_percent;
+	/** As rudp_peer_stats.state: 0 connecting, 1 connected, 2
+	 * disconnecting, 3 closed. */
+	int32_t state;
+	uint32_t reserved; /**< 0 */
+} rudp_peer_status;
+
+/** rudp_peer_status_get() with the size of *out as the program knows it:
+ * fills the first min(size, sizeof(rudp_peer_status)) bytes. O(1), no
+ * allocation, no system call; figures are as of the host's last call
+ * (rudp_service(), rudp_flush(), ...). Returns 0; RUDP_E_INVALID (NULL
+ * peer or out, size 0), storing nothing; or RUDP_E_NOT_CONNECTED for a
+ * peer whose connection has closed (out then holds zeros and state 3; its
+ * final counters stay in rudp_peer_stats_get()). A peer still in the
+ * offline handshake returns 0 with zeros and state 0. */
+RUDP_API int rudp_peer_status_get_sized(const rudp_peer *peer, rudp_peer_status *out, size_t size);
+
+/** Fills *out with the peer's live status; see rudp_peer_status_get_sized()
+ * for the return codes. Cheap enough to call for every peer every tick. */
+static inline int rudp_peer_status_get(const rudp_peer *peer, rudp_peer_status *out)
+{
+	return rudp_peer_status_get_sized(peer, out, sizeof(*out));
+}
 
 /** Host-wide counters. */
 typedef struct rudp_host_stats {

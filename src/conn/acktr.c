@@ -258,6 +258,7 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 	if (!t->have_highest_dgram) {
 		t->have_highest_dgram = true;
 		t->highest_dgram_seq = seq;
+		t->dgrams_expected = 1;
 		seq_set_bit(t->dgram_seen, seq, true);
 		return DGRAM_NEW;
 	}
@@ -272,8 +273,14 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 
 		/* When the NACK queue is full the gap goes unreported: RTO covers it. */
 		ackq_push_range(&t->nacks, first, (seq - 1) & RUDP_WIRE_U24_MASK);
+		/* Counted within the same bound, so a hostile jump adds at most
+		 * CONN_MAX_NACK_GAP to the receive loss. */
+		missing = missing > CONN_MAX_NACK_GAP ? CONN_MAX_NACK_GAP : missing;
+		t->dgrams_missing += missing;
+		t->dgrams_expected += missing;
 	}
 	if (ahead > 0) {
+		t->dgrams_expected++;
 		uint32_t clear = (uint32_t)ahead < CONN_DGRAM_HISTORY ? (uint32_t)ahead : CONN_DGRAM_HISTORY;
 
 		for (uint32_t k = 1; k <= clear; k++) {
@@ -290,6 +297,8 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 		return DGRAM_SEEN;
 	ackq_remove_seq(&t->nacks, seq);
 	seq_set_bit(t->dgram_seen, seq, true);
+	/* Late, not lost: it counted as missing when the gap opened. */
+	t->dgrams_missing -= t->dgrams_missing > 0;
 	return DGRAM_NEW;
 }
 

@@ -59,6 +59,11 @@ struct ack_tracker {
 	uint64_t dgram_seen[CONN_DGRAM_HISTORY / 64];
 	/* the same window: the seqs we acknowledged (ACKs repeat recent ones) */
 	uint64_t dgram_acked[CONN_DGRAM_HISTORY / 64];
+	/* Receive loss (conn_status.c): datagram seqs expected so far (the
+	 * highest seen, counting each jump up to CONN_MAX_NACK_GAP + 1), and
+	 * those of them still missing (a late one is taken back) */
+	uint64_t dgrams_expected;
+	uint64_t dgrams_missing;
 };
 
 /* 0 or RUDP_CONN_E_NOMEM (then acktr_free it). */

@@ -99,6 +99,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	c->state = RUDP_CONN_STATE_CONNECTING;
 	c->now_us = now_us;
 	c->created_us = now_us;
+	c->marks[0].at_us = now_us;
+	c->marks[1].at_us = now_us;
 	c->last_recv_us = now_us;
 	c->last_send_us = now_us;
 
@@ -263,6 +265,7 @@ int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint6
 		c->stats.datagrams_dropped++;
 		return RUDP_WIRE_TRUNCATED;
 	}
+	conn_status_roll(c, now_us);
 	c->stats.datagrams_received++;
 	c->stats.bytes_received += n;
 	if (!(p[0] & RUDP_DGRAM_VALID)) {

@@ -161,6 +161,35 @@ struct rudp_conn_stats {
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */
 
+/* A cheap live view of the connection (conn_status.c), for a status call
+ * made every tick: O(1), no allocation. "Recent" runs from the start of
+ * the previous 1 s bucket to now (window_us long: 1..2 s once the conn is
+ * that old, longer after an idle spell with no datagrams or flushes), so
+ * it never reads 0 just after a bucket ends. */
+struct rudp_conn_status {
+	uint64_t window_us;
+	uint64_t send_bytes_per_s, recv_bytes_per_s; /* UDP payload over the window */
+	/* Datagrams over the window. Send: carrying reliable frames, and of
+	 * them NACKed or inferred lost (tail losses repaired by a probe or
+	 * the RTO are not counted). Receive: expected from the seqs, and of
+	 * them still missing. */
+	uint64_t send_dgrams, send_dgrams_lost;
+	uint64_t recv_dgrams_expected, recv_dgrams_missing;
+	uint64_t bandwidth_bytes_per_s; /* RATE's estimate, else 0 */
+	uint64_t reliable_unsent_bytes; /* encoded, queued and never sent */
+	uint64_t unreliable_bytes; /* encoded, queued */
+	uint64_t in_flight_bytes; /* encoded reliable frames sent, not acked or declared lost */
+	uint64_t oldest_queued_us; /* when the oldest message not yet sent was queued; 0: none */
+	uint32_t rtt_us, rtt_var_us;
+	enum rudp_conn_state state;
+};
+/* Fills *out as of now_us (the conn's own time when later). */
+void rudp_conn_get_status(const struct rudp_conn *c, uint64_t now_us, struct rudp_conn_status *out);
+/* Bytes of memory the conn holds for queued data: send queue bodies
+ * (reliable, unsent or unacknowledged, and unreliable) and reassembly
+ * reservations. O(1): what a host-wide budget adds up. */
+uint64_t rudp_conn_memory_bytes(const struct rudp_conn *c);
+
 struct rudp_conn_identity {
 	int64_t local_guid;
 	int64_t remote_guid; /* 0 when unknown */

@@ -424,6 +424,7 @@ int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_nex
 	if (now_us > c->now_us)
 		c->now_us = now_us;
 	now_us = c->now_us;
+	conn_status_roll(c, now_us);
 	if (conn_check_timers(c, now_us))
 		return 0;
 	if (c->disconnect_unqueued)

@@ -44,6 +44,14 @@
 
 /* ---- the connection ---- */
 
+/* conn_status.c: running counters at the start of a 1 s bucket. */
+struct conn_status_mark {
+	uint64_t at_us;
+	uint64_t bytes_sent, bytes_received;
+	uint64_t dgrams_reliable, dgrams_lost; /* loss engine's */
+	uint64_t dgrams_expected, dgrams_missing; /* ACK tracker's */
+};
+
 struct rudp_conn {
 	struct rudp_conn_config cfg;
 	struct rudp_conn_callbacks cb;
@@ -96,6 +104,9 @@ struct rudp_conn {
 	int64_t peer_request_time;
 
 	struct rudp_conn_stats stats;
+	/* conn_status.c: the counters at the start of the previous and of
+	 * the current 1 s bucket; "recent" figures run from marks[0] */
+	struct conn_status_mark marks[2];
 	uint64_t frames_dropped; /* with the parts' own (rx, reasm): stats.frames_dropped */
 	/* Client side: messages that arrived before the server's connection
 	 * request accepted (0x10) was handled, held for delivery right after
@@ -117,6 +128,18 @@ struct rudp_conn {
 	 * fragment came); NULL once taken, or when there is none. */
 	uint8_t *early_handoff;
 };
+
+#define CONN_STATUS_BUCKET_US 1000000u
+
+/* Starts a new bucket (conn_status.c). */
+void conn_status_roll_slow(struct rudp_conn *c, uint64_t now_us);
+/* Called with every advance of the conn's time (datagrams in, flushes):
+ * one comparison unless a bucket has ended. */
+static inline void conn_status_roll(struct rudp_conn *c, uint64_t now_us)
+{
+	if (now_us - c->marks[1].at_us >= CONN_STATUS_BUCKET_US)
+		conn_status_roll_slow(c, now_us);
+}
 
 struct flush_ref {
 	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL */

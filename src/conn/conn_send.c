@@ -105,6 +105,7 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.reliability = rel;
 	tmpl.state = FRAME_QUEUED;
+	tmpl.first_send_us = c->now_us; /* until sent: when queued (conn_status.c) */
 	if (rudp_wire_is_ordered_or_sequenced(rel)) {
 		tmpl.channel = channel;
 		tmpl.order_index = ix.order_index;

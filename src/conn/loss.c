@@ -491,6 +491,23 @@ static void note_lost_seq(struct loss_seqs *s, uint32_t seq, int32_t key)
 	s->any = true;
 }
 
+/* Counts datagram seq lost once (loss_engine.dgrams_lost). */
+static void count_lost_dgram(struct loss_engine *l, uint32_t seq)
+{
+	uint32_t *tag = &l->sent.tag[seq & (l->sent.size - 1)];
+
+	if (*tag == (seq | SENT_HISTORY_VALID)) {
+		*tag |= SENT_HISTORY_LOST;
+		l->dgrams_lost++;
+	} else if (*tag != (seq | SENT_HISTORY_VALID | SENT_HISTORY_LOST) &&
+		   (!l->lost_last_valid || l->lost_last_seq != seq)) {
+		/* Out of the history: frames of one datagram come together. */
+		l->dgrams_lost++;
+		l->lost_last_seq = seq;
+		l->lost_last_valid = true;
+	}
+}
+
 /* NACKed or inferred lost: out of the flight, and for the conn a
  * congestion signal when a queue shows in the RTT, or when the copy lost
  * was itself a resend (see cc.c: what a shallow queue's overflow looks
@@ -501,6 +518,7 @@ static void declare_lost(struct loss_ctx *x, struct sendq_frame *f, enum conn_re
 
 	f->state = FRAME_NACKED;
 	f->resend_why = (uint8_t)why;
+	count_lost_dgram(x->l, f->last_dgram_seq);
 	x->l->resend_pending = true;
 	x->l->nack_resends_since_ack++;
 	x->v->left_bytes += sendq_frame_wire_bytes(f);
@@ -567,8 +585,10 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 			uint32_t seq = (x->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
 			uint32_t slot = seq & (h->size - 1);
 
-			if (h->tag[slot] != (seq | SENT_HISTORY_VALID))
+			if ((h->tag[slot] & ~SENT_HISTORY_LOST) != (seq | SENT_HISTORY_VALID))
 				continue;
+			/* Counted lost, yet it arrived: late, not lost. */
+			l->dgrams_lost -= (h->tag[slot] & SENT_HISTORY_LOST) && l->dgrams_lost > 0;
 			h->tag[slot] = 0;
 			h->valid--;
 			/* The send time of this datagram, not of the frames' latest
@@ -622,7 +642,8 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 		h->oldest_valid = x->next_dgram_seq;
 	} else {
 		while (h->oldest_valid != x->next_dgram_seq &&
-		       h->tag[h->oldest_valid & (h->size - 1)] != (h->oldest_valid | SENT_HISTORY_VALID))
+		       (h->tag[h->oldest_valid & (h->size - 1)] & ~SENT_HISTORY_LOST) !=
+			       (h->oldest_valid | SENT_HISTORY_VALID))
 			h->oldest_valid = rudp_u24_add(h->oldest_valid, 1);
 	}
 }

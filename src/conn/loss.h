@@ -88,6 +88,9 @@ struct sent_history {
  * now), keeping what it holds; 0 or RUDP_CONN_E_NOMEM (unchanged). */
 int sent_history_resize(struct sent_history *h, uint32_t size);
 #define SENT_HISTORY_VALID 0x80000000u
+/* In a valid tag: the datagram was counted in dgrams_lost (declare_lost);
+ * an ACK for it after all takes the count back (it was late, not lost). */
+#define SENT_HISTORY_LOST 0x40000000u
 
 /* An incoming ACK's records, normalized: distances from next_dgram_seq,
  * negative for sent seqs. */
@@ -171,6 +174,16 @@ struct loss_engine {
 	struct rudp_wire_range *ack_scratch;
 	struct ack_key_range *ack_keys;
 	uint32_t ack_cap;
+	/* Send loss (conn_status.c): datagrams sent carrying reliable frames,
+	 * and those of them NACKed or inferred lost, each counted once (marked
+	 * in the sent history; past it, by the seq of the last one counted)
+	 * and taken back when an ACK names the datagram after all (reordering).
+	 * Tail losses that only a probe or the RTO repairs are not counted,
+	 * so the figure reads a little low. */
+	uint64_t dgrams_reliable;
+	uint64_t dgrams_lost;
+	uint32_t lost_last_seq;
+	bool lost_last_valid;
 };
 
 /* Up to four windows of datagrams and of frame copies in the history.
@@ -334,6 +347,7 @@ static inline void loss_dgram_add(struct loss_engine *l, uint32_t slot, uint32_t
 	struct sent_history *h = &l->sent;
 
 	h->ring[h->ring_head++ & (h->size - 1)] = reliable_index;
+	l->dgrams_reliable += h->count[slot] == 0;
 	h->count[slot]++;
 }
 

@@ -23,7 +23,7 @@ enum sendq_frame_state {
 
 struct sendq_frame {
 	uint64_t body_pos; /* position of the body in the queue's byte ring */
-	uint64_t first_send_us; /* for "reliable data never acked" timeouts */
+	uint64_t first_send_us; /* for "reliable data never acked" timeouts; while queued: when queued */
 	uint64_t last_send_us;
 	uint64_t deadline_us; /* retransmit when still unacked at this time */
 	uint32_t reliable_index;

@@ -44,6 +44,7 @@ static void after_conn_call(struct rudp_host *h, struct rudp_peer *p)
 		host_peer_close(h, p, p->close_reason);
 		return;
 	}
+	budget_peer_update(h, p);
 	host_peer_touch(h, p);
 }
 
@@ -308,6 +309,7 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events)
 	 * to hand over, the application may turn to other work for long. What
 	 * it queued before this call is never left: if the first flush was
 	 * saved for a wait that did not happen, it goes now. */
+	budget_signal_writable(h);
 	bool leave_own =
 		want_events && h->events.count > 0 && h->events.non_receive == 0 && (sent_first || waited);
 	if (!leave_own)
@@ -747,9 +749,14 @@ int rudp_send_ex(rudp_peer *p, const void *data, size_t len, int reliability, in
 	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
 		return RUDP_E_NOT_CONNECTED;
 	struct rudp_host *h = p->host;
+	if (budget_over(h)) {
+		budget_refuse(h, p);
+		return RUDP_E_WOULD_BLOCK;
+	}
 	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority);
 	switch (r) {
 	case 0:
+		budget_peer_update(h, p);
 		host_mark_dirty(h, p);
 		/* Immediate skips the wait for the next service or flush call. */
 		if (priority == RUDP_PRIORITY_IMMEDIATE) {

@@ -97,6 +97,11 @@ struct rudp_peer {
 	bool has_send_opts;
 	rudp_send_options send_opts;
 	struct send_policy *policy;
+	/* memory budget (budget.c): the bytes of this peer in the host's
+	 * total, and the list of peers refused a send while over it */
+	uint64_t budget_bytes;
+	bool budget_refused;
+	struct rudp_peer *refused_prev, *refused_next;
 };
 
 /* ---- peer table (peer_table.c): open addressing, XXH3 seeded hash ---- */
@@ -224,6 +229,12 @@ void ping_on_pong(struct rudp_host *h, const struct sockaddr_storage *from, cons
 /* Resends and timeouts that are due (the service loop's timer round). */
 void ping_run_timers(struct rudp_host *h);
 
+/* ---- memory budget (budget.c): rudp_config.max_host_memory ---- */
+struct host_budget {
+	uint64_t peers_bytes; /* sum of every peer's budget_bytes */
+	struct rudp_peer *refused_head; /* peers owed a WRITABLE event */
+};
+
 /* ---- host ---- */
 struct rudp_host {
 	rudp_config cfg;
@@ -252,6 +263,7 @@ struct rudp_host {
 	/* The network simulator (rudp_config.sim); NULL when off, and then
 	 * the only cost is the test of this pointer. */
 	struct netsim *sim;
+	struct host_budget budget; /* max_host_memory (budget.c) */
 };
 
 uint64_t rudp_now_us(void); /* host.c */
@@ -326,5 +338,26 @@ void host_peer_policy_free(struct rudp_peer *p);
  * rudp_service() and rudp_recv_batch() (batch.c) differ only in what they
  * pop afterwards. Returns 0 or a negative RUDP_E_* code. */
 int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events);
+
+/* budget.c: the host-wide memory total, kept up to date per peer (each
+ * peer's share is read again, O(1), after every call that may change it),
+ * plus the event queue's message bytes. update: after a send or a flush of
+ * the peer; forget: its conn is gone (or the peer is freed), also leaving
+ * the refused list; over: at or past max_host_memory (never with 0);
+ * refuse: p was refused a send, owe it a WRITABLE event; signal: under the
+ * budget again, queue the owed events (one per peer). */
+void budget_peer_update(struct rudp_host *h, struct rudp_peer *p);
+void budget_peer_forget(struct rudp_host *h, struct rudp_peer *p);
+static inline bool budget_over(const struct rudp_host *h)
+{
+	return h->cfg.max_host_memory && h->budget.peers_bytes + h->events.bytes >= h->cfg.max_host_memory;
+}
+void budget_refuse(struct rudp_host *h, struct rudp_peer *p);
+void budget_signal_writable(struct rudp_host *h);
+/* The total the budget compares, bytes. */
+static inline uint64_t budget_total(const struct rudp_host *h)
+{
+	return h->budget.peers_bytes + h->events.bytes;
+}
 
 #endif

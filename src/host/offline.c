@@ -206,7 +206,8 @@ static void server_on_request_2(struct rudp_host *h, const struct sockaddr_stora
 	}
 	/* Half-open handshakes never keep a real client out: when the peers
 	 * or the pending handshakes are full, the oldest pending one gives way. */
-	if (h->peer_count >= h->cfg.max_peers && !guard_oldest_pending(&h->guard)) {
+	/* Over the memory budget nothing new comes in; what is accepted stays. */
+	if (budget_over(h) || (h->peer_count >= h->cfg.max_peers && !guard_oldest_pending(&h->guard))) {
 		server_reply_reject(h, from, n, RUDP_ID_NO_FREE_INCOMING_CONNECTIONS);
 		return;
 	}

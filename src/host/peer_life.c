@@ -130,6 +130,7 @@ struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_stora
 
 void host_peer_free(struct rudp_host *h, struct rudp_peer *p)
 {
+	budget_peer_forget(h, p);
 	host_peer_policy_closing(p);
 	if (p->conn)
 		rudp_conn_destroy(p->conn);
@@ -214,6 +215,7 @@ void host_peer_close(struct rudp_host *h, struct rudp_peer *p, int reason)
 	peer_table_remove(&h->table, p);
 	timer_heap_set(&h->timers, p, UINT64_MAX);
 	h->peer_count--;
+	budget_peer_forget(h, p);
 	if (p->conn) {
 		rudp_conn_get_stats(p->conn, &p->final_stats);
 		p->has_final_stats = true;

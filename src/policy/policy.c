@@ -23,6 +23,7 @@
 struct staged_msg {
 	uint64_t pos; /* body position in the class's byte ring */
 	uint64_t age; /* staging serial: smaller is older, across classes */
+	uint64_t queued_us; /* when staged (rudp_policy_get_pending) */
 	uint32_t len;
 	uint32_t order_index;
 	uint32_t sequenced_index;
@@ -367,6 +368,7 @@ static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data
 	rudp_conn_take_indexes(c, eff, channel, &ix);
 	memset(&m, 0, sizeof(m));
 	m.age = p->next_age++;
+	m.queued_us = p->now_us;
 	m.len = (uint32_t)len;
 	m.order_index = ix.order_index;
 	m.sequenced_index = ix.sequenced_index;
@@ -612,4 +614,30 @@ void rudp_policy_conn_closing(struct send_policy *p)
 	p->have_final = true;
 	p->refused = false;
 	p->conn = NULL;
+}
+
+void rudp_policy_get_pending(const struct send_policy *p, struct rudp_policy_pending *out)
+{
+	uint64_t oldest = 0;
+
+	out->reliable_bytes = p->staged_bytes[KIND_REL];
+	out->unreliable_bytes = p->staged_bytes[KIND_UNREL];
+	for (int kind = 0; kind < 2; kind++) {
+		for (int prio = 0; prio < RUDP_CONN_PRIORITIES; prio++) {
+			const struct stage_class *q = &p->cls[kind][prio];
+			uint64_t t;
+
+			if (q->count == 0)
+				continue;
+			t = class_at(q, 0)->queued_us;
+			if (oldest == 0 || t < oldest)
+				oldest = t;
+		}
+	}
+	out->oldest_queued_us = oldest;
+}
+
+uint64_t rudp_policy_staged_bytes(const struct send_policy *p)
+{
+	return p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL];
 }

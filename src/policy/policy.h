@@ -139,6 +139,19 @@ void rudp_policy_disconnect(struct send_policy *p, uint64_t now_us);
 /* Fills *out. Valid with or without a conn attached; after the conn closed
  * (rudp_policy_conn_closing) it reports the last values. */
 void rudp_policy_get_stats(const struct send_policy *p, struct rudp_policy_stats *out);
+/* What the policy holds and has not handed to the conn: message bytes of
+ * staged reliable and unreliable messages, and when the oldest of them was
+ * staged (the policy's time; 0 with none). O(1): eight class heads. */
+struct rudp_policy_pending {
+	uint64_t reliable_bytes;
+	uint64_t unreliable_bytes;
+	uint64_t oldest_queued_us;
+};
+void rudp_policy_get_pending(const struct send_policy *p, struct rudp_policy_pending *out);
+/* reliable_bytes + unreliable_bytes of the above, alone (a host's memory
+ * budget reads it after every flush). */
+uint64_t rudp_policy_staged_bytes(const struct send_policy *p);
+
 /* The owner is about to destroy p's conn: take the final figures (staged
  * messages that will never go out count as RUDP_POLICY_DROP_CLOSED) and
  * detach without moving anything. A no-op when detached. */
