@@ -100,6 +100,7 @@ static inline enum dgram_seq_verdict acktr_on_dgram_seq(struct ack_tracker *t, u
 		*acktr_seq_word(t->dgram_seen, seq, &bit) |= bit;
 		*acktr_seq_word(t->dgram_acked, seq, &bit) &= ~bit;
 		t->highest_dgram_seq = seq;
+		t->dgrams_expected++;
 		return DGRAM_NEW;
 	}
 	return acktr_on_dgram_seq_any(t, seq);
