@@ -19,9 +19,9 @@
  * (so ACKs cover batches, as on a busy host); use it with tx=0. queue=N
  * gives the tx link a drop-tail queue of N datagrams per direction (0, the
  * default: unbounded); cc= picks the congestion control (0 none, 1 the
- * AIMD window, 2 the rate controller). The window is on by default here
- * although rudp_config_init leaves it off (RUDP_CC_NONE): pass cc=0 to
- * measure what a default librudp does.
+ * AIMD window, 2 the rate controller). The AIMD window is on by default
+ * here, although rudp_config_init picks the rate controller
+ * (RUDP_CC_RATE): pass cc=2 to measure what a default librudp does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
