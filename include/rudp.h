@@ -336,19 +336,17 @@ typedef struct rudp_config {
 	 * per remote address). */
 	int socket_per_connect;
 	/** An rudp_congestion_control: what limits how fast each peer sends.
-	 * RUDP_CC_RATE (default) estimates each path's bottleneck bandwidth
-	 * and minimum RTT from what the ACKs say was delivered, and paces
-	 * every datagram carrying frames (reliable or not) at that rate, with
-	 * at most about two bandwidth-delay products in flight: it keeps a
-	 * bottleneck's queue short, shares it evenly with other such flows,
-	 * and does not slow down for random loss (Wi-Fi) or for an RTT that
-	 * rises because the endpoints are short of CPU. Nothing of it is on
-	 * the wire: any RakNet peer sees ordinary datagrams. RUDP_CC_NONE
-	 * keeps only window_frames reliable frames in flight: on a path that
-	 * is never the bottleneck (loopback, a LAN) it skips the controller's
-	 * bookkeeping, but on a narrower path it sends a whole window at once
-	 * and a router's queue drops what it cannot hold (every drop is
-	 * resent). RUDP_CC_AIMD holds reliable
+	 * RUDP_CC_NONE (default) keeps only window_frames reliable frames in
+	 * flight: on a fast, uncongested path (a LAN, loopback) nothing is
+	 * faster, but on a narrower path it sends a whole window at once and
+	 * a router's queue drops what it cannot hold (every drop is resent).
+	 * RUDP_CC_RATE estimates each path's bottleneck bandwidth and minimum
+	 * RTT from what the ACKs say was delivered, and paces every datagram
+	 * carrying frames (reliable or not) at that rate, with at most about
+	 * two bandwidth-delay products in flight: it keeps a bottleneck's
+	 * queue short, shares it evenly with other such flows, and does not
+	 * slow down for random loss (Wi-Fi) or for an RTT that rises
+	 * because the endpoints are short of CPU. RUDP_CC_AIMD holds reliable
 	 * frames to a TCP-style window that shrinks on loss with a rising
 	 * RTT; it lowers throughput when endpoints are CPU-bound. ACKs and
 	 * tail-loss probes are never held back. docs/tuning.md says how to
@@ -386,9 +384,9 @@ typedef struct rudp_config {
 
 /** Values of rudp_config.congestion_control. */
 enum rudp_congestion_control {
-	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight */
+	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight (default) */
 	RUDP_CC_AIMD = 1, /**< congestion window over reliable frames, TCP-style */
-	RUDP_CC_RATE = 2, /**< paced at the path's estimated bandwidth (BBR-style; default) */
+	RUDP_CC_RATE = 2, /**< paced at the path's estimated bandwidth (BBR-style) */
 };
 
 /** Values of rudp_config.io.backend. */

@@ -37,8 +37,7 @@
 #define RUDP_DEFAULT_CONNECT_TIMEOUT_MS 5000u
 #define RUDP_DEFAULT_DISCONNECT_LINGER_MS 2000u
 /* enum rudp_conn_cc, the same values as enum rudp_congestion_control:
- * the rate controller, which keeps a bottleneck's queue short and does
- * not slow down where only the endpoints' CPUs are short (include/rudp.h). */
-#define RUDP_DEFAULT_CONGESTION_CONTROL 2u
+ * only the reliable window (include/rudp.h says why). */
+#define RUDP_DEFAULT_CONGESTION_CONTROL 0u
 
 #endif
