@@ -63,8 +63,10 @@ static struct bench_args args = {
 static void run(void **state)
 {
 	struct rudp_conn_config cfg;
-	struct sim_link link = {
-		.loss_pm = args.loss_pm, .delay_us = args.delay_us, .tx_us = args.tx_us, .jitter_us = args.jitter_us};
+	struct sim_link link = {.loss_pm = args.loss_pm,
+				.delay_us = args.delay_us,
+				.tx_us = args.tx_us,
+				.jitter_us = args.jitter_us};
 	struct rudp_conn_stats st[2];
 	struct sim *s = malloc(sizeof(*s));
 	uint64_t start;
