@@ -1169,6 +1169,11 @@ int main(int argc, char **argv)
 	split_cpus(&meta);
 	meta.workers_forced = workers_forced;
 	meta.wait_spin_us = bench_wait_spin_us;
+	{
+		rudp_config defaults;
+		rudp_config_init(&defaults);
+		meta.congestion_control = bench_cc >= 0 ? bench_cc : defaults.congestion_control;
+	}
 	if (resume_dir) {
 		/* A resumed run must be the same code and plan: resume_load
 		 * refuses another commit or mode; the filters are the caller's. */

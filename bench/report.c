@@ -402,6 +402,16 @@ const char *wait_spin_desc(const struct meta *m)
 	return buf;
 }
 
+const char *cc_desc(const struct meta *m)
+{
+	switch (m->congestion_control) {
+	case RUDP_CC_NONE: return "none";
+	case RUDP_CC_AIMD: return "aimd";
+	case RUDP_CC_RATE: return "rate";
+	default: return "unknown";
+	}
+}
+
 const char *workers_desc(const struct meta *m)
 {
 	static char buf[160];
@@ -827,6 +837,15 @@ void report_print(FILE *f, const struct plan *p, struct meta *m, const char *dir
 		"Server workers (a thread and an SO_REUSEPORT socket each): %s; enet: always 1 (%s). "
 		"The path column gives each row's count.\n\n",
 		workers_desc(m), BENCH_ENET_ONE_WORKER);
+	{
+		rudp_config defaults;
+		rudp_config_init(&defaults);
+		fprintf(f,
+			"Congestion control in the rudp columns (`rudp_config.congestion_control`, `--cc`): "
+			"`%s`%s.\n\n",
+			cc_desc(m),
+			m->congestion_control == defaults.congestion_control ? ", librudp's default" : "");
+	}
 	if (m->wait_spin_us >= 0) {
 		rudp_config defaults;
 		rudp_config_init(&defaults);
@@ -973,6 +992,8 @@ int json_write(const char *path, const struct plan *p, const struct meta *m)
 	/* On the meta's first line, which --resume reads (resume.c). */
 	fprintf(f, ", \"wait_spin_us\": ");
 	jstr(f, wait_spin_desc(m));
+	fprintf(f, ", \"congestion_control\": ");
+	jstr(f, cc_desc(m));
 	fprintf(f, ", \"cpu\": ");
 	jstr(f, m->cpu);
 	fprintf(f, ", \"cpus\": %d, \"kernel\": ", m->cpus);

@@ -155,6 +155,9 @@ struct meta {
 	bool cpus_shared;
 	unsigned workers_forced; /* --workers N; 0: one per server CPU on many/loaded rows, else 1 */
 	int wait_spin_us; /* --wait-spin-us N for the rudp columns; -1: librudp's default */
+	/* The rudp columns' rudp_config.congestion_control: --cc, or librudp's
+	 * default resolved (a resumed file must match either way). */
+	int congestion_control;
 	bool root;
 	double seconds;
 	char chart_note[160];
@@ -201,5 +204,7 @@ const char *wait_spin_desc(const struct meta *m);
 int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *copied);
 /* "1 per server CPU (2) on many and loaded rows, 1 on single and sparse" or "3 (--workers)". */
 const char *workers_desc(const struct meta *m);
+/* m->congestion_control as --cc spells it: "none", "aimd", "rate". */
+const char *cc_desc(const struct meta *m);
 
 #endif

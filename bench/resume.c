@@ -168,20 +168,21 @@ static const char *parse_pairs(const char *s, bool open,
 }
 
 struct meta_seen {
-	char commit[64], mode[16], wait_spin[16];
+	char commit[64], mode[16], wait_spin[16], cc[16];
 };
 
 static int meta_pair(void *ctx, const char *key, const struct jv *v)
 {
 	struct meta_seen *m = ctx;
 	bool commit = !strcmp(key, "commit"), mode = !strcmp(key, "mode"),
-	     spin = !strcmp(key, "wait_spin_us");
-	if (!commit && !mode && !spin)
+	     spin = !strcmp(key, "wait_spin_us"), cc = !strcmp(key, "congestion_control");
+	if (!commit && !mode && !spin && !cc)
 		return 0;
-	char *to = commit ? m->commit : mode ? m->mode : m->wait_spin;
+	char *to = commit ? m->commit : mode ? m->mode : spin ? m->wait_spin : m->cc;
 	size_t n = commit ? sizeof m->commit
 		   : mode ? sizeof m->mode
-			  : sizeof m->wait_spin,
+		   : spin ? sizeof m->wait_spin
+			  : sizeof m->cc,
 	       len = strlen(v->str);
 	/* Longer than ours can be: not a value this binary wrote. */
 	if (v->type != JV_STR || len >= n)
@@ -439,8 +440,10 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 	}
 	char *line = malloc(RESUME_LINE);
 	struct old_run *old = calloc(RESUME_MAX_RUNS, sizeof *old);
-	/* Files from before --wait-spin-us were made at librudp's default. */
-	struct meta_seen seen = {"", "", "default"};
+	/* Files from before --wait-spin-us were made at librudp's default;
+	 * those from before the congestion_control key, with RUDP_CC_NONE
+	 * unless --cc said otherwise (which they did not record). */
+	struct meta_seen seen = {"", "", "default", "none"};
 	size_t nold = 0, bad = 0;
 	bool in_runs = false, closed = false, have_meta = false;
 	int rc = -1;
@@ -519,13 +522,15 @@ int resume_load(struct plan *p, const char *dir, const struct meta *m, size_t *c
 		why = "it was made in another mode";
 	else if ((mismatch = strcmp(seen.wait_spin, wait_spin_desc(m)) != 0))
 		why = "it was made with another --wait-spin-us";
+	else if ((mismatch = strcmp(seen.cc, cc_desc(m)) != 0))
+		why = "it was made with another congestion control (--cc)";
 	if (why) {
 		if (mismatch)
 			fprintf(stderr,
-				"rudp-bench: --resume %s: %s (%s mode, commit %s, wait_spin_us %s; this is "
-				"%s mode, commit %s, wait_spin_us %s)\n",
-				dir, why, seen.mode, seen.commit, seen.wait_spin, m->mode, m->commit,
-				wait_spin_desc(m));
+				"rudp-bench: --resume %s: %s (%s mode, commit %s, wait_spin_us %s, cc %s; "
+				"this is %s mode, commit %s, wait_spin_us %s, cc %s)\n",
+				dir, why, seen.mode, seen.commit, seen.wait_spin, seen.cc, m->mode, m->commit,
+				wait_spin_desc(m), cc_desc(m));
 		goto out;
 	}
 	if (bad)

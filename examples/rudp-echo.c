@@ -3,16 +3,18 @@
  * rudp-echo: an echo server and a verifying client over librudp.
  *
  *   rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--threads N] [--io B]
- *                    [--once] [--stats] [--sim-* ...]
+ *                    [--cc C] [--once] [--stats] [--sim-* ...]
  *   rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]
- *                    [--batch B] [--io B] [--protocol V] [--channel C] [--timeout MS]
- *                    [--stats] [--sim-* ...]
+ *                    [--batch B] [--io B] [--cc C] [--protocol V] [--channel C]
+ *                    [--timeout MS] [--stats] [--sim-* ...]
  *
  * The server drains received messages with rudp_recv_batch() and echoes
  * each peer's run of them with one rudp_send_batch(). With --threads N it
  * runs N hosts, one per thread, on one port (SO_REUSEPORT): each client is
  * served by one thread only, so the threads share nothing. --io picks the
  * backend (uring, mmsg, auto; RUDP_IO in the environment overrides it).
+ * --cc picks rudp_config.congestion_control (none, aimd, rate; without it
+ * rudp_config_init's default).
  * The --sim-* options turn on librudp's network simulator (sim_options.h)
  * on either side.
  *
@@ -53,11 +55,12 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: rudp-echo server [--bind ADDR:PORT] [--max-clients N] [--threads N] [--io B]\n"
-		"                        [--once] [--stats] [--sim-* ...]\n"
+		"                        [--cc C] [--once] [--stats] [--sim-* ...]\n"
 		"       rudp-echo client --connect ADDR:PORT [--count N] [--size BYTES] [--window W]\n"
-		"                        [--batch B] [--io B] [--protocol V] [--channel C] [--timeout MS]\n"
-		"                        [--stats] [--sim-* ...]\n"
+		"                        [--batch B] [--io B] [--cc C] [--protocol V] [--channel C]\n"
+		"                        [--timeout MS] [--stats] [--sim-* ...]\n"
 		"  --io B       io backend: uring, mmsg or auto (default; RUDP_IO overrides)\n"
+		"  --cc C       congestion control: none, aimd or rate (default: the library's)\n"
 		"  --threads N  server: N hosts on one port, one per thread (SO_REUSEPORT)\n"
 		"  --batch B    client: send with rudp_send_batch, at most B messages per "
 		"call\n" SIM_OPTIONS_USAGE);
@@ -87,6 +90,28 @@ static void print_peer_stats(const char *who, rudp_peer *peer)
 	       s.datagrams_sent, s.bytes_sent, s.messages_received, s.datagrams_received, s.bytes_received,
 	       s.frames_retransmitted, s.nacks_received, s.datagrams_dropped, s.duplicates_dropped,
 	       s.window_in_use, s.window_frames);
+	/* The controller's view: all 0 where it keeps none (RUDP_CC_NONE). */
+	printf("%s congestion: window %u B, in flight %u B, reductions %" PRIu64
+	       ", bandwidth estimate %.3f Mbit/s"
+	       ", pacing %.3f Mbit/s, min rtt %.3f ms, resent nack %" PRIu64 " / inferred %" PRIu64
+	       " / probe %" PRIu64 " / timeout %" PRIu64 " (spurious %" PRIu64 ")\n",
+	       who, s.congestion_window, s.bytes_in_flight, s.congestion_reductions,
+	       (double)s.bandwidth_estimate * 8 / 1e6, (double)s.pacing_rate * 8 / 1e6, s.min_rtt_us / 1000.0,
+	       s.resent_nack, s.resent_inferred, s.resent_probe, s.resent_timeout, s.resent_spurious);
+}
+
+/* "none", "aimd", "rate": an rudp_congestion_control. */
+static int parse_cc(const char *s, int *out)
+{
+	if (!strcmp(s, "none"))
+		*out = RUDP_CC_NONE;
+	else if (!strcmp(s, "aimd"))
+		*out = RUDP_CC_AIMD;
+	else if (!strcmp(s, "rate"))
+		*out = RUDP_CC_RATE;
+	else
+		return -1;
+	return 0;
 }
 
 static int parse_io(const char *s, int *out)
@@ -194,7 +219,7 @@ static int run_server(int argc, char **argv)
 {
 	const char *bind = "0.0.0.0:19132";
 	uint32_t max_clients = 1024, threads = 1;
-	int once = 0, stats = 0, io = RUDP_IO_AUTO;
+	int once = 0, stats = 0, io = RUDP_IO_AUTO, cc = -1;
 	rudp_sim_config sim = {0};
 	for (int i = 0; i < argc; i++) {
 		int is_sim = sim_option(argc, argv, &i, &sim);
@@ -212,6 +237,9 @@ static int run_server(int argc, char **argv)
 				return usage(), 2;
 		} else if (!strcmp(argv[i], "--io") && i + 1 < argc) {
 			if (parse_io(argv[++i], &io) != 0)
+				return usage(), 2;
+		} else if (!strcmp(argv[i], "--cc") && i + 1 < argc) {
+			if (parse_cc(argv[++i], &cc) != 0)
 				return usage(), 2;
 		} else if (!strcmp(argv[i], "--once")) {
 			once = 1;
@@ -233,6 +261,8 @@ static int run_server(int argc, char **argv)
 	cfg.max_peers = max_clients;
 	cfg.io.backend = io;
 	cfg.reuse_port = threads > 1;
+	if (cc >= 0)
+		cfg.congestion_control = cc;
 	cfg.sim = sim;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 2;
@@ -326,7 +356,7 @@ static int run_client(int argc, char **argv)
 	const char *target = NULL;
 	uint32_t count = 1000, size = 64, window = 16, protocol = 11, channel = 0, timeout_ms = 60000;
 	uint32_t batch = 0;
-	int stats = 0, io = RUDP_IO_AUTO;
+	int stats = 0, io = RUDP_IO_AUTO, cc = -1;
 	rudp_sim_config sim = {0};
 	for (int i = 0; i < argc; i++) {
 		int bad = 0, is_sim = sim_option(argc, argv, &i, &sim);
@@ -352,6 +382,8 @@ static int run_client(int argc, char **argv)
 			bad = parse_u32(argv[++i], 1, 1024, &batch);
 		else if (!strcmp(argv[i], "--io") && i + 1 < argc)
 			bad = parse_io(argv[++i], &io);
+		else if (!strcmp(argv[i], "--cc") && i + 1 < argc)
+			bad = parse_cc(argv[++i], &cc);
 		else if (!strcmp(argv[i], "--stats"))
 			stats = 1;
 		else
@@ -371,6 +403,8 @@ static int run_client(int argc, char **argv)
 	rudp_config_init(&cfg);
 	cfg.protocol_version = (uint8_t)protocol;
 	cfg.io.backend = io;
+	if (cc >= 0)
+		cfg.congestion_control = cc;
 	cfg.sim = sim;
 	cfg.log = log_to_stderr;
 	cfg.log_level_max = 1;

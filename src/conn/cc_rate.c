@@ -37,7 +37,9 @@
  *     receiver that acknowledges once a millisecond makes rounds longer
  *     than the minimum RTT, and a probe shorter than a round shows in no
  *     sample). STARTUP ends when three rounds in a row did not raise the
- *     estimate by a quarter, or on congestion.
+ *     estimate by a quarter, or on congestion. A cruise phase after a
+ *     round whose RTT samples all stood above the minimum paces at 0.95
+ *     instead of 0.99, to drain that standing queue.
  *   - The window is twice the BDP plus what the ACKs show arrives in
  *     batches beyond the estimated rate (the largest such excess of the
  *     last ten rounds). A receiver that reads and acknowledges in batches
@@ -91,6 +93,12 @@
 #define NO_RTT_US 1000u
 /* Pacing a hair under the estimate drains what the estimate's own error queues. */
 #define PACING_MARGIN_PM 990u
+/* Cruising after a round whose every RTT sample stood above the minimum:
+ * a queue the 0.75 phase did not empty (flows sharing the bottleneck each
+ * believe in a little more than their share) stands for every other
+ * packet on the link; pacing this far under the estimate drains it within
+ * a few rounds while the estimate, a maximum, keeps the rate to come back to. */
+#define STANDING_QUEUE_PACING_PM 950u
 /* Round loss above this is congestion even without a queue in the RTT. */
 #define LOSS_THRESH_PM 20u
 /* ...if it is more than a datagram or two: in a round of twenty
@@ -575,10 +583,14 @@ static void update_pacing_rate(struct cc_rate *cc)
 {
 	uint64_t rate;
 
-	if (cc->bw == 0)
+	if (cc->bw == 0) {
 		rate = cc->cwnd * US_PER_S / max_u64(cc->min_rtt_us, NO_RTT_US) * cc->pacing_gain_pm / PM;
-	else
-		rate = cc->bw * cc->pacing_gain_pm / PM * PACING_MARGIN_PM / PM;
+	} else {
+		bool cruise = cc->state == CC_RATE_PROBE_BW && cc->pacing_gain_pm == PM;
+		uint32_t margin = cruise && cc->queue_standing ? STANDING_QUEUE_PACING_PM : PACING_MARGIN_PM;
+
+		rate = cc->bw * cc->pacing_gain_pm / PM * margin / PM;
+	}
 	/* In startup early samples are small: the rate only rises there. */
 	if (cc->full_bw_reached || rate > cc->pacing_rate)
 		cc->pacing_rate = rate ? rate : 1;

@@ -180,6 +180,19 @@ static inline bool cc_rate_can_send(const struct cc_rate *cc, uint64_t now_us)
 	return (int64_t)(cc->pacing_rate * elapsed) > -cc->tokens;
 }
 
+/* The window alone, for a send scheduler's room queries (the pacing
+ * budget refills within a quantum, so it is no measure of room): may
+ * `bytes` more go (always when nothing is in flight), and would `bytes`
+ * more still leave half the window free. */
+static inline bool cc_rate_window_allows(const struct cc_rate *cc, uint64_t bytes)
+{
+	return cc->in_flight == 0 || cc->in_flight + bytes <= cc->cwnd;
+}
+static inline bool cc_rate_window_half_free(const struct cc_rate *cc, uint64_t bytes)
+{
+	return cc->in_flight + bytes <= cc->cwnd / 2;
+}
+
 /* When the allowance is next > 0: now_us if it is now, UINT64_MAX if only
  * an ACK can open it (the window is full). */
 uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us);

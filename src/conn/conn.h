@@ -323,10 +323,11 @@ uint64_t rudp_conn_unreliable_bytes(const struct rudp_conn *c);
 /* Message bytes the queues still take before max_queue_bytes (0 when full
  * or beyond: control messages do not count against it). */
 uint64_t rudp_conn_queue_room(const struct rudp_conn *c);
-/* Congestion room: whether the congestion window lets reliable frames of
- * `bytes` encoded bytes go out now (always with congestion control off or
- * nothing in flight); and whether the unsent reliable bytes plus `bytes`
- * would still leave half the window free (always when off). */
+/* Congestion room: whether the congestion window (AIMD's, or RATE's over
+ * datagrams) lets reliable frames of `bytes` encoded bytes go out now
+ * (always with congestion control off or nothing in flight); and whether
+ * the unsent reliable bytes plus `bytes` would still leave half the window
+ * free (always when off). Pacing is not room: it opens within a quantum. */
 bool rudp_conn_congestion_allows(const struct rudp_conn *c, uint64_t bytes);
 bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes);
 

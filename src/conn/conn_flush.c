@@ -254,7 +254,10 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	builder_reset(&b);
 	b.budget = limits ? limits->max_bytes : UINT64_MAX;
 	c->cc.window_limited = false;
-	if (c->rate_on && loss_dgram_expire_aged(&c->loss, now_us, c->next_dgram_seq) > 0)
+	/* The inline due time first: the walk of the records is rarely due,
+	 * and this runs at every flush. */
+	if (c->rate_on && loss_dgram_aged_due(&c->loss, now_us) <= now_us &&
+	    loss_dgram_expire_aged(&c->loss, now_us, c->next_dgram_seq) > 0)
 		conn_rate_take_verdicts(c, now_us);
 	struct sendq_frame *probe = loss_take_probe(&c->loss, &c->rel, c->rel_sent, now_us);
 

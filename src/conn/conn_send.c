@@ -244,13 +244,21 @@ uint64_t rudp_conn_queue_room(const struct rudp_conn *c)
 	return queued < c->cfg.max_queue_bytes ? c->cfg.max_queue_bytes - queued : 0;
 }
 
+/* With RUDP_CC_RATE the AIMD window is off and the rate controller's
+ * window is the room: a scheduler that asked the AIMD one would queue
+ * without bound behind the pacing. Encoded frame bytes stand for the
+ * datagram bytes the rate window counts (a few header bytes apart). */
 bool rudp_conn_congestion_allows(const struct rudp_conn *c, uint64_t bytes)
 {
+	if (c->rate_on)
+		return cc_rate_window_allows(&c->rate, bytes);
 	return cc_would_send(&c->cc, (uint32_t)bytes);
 }
 
 bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes)
 {
+	if (c->rate_on)
+		return cc_rate_window_half_free(&c->rate, c->rel_unsent_wire + bytes);
 	return cc_leaves_half_free(&c->cc, c->rel_unsent_wire, bytes);
 }
 

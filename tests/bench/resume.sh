@@ -6,7 +6,7 @@
 #  2. from a copy with one run removed and one marked unverified, exactly
 #     those two are made again and the set is complete;
 #  3. a runs.json from another commit is refused with exit 2, and so is
-#     one made with another --wait-spin-us (meta says which it was), and
+#     one made with another --wait-spin-us or --cc (meta says which it was), and
 #     out-of-range --wait-spin-us values are refused by both modes;
 #  4. a librudp run whose resend counts are negative or not numbers is not
 #     copied but made again, and every other run is copied as it was.
@@ -112,6 +112,25 @@ if [ "$rc" -eq 2 ] && grep -q "made with another --wait-spin-us" "$tmp/4b.log" &
 else
 	fail "--resume with another --wait-spin-us: exit $rc:"
 	cat "$tmp/4b.log"
+fi
+
+# 3b'. another --cc: the meta names the congestion control the rudp
+# columns ran with (librudp's default resolved), and resuming across it is refused
+cc_made=$(sed -n 's/.*"meta": {.*"congestion_control": "\([a-z]*\)".*/\1/p' "$d1/runs.json")
+case "$cc_made" in
+none | aimd | rate) ok "runs.json meta names the congestion control ($cc_made)" ;;
+*) fail "runs.json meta lacks \"congestion_control\" (got '$cc_made')" ;;
+esac
+cc_other=none
+[ "$cc_made" = none ] && cc_other=aimd
+"$bench" --smoke --cc "$cc_other" --resume "$d1" >"$tmp/4cc.log" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "made with another congestion control" "$tmp/4cc.log" &&
+	! grep -q '^\[[0-9]*/' "$tmp/4cc.log"; then
+	ok "--resume with another --cc refused (exit 2)"
+else
+	fail "--resume with another --cc: exit $rc:"
+	cat "$tmp/4cc.log"
 fi
 
 # 3c. bad --wait-spin-us values are refused before anything runs

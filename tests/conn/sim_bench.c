@@ -8,7 +8,7 @@
  * shared machine.
  *
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
- *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2]
+ *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -21,7 +21,8 @@
  * default: unbounded); cc= picks the congestion control (0 none, 1 the
  * AIMD window, 2 the rate controller). The window is on by default here
  * although rudp_config_init leaves it off (RUDP_CC_NONE): pass cc=0 to
- * measure what a default librudp does.
+ * measure what a default librudp does. jitter=US adds up to that much
+ * random delay per datagram (so datagrams also arrive out of order).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,6 +46,7 @@ struct bench_args {
 	uint64_t seed;
 	uint64_t queue;
 	uint64_t cc;
+	uint64_t jitter_us;
 };
 
 static struct bench_args args = {
@@ -61,7 +63,10 @@ static struct bench_args args = {
 static void run(void **state)
 {
 	struct rudp_conn_config cfg;
-	struct sim_link link = {.loss_pm = args.loss_pm, .delay_us = args.delay_us, .tx_us = args.tx_us};
+	struct sim_link link = {.loss_pm = args.loss_pm,
+				.delay_us = args.delay_us,
+				.tx_us = args.tx_us,
+				.jitter_us = args.jitter_us};
 	struct rudp_conn_stats st[2];
 	struct sim *s = malloc(sizeof(*s));
 	uint64_t start;
@@ -147,7 +152,7 @@ int main(int argc, char **argv)
 		else if (arg_u64(argv[i], "delay", &args.delay_us) || arg_u64(argv[i], "tx", &args.tx_us) ||
 			 arg_u64(argv[i], "timer", &args.timer_us) || arg_u64(argv[i], "seed", &args.seed) ||
 			 arg_u64(argv[i], "cpu", &args.cpu_us) || arg_u64(argv[i], "queue", &args.queue) ||
-			 arg_u64(argv[i], "cc", &args.cc))
+			 arg_u64(argv[i], "cc", &args.cc) || arg_u64(argv[i], "jitter", &args.jitter_us))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;

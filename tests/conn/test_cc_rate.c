@@ -255,6 +255,46 @@ static void test_state_transitions(void **state)
 	assert_int_equal(cc_rate_min_rtt_us(&cc), 25000);
 }
 
+/* In cruise (PROBE_BW at gain 1) after a round whose RTT samples all
+ * stood above the minimum, the pacing rate is 0.95 of the estimate, not
+ * 0.99: a standing queue drains. Without one it is 0.99 again. */
+static void test_standing_queue_paces_under_the_estimate(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	uint32_t seen = 0;
+
+	(void)state;
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 1000000, 20000, 0, 300000, 0, false);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_PROBE_BW);
+	/* Every sample 10 ms above the 20 ms minimum: a standing queue. */
+	for (int i = 0; i < 300; i++) {
+		feed(&f, 1000000, 30000, 0, 2000, 0, false);
+		assert_int_equal(cc_rate_min_rtt_us(&cc), 20000);
+		if (cc_rate_state(&cc) == CC_RATE_PROBE_BW && cc.pacing_gain_pm == 1000 &&
+		    cc.queue_standing) {
+			assert_int_equal(cc_rate_pacing_rate(&cc), cc_rate_bandwidth(&cc) * 950 / 1000);
+			seen++;
+		}
+	}
+	assert_true(seen > 50);
+	/* The queue gone: the samples show the minimum again. */
+	seen = 0;
+	for (int i = 0; i < 300; i++) {
+		feed(&f, 1000000, 20000, 0, 2000, 0, false);
+		if (i < 50)
+			continue;
+		assert_false(cc.queue_standing);
+		if (cc_rate_state(&cc) == CC_RATE_PROBE_BW && cc.pacing_gain_pm == 1000) {
+			assert_int_equal(cc_rate_pacing_rate(&cc), cc_rate_bandwidth(&cc) * 990 / 1000);
+			seen++;
+		}
+	}
+	assert_true(seen > 50);
+}
+
 static void test_startup_exit_on_loss_with_queue(void **state)
 {
 	static struct feeder f;
@@ -1133,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_app_limited_samples_keep_the_estimate),
 		cmocka_unit_test(test_state_transitions),
 		cmocka_unit_test(test_startup_exit_on_loss_with_queue),
+		cmocka_unit_test(test_standing_queue_paces_under_the_estimate),
 		cmocka_unit_test(test_can_send_is_allowance_open),
 		cmocka_unit_test(test_pacing_budget),
 		cmocka_unit_test(test_out_of_data_bursts_the_window),

@@ -96,13 +96,15 @@ static void settle(struct pair *p)
 	fail_msg("the pair did not settle");
 }
 
-static void pair_init(struct pair *p)
+/* Both conns with congestion control cc (an enum rudp_conn_cc). */
+static void pair_init_cc(struct pair *p, uint8_t cc)
 {
 	struct rudp_conn_config cfg;
 
 	memset(p, 0, sizeof(*p));
 	p->now = 1000000;
 	rudp_conn_config_init(&cfg);
+	cfg.congestion_control = cc;
 	for (int i = 0; i < 2; i++) {
 		struct rudp_conn_callbacks cb = {.ud = &p->side[i],
 						 .send_datagram = cb_send,
@@ -121,6 +123,14 @@ static void pair_init(struct pair *p)
 	settle(p);
 	assert_int_equal(p->side[0].connected, 1);
 	assert_int_equal(p->side[1].connected, 1);
+}
+
+static void pair_init(struct pair *p)
+{
+	struct rudp_conn_config cfg;
+
+	rudp_conn_config_init(&cfg);
+	pair_init_cc(p, cfg.congestion_control);
 }
 
 static void pair_free(struct pair *p)
@@ -144,7 +154,8 @@ static void test_room_queries(void **state)
 	uint64_t rel100, unrel50, room;
 
 	(void)state;
-	pair_init(&p);
+	/* The queries without a congestion limit (test_congestion_room_with_rate has one). */
+	pair_init_cc(&p, RUDP_CONN_CC_NONE);
 	c = p.side[0].c;
 	make_msg(msg, sizeof(msg), 'q');
 	assert_int_equal(rudp_conn_window_frames(c), 64);
@@ -173,7 +184,7 @@ static void test_room_queries(void **state)
 	assert_int_equal(rudp_conn_reliable_bytes(c), 3 * rel100);
 	assert_int_equal(rudp_conn_unreliable_bytes(c), unrel50);
 	assert_int_equal(rudp_conn_queue_room(c), room - 350);
-	/* Congestion control is off by default: no congestion limit. */
+	/* Congestion control off: no congestion limit. */
 	assert_true(rudp_conn_congestion_allows(c, UINT32_MAX));
 	assert_true(rudp_conn_congestion_half_free(c, UINT32_MAX));
 
@@ -189,6 +200,63 @@ static void test_room_queries(void **state)
 	assert_int_equal(rudp_conn_window_frames_used(c), 0);
 	assert_int_equal(rudp_conn_reliable_bytes(c), 0);
 	assert_int_equal(rudp_conn_queue_room(c), room);
+	pair_free(&p);
+}
+
+/* With RUDP_CC_RATE the room queries answer from the rate controller's
+ * window (the AIMD window is off then, and would always say yes). */
+static void test_congestion_room_with_rate(void **state)
+{
+	static uint8_t msg[1000];
+	struct pair p;
+	struct rudp_conn *c;
+	uint64_t cwnd, in_flight;
+
+	(void)state;
+	pair_init_cc(&p, RUDP_CONN_CC_RATE);
+	c = p.side[0].c;
+	make_msg(msg, sizeof(msg), 'r');
+	p.npackets = 0;
+	/* Nothing in flight: anything may start, but not past half the window. */
+	assert_int_equal(cc_rate_in_flight(&c->rate), 0);
+	cwnd = cc_rate_cwnd(&c->rate);
+	assert_true(cwnd > 0);
+	assert_true(rudp_conn_congestion_allows(c, UINT32_MAX));
+	assert_true(rudp_conn_congestion_half_free(c, cwnd / 2));
+	assert_false(rudp_conn_congestion_half_free(c, cwnd / 2 + 1));
+
+	/* More than the window: the flush fills it and stops. */
+	for (int i = 0; i < 60; i++)
+		assert_int_equal(rudp_conn_send(c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, p.now), 0);
+	p.now += 1000;
+	rudp_conn_flush(c, p.now);
+	in_flight = cc_rate_in_flight(&c->rate);
+	cwnd = cc_rate_cwnd(&c->rate);
+	assert_true(in_flight > 0);
+	assert_true(rudp_conn_reliable_unsent_bytes(c) > 0);
+	assert_false(rudp_conn_congestion_allows(c, UINT32_MAX));
+	if (in_flight < cwnd) {
+		assert_true(rudp_conn_congestion_allows(c, cwnd - in_flight));
+		assert_false(rudp_conn_congestion_allows(c, cwnd - in_flight + 1));
+	} else {
+		assert_false(rudp_conn_congestion_allows(c, 1));
+	}
+	/* Unsent bytes count toward the half: the queue is over it. */
+	assert_false(rudp_conn_congestion_half_free(c, 0));
+
+	/* All acknowledged: the room is back. */
+	deliver_all(&p);
+	for (int round = 0; round < 200 && rudp_conn_reliable_bytes(c) > 0; round++) {
+		p.now += 1000;
+		rudp_conn_flush(c, p.now);
+		rudp_conn_flush(p.side[1].c, p.now);
+		deliver_all(&p);
+	}
+	settle(&p);
+	assert_int_equal(rudp_conn_reliable_bytes(c), 0);
+	assert_int_equal(cc_rate_in_flight(&c->rate), 0);
+	assert_true(rudp_conn_congestion_allows(c, UINT32_MAX));
+	assert_true(rudp_conn_congestion_half_free(c, 1));
 	pair_free(&p);
 }
 
@@ -330,9 +398,12 @@ static void test_flush_budget_in_bytes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_room_queries),          cmocka_unit_test(test_check_send),
-		cmocka_unit_test(test_indexes_taken_at_send), cmocka_unit_test(test_flush_limits),
+		cmocka_unit_test(test_room_queries),
+		cmocka_unit_test(test_check_send),
+		cmocka_unit_test(test_indexes_taken_at_send),
+		cmocka_unit_test(test_flush_limits),
 		cmocka_unit_test(test_flush_budget_in_bytes),
+		cmocka_unit_test(test_congestion_room_with_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
