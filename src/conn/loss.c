@@ -26,6 +26,7 @@ int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 	memset(l, 0, sizeof(*l));
 	l->window_frames = cfg->window_frames;
 	l->max_ack_ranges = cfg->max_ack_ranges;
+	l->probe_margin_us = cfg->probe_margin_us;
 	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
 	/* Up to four windows of datagrams and of frame copies: ACKs come back
 	 * within about one. */
@@ -321,20 +322,25 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * later reaches the peer to reveal the gap (no NACK) and nothing later is
  * acknowledged (no inferred loss), so only the RTO would recover, and an
  * application waiting for those messages sends nothing meanwhile. So when
- * frames are in flight and nothing was sent for two RTTs plus a little
- * slack, resend the newest one: its ACK (which repeats the peer's recent
- * ranges), or the NACK its new sequence number provokes, recovers the rest
- * at once. At most two probes go out per ACK progress, so a dead peer is
- * left to the RTO's backoff.
+ * frames are in flight and the newest of them was sent an RTT plus a
+ * margin ago (srtt + max(2 * rttvar, probe_margin_us), the RTO's shape
+ * with one RTT less), resend the oldest one: every frame sent before the
+ * newest had its chance to be acknowledged, so the oldest still waiting is
+ * the likeliest lost, and its ACK lets inference mark any others at once.
+ * A timer can do no better than RTT + margin + RTT for a lost message.
  *
- * The slack only covers an ACK leaving the peer a little late (RTT samples
- * already include a peer's usual ACK delay); a spurious probe costs one
- * frame. It is small because the host's timers wait whole milliseconds on
- * top of it: with 1 ms a probe on a LAN fired after 2 ms, now after 1, and
- * on a fast path a stalled ordered channel waits for exactly this.
+ * It also waits srtt / 4 + the margin after the last ACK that made
+ * progress: while ACKs keep coming the flight is moving, only slower
+ * than srtt says (a queue building at a shared bottleneck), and a probe
+ * then would be spurious. At most two probes go out per ACK progress, so
+ * a dead peer is left to the RTO's backoff.
+ *
+ * The margin only covers an ACK leaving the peer a little late (RTT
+ * samples already include a peer's usual ACK delay); a spurious probe
+ * costs one frame. It is small because the host's timers wait whole
+ * milliseconds on top of it.
  */
 #define LOSS_MAX_PROBES 2
-#define LOSS_PROBE_SLACK_US 250
 
 void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
@@ -374,18 +380,36 @@ static struct sendq_frame *newest_in_flight(const struct loss_engine *l, const s
 	return newest;
 }
 
+/* The frame in flight sent first (its oldest copy still unanswered). */
+static struct sendq_frame *oldest_in_flight(const struct sendq *rel, uint32_t rel_sent)
+{
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(rel, i);
+
+		if (f->state == FRAME_IN_FLIGHT)
+			return f;
+	}
+	return NULL;
+}
+
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
 	const struct sendq_frame *f;
-	uint64_t pto;
+	uint64_t pto, due, quiet;
 
 	if (l->rel_unacked == 0 || l->probes_without_ack >= LOSS_MAX_PROBES)
 		return UINT64_MAX;
 	f = newest_in_flight(l, rel, rel_sent);
 	if (!f)
 		return UINT64_MAX;
-	pto = l->rtt.has_sample ? 2 * l->rtt.srtt_us + LOSS_PROBE_SLACK_US : l->rtt.rto_us;
-	return f->last_send_us + pto;
+	if (!l->rtt.has_sample)
+		return f->last_send_us + l->rtt.rto_us;
+	pto = 2 * l->rtt.rttvar_us;
+	if (pto < l->probe_margin_us)
+		pto = l->probe_margin_us;
+	due = f->last_send_us + l->rtt.srtt_us + pto;
+	quiet = l->ack_progress_us + l->rtt.srtt_us / 4 + l->probe_margin_us;
+	return due > quiet ? due : quiet;
 }
 
 struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
@@ -395,7 +419,7 @@ struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, ui
 
 	if (loss_probe_deadline(l, rel, rel_sent) > now_us)
 		return NULL;
-	f = newest_in_flight(l, rel, rel_sent);
+	f = oldest_in_flight(rel, rel_sent);
 	f->state = FRAME_NACKED;
 	f->resend_why = RESEND_PROBE;
 	l->probes_without_ack++;

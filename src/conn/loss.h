@@ -136,6 +136,7 @@ struct loss_config {
 	uint32_t window_frames; /* NACKs and inference pull at most two windows of resends */
 	uint32_t max_ack_ranges; /* most ACK records decoded from one datagram */
 	uint64_t rto_initial_us, rto_min_us, rto_max_us;
+	uint64_t probe_margin_us; /* tail-loss probe slack (loss.c) */
 	bool dgram_log; /* keep per-datagram records (struct dgram_log) */
 };
 
@@ -145,6 +146,7 @@ struct loss_engine {
 	struct rtt_estimator rtt;
 	uint32_t window_frames;
 	uint32_t max_ack_ranges;
+	uint64_t probe_margin_us;
 	uint32_t rel_unacked; /* sent frames not acked yet */
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
@@ -159,8 +161,8 @@ struct loss_engine {
 	 * whose progress restarts the timers) and lowered by every send
 	 * (loss_frame_sent); 0 before the first flush. newest_sent_index: the
 	 * frame sent last (of those sent in the same microsecond, the highest
-	 * index), which while still in flight is the newest in flight that
-	 * the tail probe resends. */
+	 * index), which while still in flight is the newest in flight, whose
+	 * send the tail probe is timed from. */
 	bool resend_pending;
 	bool newest_sent_valid;
 	uint32_t newest_sent_index;
@@ -285,7 +287,7 @@ static inline const struct dgram_rec *loss_dgram_verdict_rec(const struct loss_e
 void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent);
 /* When a tail-loss probe is due (UINT64_MAX: none). */
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent);
-/* When a tail-loss probe is due at now_us: marks the newest frame in
+/* When a tail-loss probe is due at now_us: marks the oldest frame in
  * flight for resend as a probe and returns it (its bytes leave the
  * flight); else NULL. */
 struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
@@ -353,6 +355,17 @@ static inline void loss_frame_sent(struct loss_engine *l, struct sendq_frame *f,
 		l->newest_sent_index = f->reliable_index;
 		l->newest_sent_us = now_us;
 	}
+}
+
+/* A redundant copy of f (rudp_conn_set_redundant_channels) went out in
+ * datagram seq, in the same flush as its first copy: not a resend (no
+ * transmission counted, the timers unchanged). The copy's datagram is
+ * the one a NACK or loss inference goes by: the first copy's may be lost
+ * while this one arrives, and the sent history acknowledges the frame
+ * through either. */
+static inline void loss_frame_copied(struct sendq_frame *f, uint32_t seq)
+{
+	f->last_dgram_seq = seq;
 }
 
 #define LOSS_MAX_BACKOFF 30
