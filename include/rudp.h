@@ -619,7 +619,7 @@ typedef struct rudp_peer_stats {
 	/** frames_retransmitted by cause. resent_nack: the peer reported the
 	 * datagram missing. resent_inferred: a later datagram was acknowledged
 	 * and this one was not, long enough after to call it lost. resent_probe:
-	 * a tail-loss probe (nothing sent for about two round trips while frames
+	 * a tail-loss probe (nothing sent for about a round trip while frames
 	 * were unacknowledged). resent_timeout: the frame's retransmission
 	 * timeout. Probes and timeouts whose first copy had arrived show up as
 	 * duplicates_dropped at the peer: many of them mean acknowledgements
