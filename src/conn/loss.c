@@ -321,13 +321,14 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * Tail-loss probe. When the last datagrams of a burst are lost, nothing
  * later reaches the peer to reveal the gap (no NACK) and nothing later is
  * acknowledged (no inferred loss), so only the RTO would recover, and an
- * application waiting for those messages sends nothing meanwhile. So when
- * frames are in flight and the newest of them was sent an RTT plus a
- * margin ago (srtt + max(2 * rttvar, probe_margin_us), the RTO's shape
- * with one RTT less), resend the oldest one: every frame sent before the
- * newest had its chance to be acknowledged, so the oldest still waiting is
- * the likeliest lost, and its ACK lets inference mark any others at once.
- * A timer can do no better than RTT + margin + RTT for a lost message.
+ * application waiting for those messages sends nothing meanwhile. Nor
+ * does a stream slower than the round trip (a game's 60 Hz at 20 ms):
+ * the next message reveals the gap only a tick later, and the RTO's floor
+ * is longer still. So when the oldest frame in flight was sent an RTT plus
+ * a margin ago (srtt + max(2 * rttvar, probe_margin_us), the RTO's shape
+ * with one RTT less) and is not acknowledged, resend it: its ACK lets
+ * inference mark any others at once. A timer can do no better than RTT +
+ * margin + RTT for a lost message.
  *
  * It also waits srtt / 4 + the margin after the last ACK that made
  * progress: while ACKs keep coming the flight is moving, only slower
@@ -353,34 +354,10 @@ void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t 
 	}
 }
 
-/* The frame in flight sent last (of those sent in the same microsecond,
- * the highest index): the one committed last while it is still in flight,
- * else found by a walk. */
-static struct sendq_frame *newest_in_flight(const struct loss_engine *l, const struct sendq *rel,
-					    uint32_t rel_sent)
-{
-	struct sendq_frame *newest = NULL;
-
-	if (l->newest_sent_valid && rel_sent > 0) {
-		int32_t i = rudp_u24_diff(l->newest_sent_index, sendq_at(rel, 0)->reliable_index);
-
-		if (i >= 0 && (uint32_t)i < rel_sent) {
-			newest = sendq_at(rel, (uint32_t)i);
-			if (newest->state == FRAME_IN_FLIGHT)
-				return newest;
-			newest = NULL;
-		}
-	}
-	for (uint32_t i = 0; i < rel_sent; i++) {
-		struct sendq_frame *f = sendq_at(rel, i);
-
-		if (f->state == FRAME_IN_FLIGHT && (!newest || f->last_send_us >= newest->last_send_us))
-			newest = f;
-	}
-	return newest;
-}
-
-/* The frame in flight sent first (its oldest copy still unanswered). */
+/* The first frame in queue order still in flight: frames first go out in
+ * that order and are acknowledged mostly in it, so this is normally the
+ * front one (no walk), and the one longest unanswered unless it was
+ * resent since (then the probe comes later, never early). */
 static struct sendq_frame *oldest_in_flight(const struct sendq *rel, uint32_t rel_sent)
 {
 	for (uint32_t i = 0; i < rel_sent; i++) {
@@ -399,7 +376,7 @@ uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *re
 
 	if (l->rel_unacked == 0 || l->probes_without_ack >= LOSS_MAX_PROBES)
 		return UINT64_MAX;
-	f = newest_in_flight(l, rel, rel_sent);
+	f = oldest_in_flight(rel, rel_sent);
 	if (!f)
 		return UINT64_MAX;
 	if (!l->rtt.has_sample)

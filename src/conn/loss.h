@@ -159,14 +159,8 @@ struct loss_engine {
 	 * rto_due_us: the earliest loss_rto_deadline of the frames in flight,
 	 * set by every walk (the flush's, and loss_note_rto_due after an ACK,
 	 * whose progress restarts the timers) and lowered by every send
-	 * (loss_frame_sent); 0 before the first flush. newest_sent_index: the
-	 * frame sent last (of those sent in the same microsecond, the highest
-	 * index), which while still in flight is the newest in flight, whose
-	 * send the tail probe is timed from. */
+	 * (loss_frame_sent); 0 before the first flush. */
 	bool resend_pending;
-	bool newest_sent_valid;
-	uint32_t newest_sent_index;
-	uint64_t newest_sent_us;
 	uint64_t rto_due_us;
 	/* Decoded records of one incoming ACK and the same normalized: ack_cap
 	 * of each, grown on demand (doubling) up to max_ack_ranges. */
@@ -349,12 +343,6 @@ static inline void loss_frame_sent(struct loss_engine *l, struct sendq_frame *f,
 	f->deadline_us = now_us + rtt_backed_off_rto(&l->rtt, f->backoff);
 	if (f->deadline_us < l->rto_due_us)
 		l->rto_due_us = f->deadline_us;
-	if (!l->newest_sent_valid || now_us > l->newest_sent_us ||
-	    rudp_u24_diff(f->reliable_index, l->newest_sent_index) > 0) {
-		l->newest_sent_valid = true;
-		l->newest_sent_index = f->reliable_index;
-		l->newest_sent_us = now_us;
-	}
 }
 
 /* A redundant copy of f (rudp_conn_set_redundant_channels) went out in

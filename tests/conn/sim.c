@@ -431,13 +431,12 @@ void sim_step(struct sim *s)
 		if (d < t)
 			t = d;
 	}
-	if (s->wake_at > s->now && s->wake_at < t)
-		t = s->wake_at;
-	if (t == UINT64_MAX) {
+	if (t == UINT64_MAX && s->wake_at <= s->now) {
 		s->stuck = true;
 		return;
 	}
-	if (s->timer_granularity_us && t > s->now && (!s->heap_n || t < heap_top(s)->deliver_at)) {
+	if (t != UINT64_MAX && s->timer_granularity_us && t > s->now &&
+	    (!s->heap_n || t < heap_top(s)->deliver_at)) {
 		/* A timer wake-up: rounded up to the granularity, unless a datagram
 		 * arrives first. */
 		uint64_t g = s->timer_granularity_us;
@@ -446,6 +445,9 @@ void sim_step(struct sim *s)
 		if (s->heap_n && heap_top(s)->deliver_at < t)
 			t = heap_top(s)->deliver_at;
 	}
+	/* The test's own wake-up is exact, as an application's tick. */
+	if (s->wake_at > s->now && s->wake_at < t)
+		t = s->wake_at;
 	if (t > s->now)
 		s->now = t;
 	while (s->heap_n && heap_top(s)->deliver_at <= s->now) {
