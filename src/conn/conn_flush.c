@@ -5,8 +5,10 @@
  * Order of what goes out: ACKs and NACKs first (they unblock the peer), then
  * reliable frames due again (NACKed, or past their retransmit deadline), then
  * new reliable frames while the window allows, then unreliable frames, which
- * never wait behind the reliable window. Frames are packed into the current
- * datagram while they fit and fewer than max_frames_per_datagram are in it;
+ * never wait behind the reliable window, then (on redundant channels) a
+ * second copy of each reliable frame this flush sent for the first time.
+ * Frames are packed into the current datagram while they fit and fewer
+ * than max_frames_per_datagram are in it;
  * a datagram that is not full is still sent: waiting to fill one would add
  * latency, which is what a game cannot afford.
  *
