@@ -965,7 +965,8 @@ static void usage(void)
 		"       rudp-bench link-check --rate MBIT [--queue-ms MS] [--delay RTT_MS] [--loss PCT]\n"
 		"                  (measures the link emulator against what it was asked for)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
-		"         enet raw-udp rudp-send-redundant (stream rows, or when named); workloads: single sparse many loaded path stream (path, stream: in\n"
+		"         enet raw-udp rudp-send-redundant (stream rows, or when named);\n"
+		"         workloads: single sparse many loaded path stream (path, stream: in\n"
 		"         --full, or when named); --case TEXT: the rows whose label holds TEXT ('a:' .. "
 		"'e:'\n"
 		"         a path row, '50 ms' a single row)\n");
