@@ -619,9 +619,10 @@ typedef struct rudp_peer_stats {
 	/** frames_retransmitted by cause. resent_nack: the peer reported the
 	 * datagram missing. resent_inferred: a later datagram was acknowledged
 	 * and this one was not, long enough after to call it lost. resent_probe:
-	 * a tail-loss probe (nothing sent for about a round trip while frames
-	 * were unacknowledged). resent_timeout: the frame's retransmission
-	 * timeout. Probes and timeouts whose first copy had arrived show up as
+	 * a tail-loss probe (the oldest frame unacknowledged about a round trip
+	 * after its send, and no ACK progress meanwhile). resent_timeout: the
+	 * frame's retransmission timeout. Probes and timeouts whose first copy
+	 * had arrived show up as
 	 * duplicates_dropped at the peer: many of them mean acknowledgements
 	 * are queued behind an overload (or rudp_config.rto_min_ms is shorter
 	 * than the path's worst round trips); NACKs and inferences mean loss. */
