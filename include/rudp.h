@@ -624,8 +624,8 @@ typedef struct rudp_peer_stats {
 	 * frame's retransmission timeout. Probes and timeouts whose first copy
 	 * had arrived show up as duplicates_dropped at the peer: many of them
 	 * mean acknowledgements are queued behind an overload (or
-	 * rudp_config.rto_min_ms is shorter
-	 * than the path's worst round trips); NACKs and inferences mean loss. */
+	 * rudp_config.rto_min_ms is shorter than the path's worst round
+	 * trips); NACKs and inferences mean loss. */
 	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
 	/** Resends shown to be unneeded: the peer acknowledged the datagram of
 	 * an earlier copy of the frame after the frame had been sent again (the
