@@ -6,6 +6,9 @@
  *               rudp_send_batch (never waiting to fill one); the server
  *               drains with rudp_recv_batch and echoes with rudp_send_batch.
  *   *-policy:   the same with the send-policy module on at its defaults.
+ *   rudp-send-redundant: rudp-send with redundancy on every channel, both
+ *               ways (rudp_peer_set_redundant_channels): each reliable
+ *               message goes twice, its copy in the next datagram.
  * A client uses one host for all its connections; with more than one, each
  * has a socket of its own (rudp_config.socket_per_connect), since a server
  * knows a peer by its address and port. The server runs o->workers threads,
@@ -81,6 +84,7 @@ struct backlog {
 struct rworker {
 	rudp_host *h;
 	bool batch;
+	bool redundant;
 	struct backlog *backlogs;
 	rudp_peer **peers;
 	uint32_t npeers, max_peers;
@@ -253,6 +257,8 @@ static int rudp_worker_run(struct bench_worker *bw)
 			} else if (ev[i].type != RUDP_EVENT_RECEIVE) {
 				if (ev[i].type == RUDP_EVENT_CONNECT)
 					bw->conns++;
+				if (ev[i].type == RUDP_EVENT_CONNECT && wk->redundant)
+					rudp_peer_set_redundant_channels(peer, UINT32_MAX);
 				if (ev[i].type == RUDP_EVENT_CONNECT || ev[i].type == RUDP_EVENT_DISCONNECT)
 					peer_track(wk, peer, ev[i].type == RUDP_EVENT_DISCONNECT);
 				r = 0;
@@ -315,7 +321,10 @@ int rudp_server_drv(const char *column, const struct drv_server_opts *o)
 	unsigned made = 0;
 	int r = 0, rc = 1;
 	for (; made < nw; made++) {
-		wk[made] = (struct rworker){.h = NULL, .batch = batch, .max_peers = cfg.max_peers};
+		wk[made] = (struct rworker){.h = NULL,
+					    .batch = batch,
+					    .redundant = strstr(column, "redundant") != NULL,
+					    .max_peers = cfg.max_peers};
 		wk[made].peers = calloc(cfg.max_peers, sizeof *wk[made].peers);
 		r = wk[made].peers ? rudp_host_create(&cfg, &wk[made].h) : RUDP_E_NOMEM;
 		if (r < 0) {
@@ -568,6 +577,8 @@ int rudp_client_drv(const char *column, const struct drv_client_opts *o, struct 
 			goto out;
 		}
 		rudp_peer_set_userdata(t.peer[c], (void *)(uintptr_t)c);
+		if (strstr(column, "redundant"))
+			rudp_peer_set_redundant_channels(t.peer[c], UINT32_MAX);
 	}
 	rudp_flush(t.h);
 	while (t.connected < nc || !wl_finished(w)) {

@@ -70,6 +70,8 @@ const struct column_info columns[NCOLUMNS] = {
 	{"rudp-batch", "rudp (batch)", rudp_server_drv, rudp_client_drv, true},
 	{"rudp-send-policy", "rudp (send + policy)", rudp_server_drv, rudp_client_drv, true},
 	{"rudp-batch-policy", "rudp (batch + policy)", rudp_server_drv, rudp_client_drv, true},
+	/* Redundancy on (drv_rudp.c): run on stream rows, or when --columns names it. */
+	{"rudp-send-redundant", "rudp (send, redundant)", rudp_server_drv, rudp_client_drv, true},
 	{"kcp", "C KCP", kcp_server_drv, kcp_client_drv, true},
 	{"quic-go", "quic-go", NULL, NULL, true},
 	{"enet", "ENet", enet_server_drv, enet_client_drv, true},
@@ -963,7 +965,8 @@ static void usage(void)
 		"       rudp-bench link-check --rate MBIT [--queue-ms MS] [--delay RTT_MS] [--loss PCT]\n"
 		"                  (measures the link emulator against what it was asked for)\n"
 		"columns: tcp tcp-batch rudp-send rudp-batch rudp-send-policy rudp-batch-policy kcp quic-go\n"
-		"         enet raw-udp; workloads: single sparse many loaded path stream (path, stream: in\n"
+		"         enet raw-udp rudp-send-redundant (stream rows, or when named);\n"
+		"         workloads: single sparse many loaded path stream (path, stream: in\n"
 		"         --full, or when named); --case TEXT: the rows whose label holds TEXT ('a:' .. "
 		"'e:'\n"
 		"         a path row, '50 ms' a single row)\n");
@@ -973,7 +976,7 @@ static void list_columns(void)
 {
 	for (int i = 0; i < NCOLUMNS; i++) {
 		const char *why = column_unavailable(i);
-		printf("%-18s %-22s %s\n", columns[i].name, columns[i].title, why ? why : column_version(i));
+		printf("%-20s %-22s %s\n", columns[i].name, columns[i].title, why ? why : column_version(i));
 	}
 }
 

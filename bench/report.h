@@ -11,7 +11,7 @@
 
 #include "bench.h"
 
-#define NCOLUMNS 10
+#define NCOLUMNS 11
 
 struct column_info {
 	const char *name; /* as on the command line and in JSON */

@@ -640,12 +640,13 @@ typedef struct rudp_peer_stats {
 	/** frames_retransmitted by cause. resent_nack: the peer reported the
 	 * datagram missing. resent_inferred: a later datagram was acknowledged
 	 * and this one was not, long enough after to call it lost. resent_probe:
-	 * a tail-loss probe (nothing sent for about two round trips while frames
-	 * were unacknowledged). resent_timeout: the frame's retransmission
-	 * timeout. Probes and timeouts whose first copy had arrived show up as
-	 * duplicates_dropped at the peer: many of them mean acknowledgements
-	 * are queued behind an overload (or rudp_config.rto_min_ms is shorter
-	 * than the path's worst round trips); NACKs and inferences mean loss. */
+	 * a tail-loss probe (the oldest frame unacknowledged about a round trip
+	 * after its send, and no ACK progress meanwhile). resent_timeout: the
+	 * frame's retransmission timeout. Probes and timeouts whose first copy
+	 * had arrived show up as duplicates_dropped at the peer: many of them
+	 * mean acknowledgements are queued behind an overload (or
+	 * rudp_config.rto_min_ms is shorter than the path's worst round
+	 * trips); NACKs and inferences mean loss. */
 	uint64_t resent_nack, resent_inferred, resent_probe, resent_timeout;
 	/** Resends shown to be unneeded: the peer acknowledged the datagram of
 	 * an earlier copy of the frame after the frame had been sent again (the
@@ -665,6 +666,10 @@ typedef struct rudp_peer_stats {
 	uint64_t bandwidth_estimate;
 	uint64_t pacing_rate;
 	uint32_t min_rtt_us;
+	/** Redundant copies sent (rudp_peer_set_redundant_channels()): not
+	 * resends, so not in frames_retransmitted; the peer counts the copy
+	 * that arrives second in its duplicates_dropped. */
+	uint64_t frames_copied;
 } rudp_peer_stats;
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */
@@ -804,6 +809,21 @@ RUDP_API uint64_t rudp_peer_guid(const rudp_peer *peer);
 RUDP_API void rudp_peer_set_userdata(rudp_peer *peer, void *userdata);
 /** Returns what rudp_peer_set_userdata() stored (NULL for a NULL peer). */
 RUDP_API void *rudp_peer_get_userdata(const rudp_peer *peer);
+
+/** Redundancy, for traffic where latency matters more than bytes: every
+ * reliable-ordered or reliable-sequenced message sent to this peer on an
+ * ordering channel whose bit is set in channel_mask (bit n: channel n) is
+ * sent twice, the second copy in a later datagram of the same flush,
+ * before any acknowledgement could come. Both copies carry the same
+ * reliable message index, so the receiver (librudp or a RakNet peer)
+ * delivers the message once and drops the other copy: nothing new on the
+ * wire. A lost datagram then costs no round trip when the other copy
+ * arrives; the cost is about twice the bytes for those channels
+ * (docs/benchmarks.md). Resends are not copied. 0 (the default) turns it
+ * off. May be called at any time, also before the peer is connected; it
+ * applies to messages flushed afterwards. Returns 0, or RUDP_E_INVALID for
+ * a NULL peer. */
+RUDP_API int rudp_peer_set_redundant_channels(rudp_peer *peer, uint32_t channel_mask);
 
 /** Result of rudp_ping(). */
 typedef struct rudp_pong {

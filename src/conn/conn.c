@@ -45,6 +45,7 @@ void rudp_conn_config_init(struct rudp_conn_config *cfg)
 	cfg->max_dgram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 	cfg->protocol_version = RUDP_DEFAULT_PROTOCOL_VERSION;
 	cfg->congestion_control = RUDP_DEFAULT_CONGESTION_CONTROL; /* rudp_config_init's too */
+	cfg->probe_margin_us = RUDP_DEFAULT_PROBE_MARGIN_US;
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -129,6 +130,7 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 		.rto_initial_us = c->cfg.rto_initial_us,
 		.rto_min_us = c->cfg.rto_min_us,
 		.rto_max_us = c->cfg.rto_max_us,
+		.probe_margin_us = c->cfg.probe_margin_us,
 		.dgram_log = c->rate_on,
 	};
 	struct reasm_limits reasm_lim = {
@@ -349,6 +351,11 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 		min_into(&d, oldest->first_send_us + c->cfg.timeout_us);
 	}
 	return d;
+}
+
+void rudp_conn_set_redundant_channels(struct rudp_conn *c, uint32_t mask)
+{
+	c->redundant_channels = mask;
 }
 
 /* ---- stats and test hooks ---- */

@@ -77,6 +77,11 @@ struct rudp_conn_config {
 	 * path's bandwidth (cc_rate.c); other values are NONE. Default
 	 * RUDP_DEFAULT_CONGESTION_CONTROL (conn/defaults.h). */
 	uint8_t congestion_control;
+	/* Tail-loss probe slack, µs: the oldest frame in flight goes again
+	 * srtt + max(2 * rttvar, this) after its send, and at
+	 * least srtt / 4 + this after the last ACK that acknowledged
+	 * something (loss.c). Default RUDP_DEFAULT_PROBE_MARGIN_US. */
+	uint64_t probe_margin_us;
 };
 
 enum rudp_conn_cc {
@@ -92,7 +97,7 @@ enum rudp_conn_cc {
  * windows), max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 200 ms
  * initial / 30 ms min / 2 s max, keepalive 2 s, timeout 10 s, connect
  * timeout 5 s, linger 2 s, protocol 11, congestion control as the public
- * default (conn/defaults.h). With these
+ * default, tail-probe margin 250 µs (conn/defaults.h). With these
  * a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);
 
@@ -157,6 +162,8 @@ struct rudp_conn_stats {
 	uint64_t bandwidth_bytes_per_s;
 	uint64_t pacing_bytes_per_s;
 	uint32_t min_rtt_us;
+	/* redundant copies sent (rudp_conn_set_redundant_channels) */
+	uint64_t frames_copied;
 };
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */
@@ -209,6 +216,16 @@ void rudp_conn_destroy(struct rudp_conn *c);
  * counted in datagrams_dropped and ignored; returns 0 or a negative
  * RUDP_WIRE_* status describing why it was dropped (informational). */
 int rudp_conn_on_datagram(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t now_us);
+
+/* Redundancy for the reliable frames on the ordering channels in mask (bit
+ * n: channel n; reliable-ordered and reliable-sequenced frames): each
+ * new one is sent a second time, in a later datagram of the same flush,
+ * before any ACK could say whether the first arrived. The copy keeps the
+ * frame's reliable index, so the receiver (this library or a RakNet peer)
+ * drops whichever comes second; a lost datagram costs nothing when the
+ * other got through, at about twice the bytes. Resends are not copied.
+ * 0 turns it off (the default). */
+void rudp_conn_set_redundant_channels(struct rudp_conn *c, uint32_t mask);
 
 /* Queues one application message. reliability is 0..4 (5..7 accepted as
  * 0/2/3), channel < 32 (ignored for unreliable / reliable). Messages larger

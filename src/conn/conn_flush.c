@@ -5,8 +5,10 @@
  * Order of what goes out: ACKs and NACKs first (they unblock the peer), then
  * reliable frames due again (NACKed, or past their retransmit deadline), then
  * new reliable frames while the window allows, then unreliable frames, which
- * never wait behind the reliable window. Frames are packed into the current
- * datagram while they fit and fewer than max_frames_per_datagram are in it;
+ * never wait behind the reliable window, then (on redundant channels) a
+ * second copy of each reliable frame this flush sent for the first time.
+ * Frames are packed into the current datagram while they fit and fewer
+ * than max_frames_per_datagram are in it;
  * a datagram that is not full is still sent: waiting to fill one would add
  * latency, which is what a game cannot afford.
  *
@@ -29,6 +31,7 @@ enum flush_kind {
 	FLUSH_RETX_NACK,
 	FLUSH_RETX_RTO,
 	FLUSH_UNREL,
+	FLUSH_COPY, /* a redundant copy of a frame sent earlier in the same flush */
 };
 
 /* RakNet marks data datagrams "needs B and AS" (0x84); peers expect it. */
@@ -104,6 +107,14 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 			continue;
 		f = sendq_at(&c->rel, ref->index);
 		loss_dgram_add(&c->loss, slot, f->reliable_index);
+		if (ref->kind == FLUSH_COPY) {
+			/* Not counted in the congestion window's flight: the
+			 * frame's bytes are, once, and leave it once, whichever
+			 * copy is acknowledged. */
+			loss_frame_copied(f, seq);
+			c->stats.frames_copied++;
+			continue;
+		}
 		cc_on_sent(&c->cc, sendq_frame_wire_bytes(f));
 		if (ref->kind == FLUSH_NEW) {
 			loss_frame_sent_first(&c->loss, f, seq, now_us);
@@ -243,6 +254,28 @@ static bool add_unreliable(struct rudp_conn *c, struct dgram_builder *b, uint64_
 	return true;
 }
 
+/* Redundancy: a second copy of each frame this flush sent for the first
+ * time, frames [first_new, rel_sent), on a redundant channel, packed into
+ * datagrams after all of theirs (so one lost datagram never takes both
+ * copies). Only first copies: copying resends too cost bytes where loss
+ * was already being repaired. False when the builder stopped. */
+static bool add_copies(struct rudp_conn *c, struct dgram_builder *b, uint32_t first_new, uint64_t now_us)
+{
+	if (!builder_emit(c, b, now_us))
+		return false;
+	for (uint32_t i = first_new; i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state != FRAME_IN_FLIGHT || f->transmissions != 1 ||
+		    !rudp_wire_is_ordered_or_sequenced(f->reliability) ||
+		    !(c->redundant_channels & (1u << f->channel)))
+			continue;
+		if (!builder_add(c, b, FLUSH_COPY, i, now_us))
+			return false;
+	}
+	return true;
+}
+
 /* Builds and sends data datagrams within limits (NULL: none); sets
  * *blocked when the owner refused one, *budget_spent when the byte budget
  * stopped it. Returns the number sent. */
@@ -250,6 +283,7 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 		      bool *blocked, bool *budget_spent)
 {
 	struct dgram_builder b = {0};
+	uint32_t first_new = c->rel_sent;
 
 	builder_reset(&b);
 	b.budget = limits ? limits->max_bytes : UINT64_MAX;
@@ -316,6 +350,9 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 		if (!add_new_reliable(c, &b, now_us) || !add_unreliable(c, &b, now_us))
 			goto out;
 	}
+	if (c->redundant_channels && c->rel_sent + b.new_frames > first_new &&
+	    !add_copies(c, &b, first_new, now_us))
+		goto out;
 	builder_emit(c, &b, now_us);
 	/* Out of data, or at the reliable window, with the pacing and window
 	 * still open: the rate samples of what is in flight say how much we

@@ -88,6 +88,7 @@ struct rudp_conn {
 	bool rate_on;
 	struct cc_rate rate;
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
+	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
 
 	/* acknowledgements */
 	struct ack_tracker acktr;
@@ -142,7 +143,7 @@ static inline void conn_status_roll(struct rudp_conn *c, uint64_t now_us)
 }
 
 struct flush_ref {
-	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL */
+	uint8_t kind; /* FLUSH_NEW, FLUSH_RETX_NACK, FLUSH_RETX_RTO, FLUSH_UNREL, FLUSH_COPY */
 	uint32_t index;
 };
 

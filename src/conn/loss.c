@@ -26,6 +26,7 @@ int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 	memset(l, 0, sizeof(*l));
 	l->window_frames = cfg->window_frames;
 	l->max_ack_ranges = cfg->max_ack_ranges;
+	l->probe_margin_us = cfg->probe_margin_us;
 	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
 	/* Up to four windows of datagrams and of frame copies: ACKs come back
 	 * within about one. */
@@ -320,21 +321,27 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * Tail-loss probe. When the last datagrams of a burst are lost, nothing
  * later reaches the peer to reveal the gap (no NACK) and nothing later is
  * acknowledged (no inferred loss), so only the RTO would recover, and an
- * application waiting for those messages sends nothing meanwhile. So when
- * frames are in flight and nothing was sent for two RTTs plus a little
- * slack, resend the newest one: its ACK (which repeats the peer's recent
- * ranges), or the NACK its new sequence number provokes, recovers the rest
- * at once. At most two probes go out per ACK progress, so a dead peer is
- * left to the RTO's backoff.
+ * application waiting for those messages sends nothing meanwhile. Nor
+ * does a stream slower than the round trip (a game's 60 Hz at 20 ms):
+ * the next message reveals the gap only a tick later, and the RTO's floor
+ * is longer still. So when the oldest frame in flight was sent an RTT plus
+ * a margin ago (srtt + max(2 * rttvar, probe_margin_us), the RTO's shape
+ * with one RTT less) and is not acknowledged, resend it: its ACK lets
+ * inference mark any others at once. A timer can do no better than RTT +
+ * margin + RTT for a lost message.
  *
- * The slack only covers an ACK leaving the peer a little late (RTT samples
- * already include a peer's usual ACK delay); a spurious probe costs one
- * frame. It is small because the host's timers wait whole milliseconds on
- * top of it: with 1 ms a probe on a LAN fired after 2 ms, now after 1, and
- * on a fast path a stalled ordered channel waits for exactly this.
+ * It also waits srtt / 4 + the margin after the last ACK that made
+ * progress: while ACKs keep coming the flight is moving, only slower
+ * than srtt says (a queue building at a shared bottleneck), and a probe
+ * then would be spurious. At most two probes go out per ACK progress, so
+ * a dead peer is left to the RTO's backoff.
+ *
+ * The margin only covers an ACK leaving the peer a little late (RTT
+ * samples already include a peer's usual ACK delay); a spurious probe
+ * costs one frame. It is small because the host's timers wait whole
+ * milliseconds on top of it.
  */
 #define LOSS_MAX_PROBES 2
-#define LOSS_PROBE_SLACK_US 250
 
 void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
@@ -347,45 +354,39 @@ void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t 
 	}
 }
 
-/* The frame in flight sent last (of those sent in the same microsecond,
- * the highest index): the one committed last while it is still in flight,
- * else found by a walk. */
-static struct sendq_frame *newest_in_flight(const struct loss_engine *l, const struct sendq *rel,
-					    uint32_t rel_sent)
+/* The first frame in queue order still in flight: frames first go out in
+ * that order and are acknowledged mostly in it, so this is normally the
+ * front one (no walk), and the one longest unanswered unless it was
+ * resent since (then the probe comes later, never early). */
+static struct sendq_frame *oldest_in_flight(const struct sendq *rel, uint32_t rel_sent)
 {
-	struct sendq_frame *newest = NULL;
-
-	if (l->newest_sent_valid && rel_sent > 0) {
-		int32_t i = rudp_u24_diff(l->newest_sent_index, sendq_at(rel, 0)->reliable_index);
-
-		if (i >= 0 && (uint32_t)i < rel_sent) {
-			newest = sendq_at(rel, (uint32_t)i);
-			if (newest->state == FRAME_IN_FLIGHT)
-				return newest;
-			newest = NULL;
-		}
-	}
 	for (uint32_t i = 0; i < rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(rel, i);
 
-		if (f->state == FRAME_IN_FLIGHT && (!newest || f->last_send_us >= newest->last_send_us))
-			newest = f;
+		if (f->state == FRAME_IN_FLIGHT)
+			return f;
 	}
-	return newest;
+	return NULL;
 }
 
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
 	const struct sendq_frame *f;
-	uint64_t pto;
+	uint64_t pto, due, quiet;
 
 	if (l->rel_unacked == 0 || l->probes_without_ack >= LOSS_MAX_PROBES)
 		return UINT64_MAX;
-	f = newest_in_flight(l, rel, rel_sent);
+	f = oldest_in_flight(rel, rel_sent);
 	if (!f)
 		return UINT64_MAX;
-	pto = l->rtt.has_sample ? 2 * l->rtt.srtt_us + LOSS_PROBE_SLACK_US : l->rtt.rto_us;
-	return f->last_send_us + pto;
+	if (!l->rtt.has_sample)
+		return f->last_send_us + l->rtt.rto_us;
+	pto = 2 * l->rtt.rttvar_us;
+	if (pto < l->probe_margin_us)
+		pto = l->probe_margin_us;
+	due = f->last_send_us + l->rtt.srtt_us + pto;
+	quiet = l->ack_progress_us + l->rtt.srtt_us / 4 + l->probe_margin_us;
+	return due > quiet ? due : quiet;
 }
 
 struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
@@ -395,7 +396,7 @@ struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, ui
 
 	if (loss_probe_deadline(l, rel, rel_sent) > now_us)
 		return NULL;
-	f = newest_in_flight(l, rel, rel_sent);
+	f = oldest_in_flight(rel, rel_sent);
 	f->state = FRAME_NACKED;
 	f->resend_why = RESEND_PROBE;
 	l->probes_without_ack++;

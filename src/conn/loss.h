@@ -139,6 +139,7 @@ struct loss_config {
 	uint32_t window_frames; /* NACKs and inference pull at most two windows of resends */
 	uint32_t max_ack_ranges; /* most ACK records decoded from one datagram */
 	uint64_t rto_initial_us, rto_min_us, rto_max_us;
+	uint64_t probe_margin_us; /* tail-loss probe slack (loss.c) */
 	bool dgram_log; /* keep per-datagram records (struct dgram_log) */
 };
 
@@ -148,6 +149,7 @@ struct loss_engine {
 	struct rtt_estimator rtt;
 	uint32_t window_frames;
 	uint32_t max_ack_ranges;
+	uint64_t probe_margin_us;
 	uint32_t rel_unacked; /* sent frames not acked yet */
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
@@ -160,14 +162,8 @@ struct loss_engine {
 	 * rto_due_us: the earliest loss_rto_deadline of the frames in flight,
 	 * set by every walk (the flush's, and loss_note_rto_due after an ACK,
 	 * whose progress restarts the timers) and lowered by every send
-	 * (loss_frame_sent); 0 before the first flush. newest_sent_index: the
-	 * frame sent last (of those sent in the same microsecond, the highest
-	 * index), which while still in flight is the newest in flight that
-	 * the tail probe resends. */
+	 * (loss_frame_sent); 0 before the first flush. */
 	bool resend_pending;
-	bool newest_sent_valid;
-	uint32_t newest_sent_index;
-	uint64_t newest_sent_us;
 	uint64_t rto_due_us;
 	/* Decoded records of one incoming ACK and the same normalized: ack_cap
 	 * of each, grown on demand (doubling) up to max_ack_ranges. */
@@ -298,7 +294,7 @@ static inline const struct dgram_rec *loss_dgram_verdict_rec(const struct loss_e
 void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent);
 /* When a tail-loss probe is due (UINT64_MAX: none). */
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent);
-/* When a tail-loss probe is due at now_us: marks the newest frame in
+/* When a tail-loss probe is due at now_us: marks the oldest frame in
  * flight for resend as a probe and returns it (its bytes leave the
  * flight); else NULL. */
 struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
@@ -361,12 +357,17 @@ static inline void loss_frame_sent(struct loss_engine *l, struct sendq_frame *f,
 	f->deadline_us = now_us + rtt_backed_off_rto(&l->rtt, f->backoff);
 	if (f->deadline_us < l->rto_due_us)
 		l->rto_due_us = f->deadline_us;
-	if (!l->newest_sent_valid || now_us > l->newest_sent_us ||
-	    rudp_u24_diff(f->reliable_index, l->newest_sent_index) > 0) {
-		l->newest_sent_valid = true;
-		l->newest_sent_index = f->reliable_index;
-		l->newest_sent_us = now_us;
-	}
+}
+
+/* A redundant copy of f (rudp_conn_set_redundant_channels) went out in
+ * datagram seq, in the same flush as its first copy: not a resend (no
+ * transmission counted, the timers unchanged). The copy's datagram is
+ * the one a NACK or loss inference goes by: the first copy's may be lost
+ * while this one arrives, and the sent history acknowledges the frame
+ * through either. */
+static inline void loss_frame_copied(struct sendq_frame *f, uint32_t seq)
+{
+	f->last_dgram_seq = seq;
 }
 
 #define LOSS_MAX_BACKOFF 30

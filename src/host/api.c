@@ -173,6 +173,7 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->resent_probe = s.resent_probe;
 	out->resent_timeout = s.resent_timeout;
 	out->resent_spurious = s.resent_spurious;
+	out->frames_copied = s.frames_copied;
 	return 0;
 }
 
@@ -222,4 +223,14 @@ void rudp_peer_set_userdata(rudp_peer *p, void *ud)
 void *rudp_peer_get_userdata(const rudp_peer *p)
 {
 	return p ? p->userdata : NULL;
+}
+
+int rudp_peer_set_redundant_channels(rudp_peer *p, uint32_t channel_mask)
+{
+	if (!p)
+		return RUDP_E_INVALID;
+	p->redundant_channels = channel_mask;
+	if (p->conn)
+		rudp_conn_set_redundant_channels(p->conn, channel_mask);
+	return 0;
 }

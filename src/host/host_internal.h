@@ -57,6 +57,7 @@ struct rudp_peer {
 	uint16_t mtu;
 	uint8_t protocol;
 	void *userdata;
+	uint32_t redundant_channels; /* rudp_peer_set_redundant_channels, for the conn */
 	/* The io socket it talks over: 0 the host's, else the peer's own
 	 * (rudp_config.socket_per_connect), own_fd then its descriptor. */
 	uint32_t sock;

@@ -193,6 +193,7 @@ int host_peer_go_online(struct rudp_host *h, struct rudp_peer *p, enum rudp_conn
 		host_peer_close(h, p, RUDP_REASON_CONNECT_FAILED);
 		return RUDP_E_NOMEM;
 	}
+	rudp_conn_set_redundant_channels(p->conn, p->redundant_channels);
 	p->stage = PEER_ONLINE;
 	host_mark_dirty(h, p);
 	host_peer_touch(h, p);

@@ -97,6 +97,15 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 		start += wait + (wire * 1000000 + rate - 1) / rate;
 		s->rate_free[to] = start;
 	}
+	if (len > 0 && !(data[0] & (RUDP_DGRAM_ACK | RUDP_DGRAM_NACK)) && s->drop_data_next[1 - to] > 0) {
+		if (s->drop_data_skip[1 - to] > 0) {
+			s->drop_data_skip[1 - to]--;
+		} else {
+			s->drop_data_next[1 - to]--;
+			s->dgrams_lost++;
+			return;
+		}
+	}
 	if (s->silent || rng_below(&s->rng, 1000) < s->link.loss_pm ||
 	    (s->link.ack_loss_pm && len > 0 && (data[0] & RUDP_DGRAM_ACK) &&
 	     rng_below(&s->rng, 1000) < s->link.ack_loss_pm)) {
@@ -213,6 +222,7 @@ static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliab
 		break;
 	}
 	rx->delivered++;
+	e->last_rx_at = e->sim->now;
 	e->rx_messages++;
 	e->rx_bytes += len;
 	if (e->work.echo) {
@@ -362,6 +372,8 @@ static void sim_step_cpu(struct sim *s)
 		if (wake[i] < t)
 			t = wake[i];
 	}
+	if (s->wake_at > s->now && s->wake_at < t)
+		t = s->wake_at;
 	if (t == UINT64_MAX) {
 		s->stuck = true;
 		return;
@@ -419,11 +431,12 @@ void sim_step(struct sim *s)
 		if (d < t)
 			t = d;
 	}
-	if (t == UINT64_MAX) {
+	if (t == UINT64_MAX && s->wake_at <= s->now) {
 		s->stuck = true;
 		return;
 	}
-	if (s->timer_granularity_us && t > s->now && (!s->heap_n || t < heap_top(s)->deliver_at)) {
+	if (t != UINT64_MAX && s->timer_granularity_us && t > s->now &&
+	    (!s->heap_n || t < heap_top(s)->deliver_at)) {
 		/* A timer wake-up: rounded up to the granularity, unless a datagram
 		 * arrives first. */
 		uint64_t g = s->timer_granularity_us;
@@ -432,6 +445,9 @@ void sim_step(struct sim *s)
 		if (s->heap_n && heap_top(s)->deliver_at < t)
 			t = heap_top(s)->deliver_at;
 	}
+	/* The test's own wake-up is exact, as an application's tick. */
+	if (s->wake_at > s->now && s->wake_at < t)
+		t = s->wake_at;
 	if (t > s->now)
 		s->now = t;
 	while (s->heap_n && heap_top(s)->deliver_at <= s->now) {
@@ -465,6 +481,16 @@ bool sim_run(struct sim *s, bool (*done)(struct sim *s), uint64_t max_us)
 		}
 	}
 	return true;
+}
+
+void sim_run_until(struct sim *s, uint64_t t)
+{
+	uint64_t saved = s->wake_at;
+
+	s->wake_at = t;
+	while (s->now < t && !s->stuck)
+		sim_step(s);
+	s->wake_at = saved;
 }
 
 bool sim_both_connected(struct sim *s)

@@ -98,6 +98,7 @@ struct sim_endpoint {
 	uint64_t errors; /* any verification failure */
 	char first_error[160];
 	size_t max_dgram_seen;
+	uint64_t last_rx_at; /* when the last application message was delivered to it */
 };
 
 struct sim {
@@ -135,6 +136,15 @@ struct sim {
 	uint64_t ack_wrap_splits;
 	uint64_t steps;
 	bool stuck;
+	/* Per sending endpoint: how many of its next data datagrams (frame
+	 * sets, not ACKs or NACKs) the link drops, whatever the loss rate,
+	 * after letting drop_data_skip of them through, so a test loses
+	 * exactly the datagram it means to. */
+	uint32_t drop_data_next[2];
+	uint32_t drop_data_skip[2];
+	/* A wake-up of the test's own (0: none): time advances to it as to a
+	 * conn's deadline, so a test can send at a chosen moment. */
+	uint64_t wake_at;
 };
 
 void sim_init(struct sim *s, uint64_t seed, const struct rudp_conn_config *cfg, const struct sim_link *link);
@@ -144,6 +154,8 @@ void sim_free(struct sim *s);
 void sim_step(struct sim *s);
 /* Runs until done(s) or until max_us of virtual time passed; true if done. */
 bool sim_run(struct sim *s, bool (*done)(struct sim *s), uint64_t max_us);
+/* Steps until virtual time reaches t (wake_at makes sure it stops there). */
+void sim_run_until(struct sim *s, uint64_t t);
 
 bool sim_both_connected(struct sim *s);
 bool sim_both_closed(struct sim *s);

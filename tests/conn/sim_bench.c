@@ -23,6 +23,8 @@
  * although rudp_config_init leaves it off (RUDP_CC_NONE): pass cc=0 to
  * measure what a default librudp does. jitter=US adds up to that much
  * random delay per datagram (so datagrams also arrive out of order).
+ * redundant=1 turns redundancy on for every channel at both ends
+ * (rudp_conn_set_redundant_channels).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,6 +49,7 @@ struct bench_args {
 	uint64_t queue;
 	uint64_t cc;
 	uint64_t jitter_us;
+	uint64_t redundant;
 };
 
 static struct bench_args args = {
@@ -96,6 +99,9 @@ static void run(void **state)
 	s->ep[1].work = (struct sim_workload){.echo = true};
 	sim_start(s);
 	assert_true(sim_run(s, sim_both_connected, 30000000));
+	if (args.redundant)
+		for (int i = 0; i < 2; i++)
+			rudp_conn_set_redundant_channels(s->ep[i].c, UINT32_MAX);
 	start = s->now;
 	assert_true(sim_run(s, sim_all_delivered, 3600ull * 1000000));
 	sim_assert_complete(s, 0);
@@ -119,11 +125,12 @@ static void run(void **state)
 		const struct rudp_conn *c = s->ep[i].c;
 
 		printf("  %s: retx %llu (nack %llu, inferred %llu, probe %llu, rto %llu)  dgrams %llu  "
-		       "srtt %u us  rto %u us  cwnd %u B (%llu reductions)\n",
+		       "bytes %llu  copies %llu  srtt %u us  rto %u us  cwnd %u B (%llu reductions)\n",
 		       i ? "server" : "client", (unsigned long long)st[i].frames_retransmitted,
 		       (unsigned long long)c->stats.resent_nack, (unsigned long long)c->stats.resent_inferred,
 		       (unsigned long long)c->stats.resent_probe, (unsigned long long)c->stats.resent_timeout,
-		       (unsigned long long)st[i].datagrams_sent, st[i].rtt_us, st[i].rto_us, st[i].cwnd_bytes,
+		       (unsigned long long)st[i].datagrams_sent, (unsigned long long)st[i].bytes_sent,
+		       (unsigned long long)st[i].frames_copied, st[i].rtt_us, st[i].rto_us, st[i].cwnd_bytes,
 		       (unsigned long long)st[i].cc_reductions);
 	}
 	sim_free(s);
@@ -152,7 +159,8 @@ int main(int argc, char **argv)
 		else if (arg_u64(argv[i], "delay", &args.delay_us) || arg_u64(argv[i], "tx", &args.tx_us) ||
 			 arg_u64(argv[i], "timer", &args.timer_us) || arg_u64(argv[i], "seed", &args.seed) ||
 			 arg_u64(argv[i], "cpu", &args.cpu_us) || arg_u64(argv[i], "queue", &args.queue) ||
-			 arg_u64(argv[i], "cc", &args.cc) || arg_u64(argv[i], "jitter", &args.jitter_us))
+			 arg_u64(argv[i], "cc", &args.cc) || arg_u64(argv[i], "jitter", &args.jitter_us) ||
+			 arg_u64(argv[i], "redundant", &args.redundant))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -161,7 +169,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: %s [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US] "
-				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2]\n",
+				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [redundant=0|1]\n",
 				argv[0]);
 			return 2;
 		}

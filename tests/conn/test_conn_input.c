@@ -1250,7 +1250,7 @@ static void test_nack_guard_uses_min_rtt(void **state)
 
 /* A connected fake whose RTT estimate settled at about 100 ms: eight
  * messages each acknowledged 100 ms after its send (RTO about 127 ms, tail
- * probe after 200 ms). */
+ * probe about an RTT after the oldest frame's send). */
 /* rtt_fake_setup with congestion control cc (an enum rudp_conn_cc). */
 static void rtt_fake_setup_cc(struct fake *fk, struct rudp_conn_config *cfg, uint8_t cc)
 {
@@ -1320,6 +1320,9 @@ static void rto_restarts_on_ack_progress(uint8_t cc)
 	uint64_t t0, rto;
 
 	rtt_fake_setup_cc(&fk, &cfg, cc);
+	/* The RTO alone: the tail probe (about an RTT after the send) would
+	 * otherwise resend A first. */
+	fk.c->loss.probe_margin_us = 10000000;
 	rto = stats_of(&fk).rto_us;
 	t0 = fk.now;
 	assert_int_equal(rudp_conn_send(fk.c, msg, sizeof(msg), RUDP_WIRE_RELIABLE, 0, fk.now), 0);
@@ -1339,12 +1342,12 @@ static void rto_restarts_on_ack_progress(uint8_t cc)
 		assert_true(rudp_conn_next_deadline(fk.c) > fk.now);
 	fake_flush(&fk);
 	assert_int_equal(stats_of(&fk).frames_retransmitted, 0);
-	/* With no ACK after that, A goes again (the tail probe or the RTO,
-	 * whichever first) within an RTO of the ACK and a probe's slack. */
+	/* With no ACK after that, A goes again at its RTO from the ACK. */
 	fk.now = rudp_conn_next_deadline(fk.c);
-	assert_true(fk.now <= t0 + 100000 + rto + 100000);
+	assert_true(fk.now <= t0 + 100000 + rto);
 	fake_flush(&fk);
 	assert_int_equal(stats_of(&fk).frames_retransmitted, 1);
+	assert_int_equal(stats_of(&fk).resent_timeout, 1);
 	rudp_conn_destroy(fk.c);
 }
 
@@ -1564,8 +1567,8 @@ static void test_late_first_copy_ack_infers_nothing(void **state)
 
 /* A resend is counted unneeded when an older copy's datagram is
  * acknowledged after it: once per frame however many copies went (the
- * newest frame was probed twice before the oldest timed out), and not
- * again when the resent copy's own ACK follows. */
+ * oldest frame was probed twice before the next one timed out), and not
+ * again when a resent copy's own ACK follows. */
 static void test_older_copy_ack_counts_spurious_resend(void **state)
 {
 	struct fake fk;
@@ -1577,17 +1580,21 @@ static void test_older_copy_ack_counts_spurious_resend(void **state)
 	uint32_t timeout_copy = fk.last_data_seq;
 	assert_int_equal(stats_of(&fk).resent_probe, 2);
 	assert_int_equal(stats_of(&fk).resent_spurious, 0);
+	/* The probed frame's first copy: two resends, one count. */
 	assert_int_equal(fake_ack_seq(&fk, first, false), 0);
 	assert_int_equal(stats_of(&fk).resent_spurious, 1);
+	assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, 8), false), 0);
+	assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, 9), false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 1);
+	/* The timed-out frame through its resend, then its first copy. */
 	assert_int_equal(fake_ack_seq(&fk, timeout_copy, false), 0);
 	assert_int_equal(stats_of(&fk).resent_spurious, 1);
-	/* The probed frame's first copy: two resends, one count. */
-	assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, 7), false), 0);
-	assert_int_equal(stats_of(&fk).resent_spurious, 2);
+	assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, 1), false), 0);
+	assert_int_equal(stats_of(&fk).resent_spurious, 1);
 	/* Frames sent once are never counted. */
-	for (uint32_t k = 1; k < 7; k++)
+	for (uint32_t k = 2; k < 8; k++)
 		assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, k), false), 0);
-	assert_int_equal(stats_of(&fk).resent_spurious, 2);
+	assert_int_equal(stats_of(&fk).resent_spurious, 1);
 	assert_int_equal(stats_of(&fk).window_in_use, 0);
 	rudp_conn_destroy(fk.c);
 }
@@ -1604,8 +1611,10 @@ static void test_resent_copy_ack_is_not_spurious(void **state)
 	eight_frames_until_timeout(&fk, &first);
 	assert_int_equal(fake_ack_seq(&fk, fk.last_data_seq, false), 0);
 	assert_int_equal(stats_of(&fk).resent_spurious, 0);
-	/* Named late, the first copy finds the frame done: still nothing. */
-	assert_int_equal(fake_ack_seq(&fk, first, false), 0);
+	/* Named late, the first copy finds the frame done: still nothing.
+	 * The timeout took the second frame: the oldest, probed, restarted
+	 * its timer with each probe. */
+	assert_int_equal(fake_ack_seq(&fk, rudp_u24_add(first, 1), false), 0);
 	assert_int_equal(stats_of(&fk).resent_spurious, 0);
 	rudp_conn_destroy(fk.c);
 }

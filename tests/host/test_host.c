@@ -350,6 +350,66 @@ static void test_resends_counted_by_cause(void **state)
 	rudp_host_destroy(p.server);
 }
 
+/* Redundancy on channel 0: each reliable-ordered message there goes twice
+ * (frames_copied), the server delivers each once and in order and drops
+ * the other copy (duplicates_dropped); channel 1 is not copied. Set before
+ * the handshake ends, it applies once the connection exists. */
+static void test_redundant_channel_delivers_once(void **state)
+{
+	(void)state;
+	struct pair p;
+	char addr[64];
+	rudp_peer *peer = pair_connect(&p, 0, addr, sizeof(addr));
+	rudp_event ev[16];
+	uint8_t msg[3] = {0xfe, 'd', 0};
+	int got[2] = {0, 0};
+	rudp_peer *server_peer = NULL;
+
+	assert_int_equal(rudp_peer_set_redundant_channels(NULL, 1), RUDP_E_INVALID);
+	assert_int_equal(rudp_peer_set_redundant_channels(peer, 1u << 0), 0);
+	wait_server_connected(&p);
+	for (uint8_t i = 0; i < 10; i++) {
+		msg[2] = i;
+		assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
+	}
+	msg[2] = 10;
+	assert_int_equal(rudp_send(peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 1), 0);
+	assert_true(rudp_flush(p.client) >= 0);
+	for (uint64_t until = now_ms() + 2000; now_ms() < until && got[0] + got[1] < 11;) {
+		int n = rudp_service(p.server, ev, 16, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].type != RUDP_EVENT_RECEIVE)
+				continue;
+			assert_int_equal(ev[i].len, sizeof(msg));
+			server_peer = ev[i].peer;
+			if (ev[i].channel == 0)
+				assert_int_equal(ev[i].data[2], got[0]++);
+			else
+				assert_int_equal(ev[i].data[2], 10 + got[1]++);
+		}
+		assert_true(rudp_service(p.client, ev, 16, 0) >= 0);
+	}
+	/* Anything more (a copy delivered) would show here. */
+	for (uint64_t until = now_ms() + 100; now_ms() < until;) {
+		int n = rudp_service(p.server, ev, 16, 1);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++)
+			assert_true(ev[i].type != RUDP_EVENT_RECEIVE);
+		assert_true(rudp_service(p.client, ev, 16, 0) >= 0);
+	}
+	assert_int_equal(got[0], 10);
+	assert_int_equal(got[1], 1);
+	rudp_peer_stats st, ss;
+	assert_int_equal(rudp_peer_stats_get(peer, &st), 0);
+	assert_int_equal(rudp_peer_stats_get(server_peer, &ss), 0);
+	assert_int_equal(st.frames_copied, 10);
+	assert_int_equal(ss.duplicates_dropped, 10 + st.frames_retransmitted);
+	assert_int_equal(st.window_in_use, 0);
+	rudp_host_destroy(p.client);
+	rudp_host_destroy(p.server);
+}
+
 /* The enters one io_uring wait of a few milliseconds may take on any
  * kernel: the one that sleeps, one more for each of the backend's two
  * wake-up timers that an earlier call left in the kernel and that fires
@@ -1174,6 +1234,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_unconnected_ping),
 		cmocka_unit_test(test_bad_datagrams_dropped),
 		cmocka_unit_test(test_resends_counted_by_cause),
+		cmocka_unit_test(test_redundant_channel_delivers_once),
 		cmocka_unit_test(test_ipv6_loopback),
 		cmocka_unit_test(test_socket_per_connect),
 		cmocka_unit_test(test_queued_messages_survive_buffer_reuse),

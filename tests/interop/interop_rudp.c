@@ -27,6 +27,10 @@
  *   --timeout MS       cfg.timeout_ms (keepalive is a quarter of it)
  *   --idle MS          keepalive: how long the connection stays idle
  *   --rto-min MS       cfg.rto_min_ms (default: the library's)
+ *   --redundant MASK   rudp_peer_set_redundant_channels(peer, MASK) once
+ *                      connected: every reliable-ordered message goes twice
+ *                      with one reliable index, and the peer must deliver it
+ *                      once (bulk: a copy must have been sent)
  *   --pid-file PATH    kill: file holding the peer's process id
  *   --expect-pong TEXT ping (client): the pong data must contain TEXT
  *   --expect-guid G    ping (client): the pong must carry server guid G
@@ -90,6 +94,7 @@ struct opts {
 	enum scenario sc;
 	unsigned port;
 	unsigned protocol, mtu, expect_mtu, timeout_ms, idle_ms, deadline_ms, rto_min_ms;
+	uint32_t redundant; /* channel mask, 0: off */
 	const char *pid_file, *expect_pong, *peer_no_unreliable;
 	uint64_t expect_guid; /* 0: not checked */
 };
@@ -297,6 +302,8 @@ static void kill_peer(struct state *s)
 static void on_connect(struct state *s)
 {
 	rudp_peer_stats st;
+	if (s->o.redundant && rudp_peer_set_redundant_channels(s->peer, s->o.redundant) != 0)
+		fail("rudp_peer_set_redundant_channels failed");
 	rudp_peer_stats_get(s->peer, &st);
 	s->connected = true;
 	s->connected_ms = now_ms();
@@ -375,6 +382,10 @@ static void on_receive(struct state *s, const rudp_event *ev)
 			     s->got, BULK_COUNT, s->o.server ? "and echoed them" : "echoes of ours",
 			     now_ms() - s->connected_ms, st.datagrams_sent, st.datagrams_received,
 			     st.frames_retransmitted, st.rtt_us / 1000.0);
+			if (s->o.redundant && st.frames_copied == 0)
+				fail("redundancy on, but no copy was sent");
+			if (s->o.redundant)
+				note("redundant copies sent: %" PRIu64, st.frames_copied);
 			s->done = true;
 		}
 		return;
@@ -780,6 +791,8 @@ int main(int argc, char **argv)
 			s.o.idle_ms = parse_num(a, v, 0, 600000);
 		else if (!strcmp(a, "--rto-min"))
 			s.o.rto_min_ms = parse_num(a, v, 1, 10000);
+		else if (!strcmp(a, "--redundant"))
+			s.o.redundant = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--deadline"))
 			s.o.deadline_ms = parse_num(a, v, 100, 600000);
 		else if (!strcmp(a, "--pid-file"))

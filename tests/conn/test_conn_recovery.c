@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How soon a lost reliable frame comes back at a real round-trip time,
+ * on the simulator's virtual clock (sim.h): a lone lost message (only a
+ * timer can find it), one lost in the middle of a flight (the peer's
+ * NACK), the last datagram of a flight (the tail-loss probe), and a frame
+ * sent with redundancy (its copy arrives, the application sees it once).
+ * Each bound is what the mechanism can do plus a small tolerance, so a
+ * recovery that falls back to a slower path fails the test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "conn/defaults.h"
+#include "sim.h"
+
+#define MS 1000ull
+#define SEC 1000000ull
+#define ONE_WAY (10 * MS) /* a 20 ms round trip */
+#define RTT (2 * ONE_WAY)
+/* What a bound allows beyond the mechanism's own time: the RTT estimate's
+ * variance on a link without jitter is well under this. */
+#define TOLERANCE (1 * MS)
+
+static const struct sim_link path = {.delay_us = ONE_WAY};
+
+static struct sim *recovery_sim(uint64_t seed, uint32_t redundant_channels)
+{
+	struct rudp_conn_config cfg;
+	struct sim *s = malloc(sizeof(*s));
+
+	assert_non_null(s);
+	rudp_conn_config_init(&cfg);
+	sim_init(s, seed, &cfg, &path);
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_connected, 10 * SEC));
+	if (redundant_channels)
+		rudp_conn_set_redundant_channels(s->ep[0].c, redundant_channels);
+	return s;
+}
+
+static void sim_delete(struct sim *s)
+{
+	sim_free(s);
+	free(s);
+}
+
+static struct rudp_conn_stats client_stats(const struct sim *s)
+{
+	struct rudp_conn_stats st;
+
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	return st;
+}
+
+/* The client queues one reliable-ordered message of len bytes on channel
+ * ch, as the sim's own workload would (so its checks apply). */
+static void send_ordered(struct sim *s, uint32_t len, uint8_t ch)
+{
+	static uint8_t msg[1200];
+	struct sim_endpoint *e = &s->ep[0];
+
+	assert_true(len <= sizeof(msg));
+	sim_make_message(msg, len, 3, ch, e->tx_next[3][ch]);
+	assert_int_equal(rudp_conn_send(e->c, msg, len, 3, ch, s->now), 0);
+	e->tx_next[3][ch]++;
+	e->sent++;
+	e->work.count = e->sent;
+}
+
+/* Sends n messages, one every 50 ms, each delivered before the next: the
+ * RTT estimate settles on the path's 20 ms, variance near zero. */
+static void settle_rtt(struct sim *s, int n)
+{
+	for (int i = 0; i < n; i++) {
+		send_ordered(s, 100, 0);
+		assert_true(sim_run(s, sim_all_delivered, SEC));
+		sim_run_until(s, s->now + 50 * MS);
+	}
+	assert_int_equal(client_stats(s).frames_retransmitted, 0);
+	assert_true(client_stats(s).rtt_us >= RTT && client_stats(s).rtt_us < RTT + TOLERANCE);
+}
+
+/* Sends burst messages of len bytes at once (one per datagram at 1,000
+ * bytes) with the drop-th data datagram lost (from 1); returns how long
+ * after the send the last one reached the application. */
+static uint64_t burst_with_loss(struct sim *s, uint32_t burst, uint32_t len, uint32_t drop)
+{
+	uint64_t start;
+
+	settle_rtt(s, 20);
+	start = s->now;
+	for (uint32_t i = 0; i < burst; i++)
+		send_ordered(s, len, 0);
+	s->drop_data_skip[0] = drop - 1;
+	s->drop_data_next[0] = 1;
+	assert_true(sim_run(s, sim_all_delivered, 5 * SEC));
+	assert_int_equal(s->ep[1].errors, 0);
+	assert_int_equal(s->drop_data_next[0], 0);
+	return s->ep[1].last_rx_at - start;
+}
+
+/* A lone message lost: nothing after it reveals the gap, so the tail-loss
+ * probe resends it srtt + margin after its send; it arrives one way
+ * later. Before the probe was timed from one RTT, that was two. */
+static void test_lone_loss_returns_within_rtt_and_margin(void **state)
+{
+	struct sim *s = recovery_sim(45, 0);
+	uint64_t took;
+
+	(void)state;
+	took = burst_with_loss(s, 1, 100, 1);
+	assert_true(took <= ONE_WAY + RTT + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
+	assert_int_equal(client_stats(s).resent_probe, 1);
+	assert_int_equal(client_stats(s).frames_retransmitted, 1);
+	sim_delete(s);
+}
+
+/* One datagram lost in a flight of twenty: the next one shows the peer
+ * the gap, its NACK goes in the same flush, and the resend arrives about
+ * one RTT after the lost one would have. */
+static void test_loss_in_flight_returns_within_rtt(void **state)
+{
+	struct sim *s = recovery_sim(46, 0);
+	uint64_t took;
+	struct rudp_conn_stats st;
+
+	(void)state;
+	took = burst_with_loss(s, 20, 1000, 5);
+	st = client_stats(s);
+	assert_true(took <= ONE_WAY + RTT + TOLERANCE);
+	assert_int_equal(st.frames_retransmitted, 1);
+	assert_int_equal(st.resent_nack + st.resent_inferred, 1);
+	sim_delete(s);
+}
+
+/* The last datagram of a flight lost: the probe goes srtt / 4 + margin
+ * after the flight's ACKs stopped making progress (they all came back one
+ * RTT after the send), the resend one way later. */
+static void test_last_of_flight_returns_by_probe(void **state)
+{
+	struct sim *s = recovery_sim(47, 0);
+	uint64_t took;
+	struct rudp_conn_stats st;
+
+	(void)state;
+	took = burst_with_loss(s, 20, 1000, 20);
+	st = client_stats(s);
+	assert_true(took <= ONE_WAY + RTT + RTT / 4 + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
+	assert_int_equal(st.resent_probe, 1);
+	assert_int_equal(st.frames_retransmitted, 1);
+	sim_delete(s);
+}
+
+/* Redundancy on channel 0: each message's copy goes in the datagram after
+ * it. Whichever of the two is lost, the other brings the message at the
+ * one-way delay, with no resend, and the application sees it once (the
+ * sim fails a message delivered twice as out of order); the receiver
+ * drops the other copy as a duplicate. Channel 1 is not copied. */
+static void test_redundant_frame_arrives_once(void **state)
+{
+	(void)state;
+	for (uint32_t drop = 1; drop <= 2; drop++) {
+		struct sim *s = recovery_sim(48 + drop, 1u << 0);
+		struct rudp_conn_stats st, rx;
+		uint64_t took = burst_with_loss(s, 1, 100, drop);
+
+		sim_run_until(s, s->now + RTT); /* the ACK comes back */
+		st = client_stats(s);
+		rudp_conn_get_stats(s->ep[1].c, &rx);
+		assert_true(took <= ONE_WAY + TOLERANCE);
+		assert_int_equal(st.frames_retransmitted, 0);
+		assert_int_equal(st.frames_copied, 21);
+		assert_int_equal(s->ep[1].rx[3][0].delivered, 21);
+		/* Every copy but the one whose twin was lost. */
+		assert_int_equal(rx.duplicates_dropped, 20);
+		assert_int_equal(st.window_in_use, 0);
+
+		send_ordered(s, 100, 1);
+		assert_true(sim_run(s, sim_all_delivered, SEC));
+		assert_int_equal(client_stats(s).frames_copied, 21);
+		assert_int_equal(s->ep[1].errors, 0);
+		sim_delete(s);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lone_loss_returns_within_rtt_and_margin),
+		cmocka_unit_test(test_loss_in_flight_returns_within_rtt),
+		cmocka_unit_test(test_last_of_flight_returns_by_probe),
+		cmocka_unit_test(test_redundant_frame_arrives_once),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
