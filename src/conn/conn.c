@@ -108,6 +108,7 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
+	c->unrel_expiry_min = UINT64_MAX;
 	/* A full window of full datagrams is the most the window could ever use. */
 	cc_init(&c->cc, c->cfg.congestion_control == RUDP_CONN_CC_AIMD, c->payload_max,
 		c->cfg.window_frames * c->payload_max);

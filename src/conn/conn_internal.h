@@ -80,6 +80,9 @@ struct rudp_conn {
 	bool rate_on;
 	struct cc_rate rate;
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
+	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
+	 * a flush at or past it drops the expired ones (conn_flush.c) */
+	uint64_t unrel_expiry_min;
 
 	/* acknowledgements */
 	struct ack_tracker acktr;
@@ -175,6 +178,13 @@ static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		       uint8_t channel, bool enforce_budget);
+/* What a message from the app may carry besides its bytes: a lifetime end
+ * (unreliable kinds; 0: none) and a shared body to reference instead of
+ * copying (NULL: copy data). */
+struct conn_msg_extra {
+	uint64_t expire_us;
+	struct shared_body *shared;
+};
 
 /* ---- conn_control.c ---- */
 

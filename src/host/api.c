@@ -172,6 +172,7 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->resent_probe = s.resent_probe;
 	out->resent_timeout = s.resent_timeout;
 	out->resent_spurious = s.resent_spurious;
+	out->unreliable_expired = s.unreliable_expired;
 	return 0;
 }
 
