@@ -235,6 +235,12 @@ int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len
 int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t reliability, uint8_t channel,
 			  uint8_t priority, uint64_t now_us, uint64_t expire_us);
 
+/* Asks the CPU to start loading what a send to c will touch, for a caller
+ * about to send to many conns in a row (rudp_send_many): step 0 the
+ * conn's own lines, step 1 (a few sends later, once those are loaded) the
+ * queue's next frame record. Changes nothing. */
+void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step);
+
 /* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
  * retransmissions (NACKed, or RTO expired, with backoff), new frames within
  * the window (up to max_frames_per_datagram small messages per datagram,

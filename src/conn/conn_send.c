@@ -266,6 +266,27 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
 }
 
+void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step)
+{
+	const struct sendq *q = rudp_wire_is_reliable(plain_reliability(reliability)) ? &c->rel : &c->unrel;
+
+	if (step == 0) {
+		__builtin_prefetch(&c->state);
+		__builtin_prefetch(&c->cfg.max_queue_bytes);
+		__builtin_prefetch(&c->frag_body_max);
+		__builtin_prefetch(&c->rel.body_bytes);
+		__builtin_prefetch(q, 1);
+		__builtin_prefetch(&q->ring.used_us, 1);
+		__builtin_prefetch(&c->sequenced_write[channel & (CONN_CHANNELS - 1)], 1);
+		__builtin_prefetch(&c->order_write[channel & (CONN_CHANNELS - 1)]);
+		__builtin_prefetch(&c->stats.messages_sent, 1);
+		__builtin_prefetch(&c->unrel_expiry_min, 1);
+		return;
+	}
+	if (q->frames_cap != 0)
+		__builtin_prefetch(&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)], 1);
+}
+
 /* ---- the room a send scheduler above asks for (conn.h) ---- */
 
 uint32_t rudp_conn_window_frames(const struct rudp_conn *c)

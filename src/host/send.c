@@ -88,6 +88,30 @@ int rudp_send_expiring(rudp_peer *p, const void *data, size_t len, int reliabili
 	return send_one(p, data, len, reliability, channel, RUDP_PRIORITY_MEDIUM, lifetime_ms);
 }
 
+/* Peers and conns sit apart in memory and each send touches a dozen of
+ * their cache lines: loading them while earlier peers are served hides
+ * most of the wait. Distances in peers: the peer's lines, then the conn's,
+ * then its next frame record (each needs the one before loaded). */
+#define PREFETCH_PEER 24
+#define PREFETCH_CONN 12
+#define PREFETCH_FRAME 4
+
+static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reliability, int channel)
+{
+	const struct rudp_peer *p;
+
+	if (i + PREFETCH_PEER < n && (p = peers[i + PREFETCH_PEER])) {
+		__builtin_prefetch(&p->host);
+		__builtin_prefetch(&p->stage);
+		__builtin_prefetch(&p->policy);
+		__builtin_prefetch(&p->dirty, 1);
+	}
+	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
+		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 0);
+	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]) && p->conn)
+		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 1);
+}
+
 int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *data, size_t len,
 		   int reliability, int channel, uint32_t lifetime_ms, int *errors)
 {
@@ -106,6 +130,8 @@ int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *
 	}
 	size_t queued = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			prefetch_ahead(peers, n, i, reliability, channel);
 		int e = r;
 		if (e == 0 && (!peers[i] || peers[i]->host != h))
 			e = RUDP_E_INVALID;
