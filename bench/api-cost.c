@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "rudp.h"
+#include "tool_args.h"
 
 #define EVENTS 512
 /* Not an rudp error: the wait for connections or copies ran out. */
@@ -36,32 +37,12 @@ struct world {
 	long peers, nspeers, connected, received;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static uint64_t cpu_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *s == '\0' || *end != '\0' || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 /* Services both hosts once; a disconnect is a failure. */
@@ -124,10 +105,10 @@ static int setup(struct world *w, long peers)
 		if ((r = rudp_connect(w->cli, addr, &p)) != 0)
 			return r;
 	}
-	for (double deadline = now_s() + 30; w->connected < peers || w->nspeers < peers;) {
+	for (double deadline = tool_now_s() + 30; w->connected < peers || w->nspeers < peers;) {
 		if ((r = service_both(w, 1)) != 0)
 			return r;
-		if (now_s() > deadline)
+		if (tool_now_s() > deadline)
 			return TIMED_OUT;
 	}
 	return 0;
@@ -139,10 +120,10 @@ static int settle(struct world *w, long want, bool reliable)
 {
 	int r;
 
-	for (double deadline = now_s() + (reliable ? 10.0 : 0.2); w->received < want;) {
+	for (double deadline = tool_now_s() + (reliable ? 10.0 : 0.2); w->received < want;) {
 		if ((r = service_both(w, 1)) != 0)
 			return r;
-		if (now_s() > deadline)
+		if (tool_now_s() > deadline)
 			return reliable ? TIMED_OUT : 0;
 	}
 	for (int i = 0; i < 3; i++)
@@ -202,13 +183,14 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		long v;
 
-		if (!strcmp(argv[i], "--peers") && i + 1 < argc && parse_long(argv[i + 1], 1, 10000, &v) == 0)
+		if (!strcmp(argv[i], "--peers") && i + 1 < argc &&
+		    tool_parse_long(argv[i + 1], 1, 10000, &v) == 0)
 			peers = v;
 		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc &&
-			 parse_long(argv[i + 1], 1, 100000, &v) == 0)
+			 tool_parse_long(argv[i + 1], 1, 100000, &v) == 0)
 			rounds = v;
 		else if (!strcmp(argv[i], "--size") && i + 1 < argc &&
-			 parse_long(argv[i + 1], 2, 1000, &v) == 0)
+			 tool_parse_long(argv[i + 1], 2, 1000, &v) == 0)
 			size = v;
 		else {
 			fprintf(stderr,
@@ -223,8 +205,8 @@ int main(int argc, char **argv)
 	struct world w;
 	int r = setup(&w, peers);
 	if (r != 0) {
-		fprintf(stderr, "rudp-api-cost: setup: %s (%ld of %ld connected)\n", why(r),
-			w.connected, peers);
+		fprintf(stderr, "rudp-api-cost: setup: %s (%ld of %ld connected)\n", why(r), w.connected,
+			peers);
 		return 1;
 	}
 	uint8_t *msg = malloc((size_t)size);

@@ -186,6 +186,11 @@ static struct shared_body *make_shared(struct shared_body_pool *pool, uint8_t re
 	return shared_body_new(pool, buf, sizeof(buf));
 }
 
+static int send_shared(struct sim *s, struct shared_body *body, uint8_t rel, uint8_t ch, uint64_t expire_us)
+{
+	return rudp_conn_send_shared(s->ep[0].c, body, rel, ch, RUDP_CONN_PRIO_MEDIUM, s->now, expire_us);
+}
+
 /* The body stays referenced until the reliable frame is acknowledged and
  * the unreliable one sent; then it is back in the pool, reused. */
 static void test_shared_released_when_done(void **state)
@@ -196,12 +201,8 @@ static void test_shared_released_when_done(void **state)
 	struct shared_body *unrel_body = make_shared(&pool, RUDP_WIRE_UNRELIABLE, 0, 0);
 
 	(void)state;
-	assert_int_equal(rudp_conn_send_shared(s->ep[0].c, rel_body, RUDP_WIRE_RELIABLE_ORDERED, 2,
-					       RUDP_CONN_PRIO_MEDIUM, s->now, 0),
-			 0);
-	assert_int_equal(rudp_conn_send_shared(s->ep[0].c, unrel_body, RUDP_WIRE_UNRELIABLE, 0,
-					       RUDP_CONN_PRIO_MEDIUM, s->now, 0),
-			 0);
+	assert_int_equal(send_shared(s, rel_body, RUDP_WIRE_RELIABLE_ORDERED, 2, 0), 0);
+	assert_int_equal(send_shared(s, unrel_body, RUDP_WIRE_UNRELIABLE, 0, 0), 0);
 	s->ep[0].tx_next[RUDP_WIRE_RELIABLE_ORDERED][2] = 1;
 	shared_body_release(rel_body);
 	shared_body_release(unrel_body);
@@ -229,15 +230,9 @@ static void test_shared_released_on_expiry_and_close(void **state)
 	struct shared_body *b = make_shared(&pool, RUDP_WIRE_RELIABLE, 0, 0);
 
 	(void)state;
-	assert_int_equal(rudp_conn_send_shared(s->ep[0].c, a, RUDP_WIRE_UNRELIABLE_SEQUENCED, 1,
-					       RUDP_CONN_PRIO_MEDIUM, s->now, s->now + 1 * MS),
-			 0);
-	assert_int_equal(rudp_conn_send_shared(s->ep[0].c, b, RUDP_WIRE_RELIABLE, 0, RUDP_CONN_PRIO_MEDIUM,
-					       s->now, s->now + 1 * MS),
-			 RUDP_CONN_E_ARG);
-	assert_int_equal(
-		rudp_conn_send_shared(s->ep[0].c, b, RUDP_WIRE_RELIABLE, 0, RUDP_CONN_PRIO_MEDIUM, s->now, 0),
-		0);
+	assert_int_equal(send_shared(s, a, RUDP_WIRE_UNRELIABLE_SEQUENCED, 1, s->now + 1 * MS), 0);
+	assert_int_equal(send_shared(s, b, RUDP_WIRE_RELIABLE, 0, s->now + 1 * MS), RUDP_CONN_E_ARG);
+	assert_int_equal(send_shared(s, b, RUDP_WIRE_RELIABLE, 0, 0), 0);
 	shared_body_release(a);
 	shared_body_release(b);
 	s->now += 2 * MS;
