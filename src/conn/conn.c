@@ -359,6 +359,7 @@ static uint32_t sat_u32(uint64_t v)
 void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 {
 	*out = c->stats;
+	out->messages_sent = c->messages_sent;
 	out->rtt_us = sat_u32(c->loss.rtt.srtt_us);
 	out->rtt_var_us = sat_u32(c->loss.rtt.rttvar_us);
 	out->rto_us = sat_u32(c->loss.rtt.rto_us);

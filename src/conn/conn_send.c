@@ -85,7 +85,7 @@ void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t ch
 			    struct rudp_conn_msg_indexes *ix)
 {
 	take_indexes(c, reliability, channel, ix);
-	c->stats.messages_sent++;
+	c->messages_sent++;
 }
 
 /* rel is already effective (see rudp_conn_effective_reliability). */
@@ -165,7 +165,7 @@ int rudp_conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len
 			      NULL);
 
 	if (rc == 0 && !ix)
-		c->stats.messages_sent++;
+		c->messages_sent++;
 	return rc;
 }
 
@@ -234,7 +234,7 @@ static int send_message(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		channel = 0;
 	rc = queue_message(c, data, len, rel, channel, true, extra);
 	if (rc == 0)
-		c->stats.messages_sent++;
+		c->messages_sent++;
 	return rc;
 }
 
@@ -271,16 +271,15 @@ void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uin
 	const struct sendq *q = rudp_wire_is_reliable(plain_reliability(reliability)) ? &c->rel : &c->unrel;
 
 	if (step == 0) {
-		__builtin_prefetch(&c->state);
 		__builtin_prefetch(&c->cfg.max_queue_bytes);
-		__builtin_prefetch(&c->frag_body_max);
-		__builtin_prefetch(&c->rel.body_bytes);
-		__builtin_prefetch(q, 1);
-		__builtin_prefetch(&q->ring.used_us, 1);
+		__builtin_prefetch(&c->state, 1);
+		__builtin_prefetch(&c->rel, 1);
+		__builtin_prefetch(&c->rel.body_bytes, 1);
+		__builtin_prefetch(&c->unrel, 1);
+		__builtin_prefetch(&c->unrel.body_bytes, 1);
 		__builtin_prefetch(&c->sequenced_write[channel & (CONN_CHANNELS - 1)], 1);
 		__builtin_prefetch(&c->order_write[channel & (CONN_CHANNELS - 1)]);
-		__builtin_prefetch(&c->stats.messages_sent, 1);
-		__builtin_prefetch(&c->unrel_expiry_min, 1);
+
 		return;
 	}
 	if (q->frames_cap != 0)
