@@ -180,7 +180,8 @@ int main(int argc, char **argv)
 {
 	long peers = 1000, rounds = 100, size = 200;
 
-	for (int i = 1; i < argc; i++) {
+	/* Every option takes a value: they come in pairs. */
+	for (int i = 1; i < argc; i += 2) {
 		long v;
 
 		if (!strcmp(argv[i], "--peers") && i + 1 < argc &&
@@ -199,7 +200,6 @@ int main(int argc, char **argv)
 				argv[i]);
 			return 2;
 		}
-		i++;
 	}
 
 	struct world w;
