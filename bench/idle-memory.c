@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "rudp.h"
+#include "tool_args.h"
 
 #define EVENTS 256
 #define MESSAGE_LEN 1000
@@ -41,26 +42,6 @@ static long rss_kib(void)
 			v = strtol(line + 6, NULL, 10);
 	fclose(f);
 	return v;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *s == '\0' || *end != '\0' || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 static void usage(void)
@@ -105,16 +86,17 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		long v;
 
-		if (!strcmp(argv[i], "--peers") && i + 1 < argc && parse_long(argv[i + 1], 1, 20000, &v) == 0)
+		if (!strcmp(argv[i], "--peers") && i + 1 < argc &&
+		    tool_parse_long(argv[i + 1], 1, 20000, &v) == 0)
 			peers = v;
 		else if (!strcmp(argv[i], "--burst") && i + 1 < argc &&
-			 parse_long(argv[i + 1], 1, 10000, &v) == 0)
+			 tool_parse_long(argv[i + 1], 1, 10000, &v) == 0)
 			burst = v;
 		else if (!strcmp(argv[i], "--idle") && i + 1 < argc &&
-			 parse_long(argv[i + 1], 0, 600, &v) == 0)
+			 tool_parse_long(argv[i + 1], 0, 600, &v) == 0)
 			idle_ms = v * 1000;
 		else if (!strcmp(argv[i], "--port") && i + 1 < argc &&
-			 parse_long(argv[i + 1], 1, 65535, &v) == 0)
+			 tool_parse_long(argv[i + 1], 1, 65535, &v) == 0)
 			port = v;
 		else if (!strcmp(argv[i], "--policy")) {
 			policy = true;
@@ -176,10 +158,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	double deadline = now_s() + 30;
+	double deadline = tool_now_s() + 30;
 	while (connected < peers || nspeers < peers) {
 		r = service_both(srv, cli, 1, speers, &nspeers, &connected, &received);
-		if (r != 0 || now_s() > deadline) {
+		if (r != 0 || tool_now_s() > deadline) {
 			fprintf(stderr, "rudp-idle-memory: %ld of %ld connected (%s)\n", connected, peers,
 				r ? rudp_strerror(r) : "timed out");
 			return 1;
@@ -199,22 +181,22 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	double start = now_s();
+	double start = tool_now_s();
 	deadline = start + 120;
 	while (received < peers * burst) {
 		r = service_both(srv, cli, 1, NULL, NULL, &connected, &received);
-		if (r != 0 || now_s() > deadline) {
+		if (r != 0 || tool_now_s() > deadline) {
 			fprintf(stderr, "rudp-idle-memory: %ld of %ld messages arrived (%s)\n", received,
 				peers * burst, r ? rudp_strerror(r) : "timed out");
 			return 1;
 		}
 	}
-	double took = now_s() - start;
+	double took = tool_now_s() - start;
 	/* The last ACKs on their way back. */
-	for (double t = now_s(); now_s() - t < 0.2;)
+	for (double t = tool_now_s(); tool_now_s() - t < 0.2;)
 		service_both(srv, cli, 1, NULL, NULL, &connected, &received);
 	long rss_burst = rss_kib();
-	for (double t = now_s(); now_s() - t < (double)idle_ms / 1000;) {
+	for (double t = tool_now_s(); tool_now_s() - t < (double)idle_ms / 1000;) {
 		r = service_both(srv, cli, 5, NULL, NULL, &connected, &received);
 		if (r != 0) {
 			fprintf(stderr, "rudp-idle-memory: while idle: %s\n", rudp_strerror(r));

@@ -509,6 +509,55 @@ RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out)
  * budget (see "Send policy" below); the message gets RUDP_PRIORITY_MEDIUM. */
 RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliability, int channel);
 
+/*
+ * Unreliable messages and the reliable window. Unreliable and
+ * unreliable-sequenced messages never wait for the reliable window or the
+ * congestion window: a flush puts them out after the reliable frames that
+ * may go, even when the reliable window is full. What can hold them is
+ * the pacing of RUDP_CC_RATE (the next datagram waits for its time) and a
+ * socket that takes nothing more; they then wait in the peer's queue,
+ * counted in max_queue_bytes with the reliable ones (a full queue makes
+ * rudp_send() return RUDP_E_QUEUE_FULL). With a send policy on the peer
+ * they wait in its unreliable reserve instead, which drops the oldest
+ * beyond its size. Give them a lifetime (rudp_send_expiring()) so that
+ * what waited too long is dropped rather than sent stale.
+ */
+
+/** Defined when rudp_send_expiring() and rudp_send_many() exist. */
+#define RUDP_HAVE_SEND_MANY 1
+
+/** rudp_send() of an RUDP_UNRELIABLE or RUDP_UNRELIABLE_SEQUENCED message
+ * that may wait at most lifetime_ms (1..3,600,000; 0: no lifetime, as
+ * rudp_send()): a flush that finds it still unsent later drops it and
+ * counts it in rudp_peer_stats.unreliable_expired. A message larger than
+ * one datagram is sent reliably (as any split unreliable message) and
+ * then keeps no lifetime. With a send policy on the peer the lifetime is
+ * not applied: the policy's unreliable reserve bounds what waits there.
+ * Returns what rudp_send() does; RUDP_E_INVALID also for a reliable kind
+ * with a lifetime, or a lifetime out of range. */
+RUDP_API int rudp_send_expiring(rudp_peer *peer, const void *data, size_t len, int reliability, int channel,
+				uint32_t lifetime_ms);
+
+/** Queues one message to each of peers[0..n-1] (all of host), as n
+ * rudp_send_expiring() calls would, but copies it once: the peers' queues
+ * share one reference-counted body from a pool of the host, released when
+ * the last of them has sent it (unreliable) or had it acknowledged
+ * (reliable), dropped it at its lifetime or closed. Exceptions, each
+ * copying the message for that peer as rudp_send() does: a peer with a
+ * send policy (the policy stages its own copy, and keeps no lifetime),
+ * and a message larger than one datagram (its fragments are copied).
+ * lifetime_ms as for rudp_send_expiring() (0: none). errors, when not
+ * NULL, receives n codes: errors[i] is what queueing on peers[i] returned
+ * (0, or an rudp_send() error; RUDP_E_INVALID for a NULL peer or one of
+ * another host). Returns the number of peers the message was queued on
+ * (0..n), or RUDP_E_INVALID (NULL host, NULL peers with n > 0, n >
+ * INT32_MAX; errors then untouched). An argument error common to all
+ * (bad reliability, channel or lifetime, empty message, reserved first
+ * byte, out of memory for the body) is given in every errors[i] and the
+ * return is 0. */
+RUDP_API int rudp_send_many(rudp_host *host, rudp_peer *const *peers, size_t n, const void *data, size_t len,
+			    int reliability, int channel, uint32_t lifetime_ms, int *errors);
+
 /** Sends now what is queued on every peer of the host, without reading or
  * waiting. Returns the number of datagrams handed to the kernel (0 or
  * more), or RUDP_E_INVALID for a NULL host. */
@@ -670,6 +719,9 @@ typedef struct rudp_peer_stats {
 	 * resends, so not in frames_retransmitted; the peer counts the copy
 	 * that arrives second in its duplicates_dropped. */
 	uint64_t frames_copied;
+	/** Unreliable messages dropped unsent at the end of their lifetime
+	 * (rudp_send_expiring(), rudp_send_many()). */
+	uint64_t unreliable_expired;
 } rudp_peer_stats;
 
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */

@@ -111,6 +111,7 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 
 	sendq_init(&c->rel);
 	sendq_init(&c->unrel);
+	c->unrel_expiry_min = UINT64_MAX;
 	/* A full window of full datagrams is the most the window could ever use. */
 	cc_init(&c->cc, c->cfg.congestion_control == RUDP_CONN_CC_AIMD, c->payload_max,
 		c->cfg.window_frames * c->payload_max);
@@ -368,6 +369,7 @@ static uint32_t sat_u32(uint64_t v)
 void rudp_conn_get_stats(const struct rudp_conn *c, struct rudp_conn_stats *out)
 {
 	*out = c->stats;
+	out->messages_sent = c->messages_sent;
 	out->rtt_us = sat_u32(c->loss.rtt.srtt_us);
 	out->rtt_var_us = sat_u32(c->loss.rtt.rttvar_us);
 	out->rto_us = sat_u32(c->loss.rtt.rto_us);

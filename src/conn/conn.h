@@ -27,6 +27,8 @@
 
 #include "wire/wire.h"
 
+struct shared_body; /* common/shared_body.h */
+
 enum rudp_conn_role {
 	RUDP_CONN_CLIENT, /* sends 0x09 at init, waits for 0x10, answers 0x13 */
 	RUDP_CONN_SERVER, /* waits for 0x09, answers 0x10, connected on 0x13 */
@@ -164,6 +166,8 @@ struct rudp_conn_stats {
 	uint32_t min_rtt_us;
 	/* redundant copies sent (rudp_conn_set_redundant_channels) */
 	uint64_t frames_copied;
+	/* unreliable messages dropped unsent at their lifetime's end */
+	uint64_t unreliable_expired;
 };
 
 struct rudp_conn; /* opaque; defined in conn_internal.h */
@@ -262,6 +266,26 @@ enum rudp_conn_priority {
  * returns, and priority >= RUDP_CONN_PRIORITIES is RUDP_CONN_E_ARG. */
 int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 		      uint8_t channel, uint8_t priority, uint64_t now_us);
+
+/* rudp_conn_send_ex for an unreliable or unreliable-sequenced message
+ * that is dropped (and counted in stats.unreliable_expired) when a flush
+ * finds it still unsent at expire_us (0: never). A message that must be
+ * split travels reliably (rudp_conn_effective_reliability) and keeps no
+ * lifetime. A reliable kind with expire_us != 0 is RUDP_CONN_E_ARG. */
+int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			    uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t expire_us);
+/* rudp_conn_send_expiring with the body of a shared message: the frame
+ * references it (taking a reference, released when the frame is sent and
+ * acknowledged, expires or is dropped with the conn) instead of copying
+ * it. A message that must be split is copied into the queue instead. */
+int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t reliability, uint8_t channel,
+			  uint8_t priority, uint64_t now_us, uint64_t expire_us);
+
+/* Asks the CPU to start loading what a send to c will touch, for a caller
+ * about to send to many conns in a row (rudp_send_many): step 0 the
+ * conn's own lines, step 1 (a few sends later, once those are loaded) the
+ * queue's next frame record. Changes nothing. */
+void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step);
 
 /* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
  * retransmissions (NACKed, or RTO expired, with backoff), new frames within

@@ -287,6 +287,10 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 
 	builder_reset(&b);
 	b.budget = limits ? limits->max_bytes : UINT64_MAX;
+	/* Before any frame is picked: the builder refers to unreliable frames
+	 * by their place from the front. */
+	if (c->unrel_expiry_min <= now_us)
+		c->stats.unreliable_expired += sendq_drop_expired(&c->unrel, now_us, &c->unrel_expiry_min);
 	c->cc.window_limited = false;
 	/* The inline due time first: the walk of the records is rarely due,
 	 * and this runs at every flush. */

@@ -75,12 +75,12 @@ void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t ch
 			    struct rudp_conn_msg_indexes *ix)
 {
 	take_indexes(c, reliability, channel, ix);
-	c->stats.messages_sent++;
+	c->messages_sent++;
 }
 
 /* rel is already effective (see rudp_conn_effective_reliability). */
 static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
-			const struct rudp_conn_msg_indexes *ix_or_null)
+			const struct rudp_conn_msg_indexes *ix_or_null, const struct conn_msg_extra *extra)
 {
 	size_t nfrags = conn_frag_count(c, len);
 	struct rudp_conn_msg_indexes ix;
@@ -94,7 +94,13 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	q = rudp_wire_is_reliable(rel) ? &c->rel : &c->unrel;
-	rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max, c->now_us);
+	/* A split message copies its fragments: sharing one body between
+	 * frames of different lengths is not worth a second kind of record. */
+	struct shared_body *shared = extra && nfrags == 1 ? extra->shared : NULL;
+	if (shared)
+		rc = sendq_reserve(q, 1, 0, 0, c->now_us);
+	else
+		rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max, c->now_us);
 	if (rc < 0)
 		return rc;
 
@@ -116,6 +122,12 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		tmpl.split_count = (uint32_t)nfrags;
 		tmpl.split_id = c->next_split_id++;
 	}
+	/* A lifetime only for what is sent once (conn_flush.c drops it). */
+	if (extra && extra->expire_us != 0 && q == &c->unrel) {
+		tmpl.deadline_us = extra->expire_us;
+		if (extra->expire_us < c->unrel_expiry_min)
+			c->unrel_expiry_min = extra->expire_us;
+	}
 	/* Every fragment of a message has the same header layout. */
 	tmpl.hdr_len = (uint8_t)rudp_wire_frame_header_len_of(rel, tmpl.split);
 	for (size_t i = 0; i < nfrags; i++) {
@@ -127,7 +139,10 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 			tmpl.reliable_index = c->next_reliable_index;
 			c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
 		}
-		sendq_push(q, &tmpl, data + off, (uint16_t)part);
+		if (shared)
+			sendq_push_shared(q, &tmpl, shared);
+		else
+			sendq_push(q, &tmpl, data + off, (uint16_t)part);
 	}
 	if (q == &c->rel)
 		c->rel_unsent_wire += (uint64_t)len + (uint64_t)nfrags * tmpl.hdr_len;
@@ -137,16 +152,16 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 int rudp_conn_queue_indexed(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 			    uint8_t channel, const struct rudp_conn_msg_indexes *ix)
 {
-	int rc =
-		queue_frames(c, data, len, rudp_conn_effective_reliability(c, len, reliability), channel, ix);
+	int rc = queue_frames(c, data, len, rudp_conn_effective_reliability(c, len, reliability), channel, ix,
+			      NULL);
 
 	if (rc == 0 && !ix)
-		c->stats.messages_sent++;
+		c->messages_sent++;
 	return rc;
 }
 
-int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		       uint8_t channel, bool enforce_budget)
+static int queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			 uint8_t channel, bool enforce_budget, const struct conn_msg_extra *extra)
 {
 	uint8_t rel = rudp_conn_effective_reliability(c, len, reliability);
 
@@ -162,7 +177,13 @@ int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uin
 		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
 			return RUDP_CONN_E_QUEUE_FULL;
 	}
-	return queue_frames(c, data, len, rel, channel, NULL);
+	return queue_frames(c, data, len, rel, channel, NULL, extra);
+}
+
+int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		       uint8_t channel, bool enforce_budget)
+{
+	return queue_message(c, data, len, reliability, channel, enforce_budget, NULL);
 }
 
 int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
@@ -185,29 +206,75 @@ int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, u
 	return 0;
 }
 
-int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
-		      uint8_t channel, uint8_t priority, uint64_t now_us)
+static int send_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			uint8_t channel, uint8_t priority, uint64_t now_us,
+			const struct conn_msg_extra *extra)
 {
 	uint8_t rel = rudp_wire_plain_reliability(reliability);
 	int rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
 
-	/* Priority is checked with the other arguments, after the state. */
+	/* Priority and lifetime are checked with the other arguments, after
+	 * the state. */
 	if (rc == 0 && priority >= RUDP_CONN_PRIORITIES)
+		rc = RUDP_CONN_E_ARG;
+	if (rc == 0 && extra && extra->expire_us != 0 && rudp_wire_is_reliable(rel))
 		rc = RUDP_CONN_E_ARG;
 	if (rc < 0)
 		return rc;
 	if (!rudp_wire_is_ordered_or_sequenced(rel))
 		channel = 0;
-	rc = conn_queue_message(c, data, len, rel, channel, true);
+	rc = queue_message(c, data, len, rel, channel, true, extra);
 	if (rc == 0)
-		c->stats.messages_sent++;
+		c->messages_sent++;
 	return rc;
+}
+
+int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+		      uint8_t channel, uint8_t priority, uint64_t now_us)
+{
+	return send_message(c, data, len, reliability, channel, priority, now_us, NULL);
+}
+
+int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			    uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t expire_us)
+{
+	struct conn_msg_extra extra = {.expire_us = expire_us, .shared = NULL};
+
+	return send_message(c, data, len, reliability, channel, priority, now_us, &extra);
+}
+
+int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t reliability, uint8_t channel,
+			  uint8_t priority, uint64_t now_us, uint64_t expire_us)
+{
+	struct conn_msg_extra extra = {.expire_us = expire_us, .shared = body};
+
+	return send_message(c, body->bytes, body->len, reliability, channel, priority, now_us, &extra);
 }
 
 int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
 		   uint64_t now_us)
 {
 	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
+}
+
+void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step)
+{
+	const struct sendq *q = rudp_wire_is_reliable(rudp_wire_plain_reliability(reliability)) ? &c->rel : &c->unrel;
+
+	if (step == 0) {
+		__builtin_prefetch(&c->cfg.max_queue_bytes);
+		__builtin_prefetch(&c->state, 1);
+		__builtin_prefetch(&c->rel, 1);
+		__builtin_prefetch(&c->rel.body_bytes, 1);
+		__builtin_prefetch(&c->unrel, 1);
+		__builtin_prefetch(&c->unrel.body_bytes, 1);
+		__builtin_prefetch(&c->sequenced_write[channel & (CONN_CHANNELS - 1)], 1);
+		__builtin_prefetch(&c->order_write[channel & (CONN_CHANNELS - 1)]);
+
+		return;
+	}
+	if (q->frames_cap != 0)
+		__builtin_prefetch(&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)], 1);
 }
 
 /* ---- the room a send scheduler above asks for (conn.h) ---- */

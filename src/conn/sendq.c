@@ -31,6 +31,12 @@ void sendq_init(struct sendq *q)
 
 void sendq_free(struct sendq *q)
 {
+	for (uint32_t i = 0; i < q->frames_count; i++) {
+		struct sendq_frame *f = sendq_at(q, i);
+
+		if (f->shared)
+			shared_body_release(f->shared);
+	}
 	free(q->frames);
 	body_ring_free(&q->ring);
 	memset(q, 0, sizeof(*q));
@@ -116,6 +122,8 @@ void sendq_pop_front(struct sendq *q)
 {
 	struct sendq_frame *f = sendq_at(q, 0);
 
+	if (f->shared)
+		shared_body_release(f->shared);
 	q->body_bytes -= f->body_len;
 	q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
 	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
@@ -125,4 +133,36 @@ void sendq_pop_front(struct sendq *q)
 	} else {
 		q->ring.tail = sendq_at(q, 0)->body_pos;
 	}
+}
+
+uint32_t sendq_drop_expired(struct sendq *q, uint64_t now_us, uint64_t *next_deadline)
+{
+	uint64_t next = UINT64_MAX;
+	uint32_t kept = 0, dropped = 0;
+
+	for (uint32_t i = 0; i < q->frames_count; i++) {
+		struct sendq_frame *f = sendq_at(q, i);
+
+		if (f->deadline_us != 0 && f->deadline_us <= now_us) {
+			if (f->shared)
+				shared_body_release(f->shared);
+			q->body_bytes -= f->body_len;
+			q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
+			dropped++;
+			continue;
+		}
+		if (f->deadline_us != 0 && f->deadline_us < next)
+			next = f->deadline_us;
+		if (kept != i)
+			*sendq_at(q, kept) = *f;
+		kept++;
+	}
+	q->frames_count = kept;
+	/* Frames are in body order: the first one left holds the oldest body. */
+	if (kept == 0)
+		body_ring_reset(&q->ring);
+	else
+		q->ring.tail = sendq_at(q, 0)->body_pos;
+	*next_deadline = next;
+	return dropped;
 }

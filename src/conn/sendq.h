@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/body_ring.h"
+#include "common/shared_body.h"
 
 enum sendq_frame_state {
 	FRAME_QUEUED, /* never sent */
@@ -25,7 +26,9 @@ struct sendq_frame {
 	uint64_t body_pos; /* position of the body in the queue's byte ring */
 	uint64_t first_send_us; /* for "reliable data never acked" timeouts; while queued: when queued */
 	uint64_t last_send_us;
-	uint64_t deadline_us; /* retransmit when still unacked at this time */
+	/* Reliable: retransmit when still unacked at this time. Unreliable:
+	 * drop when still unsent at this time (a lifetime); 0: never. */
+	uint64_t deadline_us;
 	uint32_t reliable_index;
 	uint32_t sequenced_index;
 	uint32_t order_index;
@@ -42,6 +45,10 @@ struct sendq_frame {
 	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
 	uint8_t resend_why; /* enum conn_resend_why (loss.h), while FRAME_NACKED */
 	bool split;
+	/* Not NULL: the body is this shared one (rudp_send_many), not in the
+	 * ring; body_pos is then the ring's head when it was queued, so the
+	 * ring's tail still moves forward frame by frame. */
+	struct shared_body *shared;
 };
 
 /*
@@ -96,6 +103,24 @@ static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq
 	q->wire_bytes += (uint64_t)len + f->hdr_len;
 	return f;
 }
+/* Appends a record (copied from tmpl) referencing a shared body, taking a
+ * reference on it; room for the record must be reserved. */
+static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struct sendq_frame *tmpl,
+						    struct shared_body *body)
+{
+	struct sendq_frame *f;
+
+	f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+	*f = *tmpl;
+	f->body_pos = q->ring.head;
+	f->body_len = (uint16_t)body->len;
+	f->shared = body;
+	shared_body_ref(body);
+	q->frames_count++;
+	q->body_bytes += body->len;
+	q->wire_bytes += (uint64_t)body->len + f->hdr_len;
+	return f;
+}
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
 {
 	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
@@ -107,9 +132,14 @@ static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
 }
 static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
 {
-	return body_ring_at(&q->ring, f->body_pos);
+	return f->shared ? f->shared->bytes : body_ring_at(&q->ring, f->body_pos);
 }
 void sendq_pop_front(struct sendq *q);
+/* Removes every frame with a deadline_us at or before now_us (unreliable
+ * queue: expired lifetimes), keeping the others in order. Returns how many
+ * were removed and sets *next_deadline to the earliest deadline left
+ * (UINT64_MAX: none). */
+uint32_t sendq_drop_expired(struct sendq *q, uint64_t now_us, uint64_t *next_deadline);
 /* An empty queue whose body ring grew past BODY_RING_KEEP and has not grown
  * for BODY_RING_TRIM_AFTER_US shrinks back to it (common/body_ring.h); one
  * that nothing was queued on for that long also gives all the ring's pages

@@ -174,6 +174,7 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->resent_timeout = s.resent_timeout;
 	out->resent_spurious = s.resent_spurious;
 	out->frames_copied = s.frames_copied;
+	out->unreliable_expired = s.unreliable_expired;
 	return 0;
 }
 

@@ -651,6 +651,8 @@ void rudp_host_destroy(rudp_host *h)
 	ping_table_free(&h->pings);
 	guard_free(&h->guard);
 	netsim_free(h->sim);
+	/* Every conn, and so every reference to a shared body, is gone. */
+	shared_body_pool_destroy(&h->shared_bodies);
 	if (h->fd >= 0)
 		close(h->fd);
 	free(h->pong_data);
@@ -730,48 +732,6 @@ int rudp_connect(rudp_host *h, const char *address, rudp_peer **out)
 	rudp_io_flush(h->io);
 	*out = p;
 	return 0;
-}
-
-int rudp_send(rudp_peer *p, const void *data, size_t len, int reliability, int channel)
-{
-	return rudp_send_ex(p, data, len, reliability, channel, RUDP_PRIORITY_MEDIUM);
-}
-
-int rudp_send_ex(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority)
-{
-	if (!p || (!data && len))
-		return RUDP_E_INVALID;
-	if (reliability < RUDP_UNRELIABLE || reliability > RUDP_RELIABLE_SEQUENCED || channel < 0 ||
-	    channel >= RUDP_CHANNELS || priority < RUDP_PRIORITY_IMMEDIATE || priority > RUDP_PRIORITY_LOW)
-		return RUDP_E_INVALID;
-	if (len == 0 || rudp_wire_is_control_id(((const uint8_t *)data)[0]))
-		return RUDP_E_RESERVED_ID;
-	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
-		return RUDP_E_NOT_CONNECTED;
-	struct rudp_host *h = p->host;
-	if (budget_over(h)) {
-		budget_refuse(h, p);
-		return RUDP_E_WOULD_BLOCK;
-	}
-	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority);
-	switch (r) {
-	case 0:
-		budget_peer_update(h, p);
-		host_mark_dirty(h, p);
-		/* Immediate skips the wait for the next service or flush call. */
-		if (priority == RUDP_PRIORITY_IMMEDIATE) {
-			h->now_us = rudp_now_us();
-			host_flush_dirty(h);
-			rudp_io_flush(h->io);
-		}
-		return 0;
-	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
-	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
-	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
-	case RUDP_E_WOULD_BLOCK: return RUDP_E_WOULD_BLOCK; /* the send policy's */
-	case RUDP_CONN_E_NOMEM: return RUDP_E_NOMEM;
-	default: return RUDP_E_INVALID;
-	}
 }
 
 int rudp_disconnect(rudp_peer *p)

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "common/body_ring.h"
+#include "common/shared_body.h"
 #include "conn/conn.h"
 #include "host/guard.h"
 #include "host/netsim.h"
@@ -265,6 +266,8 @@ struct rudp_host {
 	 * the only cost is the test of this pointer. */
 	struct netsim *sim;
 	struct host_budget budget; /* max_host_memory (budget.c) */
+	/* Bodies of rudp_send_many() messages, shared by the peers' queues. */
+	struct shared_body_pool shared_bodies;
 };
 
 uint64_t rudp_now_us(void); /* host.c */
@@ -317,6 +320,16 @@ void host_flush_dirty(struct rudp_host *h);
  * returns (rudp_ping). Returns 0 or RUDP_E_SYSTEM. */
 int host_pump(struct rudp_host *h, uint64_t wait_us);
 
+/* What a send may carry besides the message (send.c): a lifetime end in
+ * host time (unreliable kinds; 0: none) and a shared body the conn
+ * references instead of copying data (NULL: none). A peer with a send
+ * policy copies the message into the policy's stage and keeps no
+ * lifetime: the policy's unreliable reserve bounds what waits there. */
+struct host_send_extra {
+	uint64_t expire_us;
+	struct shared_body *shared;
+};
+
 /* send_policy.c: the peer's conn through its send policy when it has one
  * (straight to the conn without one, or without the module), at the
  * host's now_us; the peer must be online. send: rudp_conn_send_ex's
@@ -325,7 +338,7 @@ int host_pump(struct rudp_host *h, uint64_t wait_us);
  * asks for; disconnect: as rudp_conn_disconnect, behind what the policy
  * holds. */
 int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint8_t priority);
+		   uint8_t priority, const struct host_send_extra *extra);
 void host_peer_flush(struct rudp_host *h, struct rudp_peer *p);
 void host_peer_disconnect(struct rudp_peer *p);
 /* send_policy.c (no-ops without the module). attach: gives the peer's new

@@ -28,9 +28,20 @@ void rudp_send_options_init(rudp_send_options *o)
 	o->starvation_limit = 16;
 }
 
+/* Straight to the conn, referencing the shared body when there is one. */
+static int host_conn_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability,
+			  uint8_t channel, uint8_t priority, const struct host_send_extra *extra)
+{
+	if (extra->shared)
+		return rudp_conn_send_shared(p->conn, extra->shared, reliability, channel, priority,
+					     p->host->now_us, extra->expire_us);
+	return rudp_conn_send_expiring(p->conn, data, len, reliability, channel, priority, p->host->now_us,
+				       extra->expire_us);
+}
+
 #if RUDP_HAVE_SEND_POLICY
 int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint8_t priority)
+		   uint8_t priority, const struct host_send_extra *extra)
 {
 	if (p->policy) {
 		int r = rudp_policy_send(p->policy, data, len, reliability, channel, priority,
@@ -38,7 +49,7 @@ int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t
 
 		return r == RUDP_POLICY_E_WOULD_BLOCK ? RUDP_E_WOULD_BLOCK : r;
 	}
-	return rudp_conn_send_ex(p->conn, data, len, reliability, channel, priority, p->host->now_us);
+	return host_conn_send(p, data, len, reliability, channel, priority, extra);
 }
 
 void host_peer_flush(struct rudp_host *h, struct rudp_peer *p)
@@ -177,9 +188,9 @@ int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
 /* Built with -Dsend_policy=false: straight to the conn, and the API exists
  * and says so. */
 int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint8_t priority)
+		   uint8_t priority, const struct host_send_extra *extra)
 {
-	return rudp_conn_send_ex(p->conn, data, len, reliability, channel, priority, p->host->now_us);
+	return host_conn_send(p, data, len, reliability, channel, priority, extra);
 }
 
 void host_peer_flush(struct rudp_host *h, struct rudp_peer *p)

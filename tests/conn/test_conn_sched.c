@@ -281,7 +281,7 @@ static void test_check_send(void **state)
 	assert_int_equal(rudp_conn_check_size(c, c->cfg.max_message_size + 1u), RUDP_CONN_E_TOO_LARGE);
 	/* Nothing was queued or counted. */
 	assert_int_equal(rudp_conn_window_frames_used(c), 0);
-	assert_int_equal(c->stats.messages_sent, 0);
+	assert_int_equal(c->messages_sent, 0);
 	rudp_conn_disconnect(c, p.now);
 	assert_int_equal(rudp_conn_check_send(c, ok, sizeof(ok), RUDP_WIRE_RELIABLE, 0, p.now),
 			 RUDP_CONN_E_STATE);
@@ -307,14 +307,14 @@ static void test_indexes_taken_at_send(void **state)
 	rudp_conn_take_indexes(c, RUDP_WIRE_RELIABLE_ORDERED, 2, &ib);
 	assert_int_equal(ib.order_index, ia.order_index + 1);
 	/* A message counts as sent when its indexes are taken. */
-	assert_int_equal(c->stats.messages_sent, 2);
+	assert_int_equal(c->messages_sent, 2);
 	assert_int_equal(rudp_conn_queue_indexed(c, b, sizeof(b), RUDP_WIRE_RELIABLE_ORDERED, 2, &ib), 0);
 	settle(&p);
 	assert_int_equal(p.side[1].nlog, 0); /* B waits for A */
 	assert_int_equal(rudp_conn_queue_indexed(c, a, sizeof(a), RUDP_WIRE_RELIABLE_ORDERED, 2, &ia), 0);
 	/* Without indexes it takes the next ones now, and counts the message. */
 	assert_int_equal(rudp_conn_queue_indexed(c, n, sizeof(n), RUDP_WIRE_RELIABLE_ORDERED, 2, NULL), 0);
-	assert_int_equal(c->stats.messages_sent, 3);
+	assert_int_equal(c->messages_sent, 3);
 	settle(&p);
 	assert_int_equal(p.side[1].nlog, 3);
 	assert_memory_equal(p.side[1].log, "ABN", 3);

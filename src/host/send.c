@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sending from the application: rudp_send, rudp_send_ex, rudp_send_expiring
+ * and rudp_send_many. They share the argument checks (host_send_check_args)
+ * and the per-peer step (host_send_to_peer); rudp_send_many copies the
+ * message once, into a shared body from the host's pool, which the peers'
+ * queues reference.
+ */
+#include "host_internal.h"
+
+/* Lifetimes beyond this are a caller's mistake, not a wish. */
+#define SEND_LIFETIME_MAX_MS 3600000u
+
+/* The checks of a send that do not depend on the peer. */
+static int host_send_check_args(const void *data, size_t len, int reliability, int channel, int priority,
+				uint32_t lifetime_ms)
+{
+	if (!data && len)
+		return RUDP_E_INVALID;
+	if (reliability < RUDP_UNRELIABLE || reliability > RUDP_RELIABLE_SEQUENCED || channel < 0 ||
+	    channel >= RUDP_CHANNELS || priority < RUDP_PRIORITY_IMMEDIATE || priority > RUDP_PRIORITY_LOW)
+		return RUDP_E_INVALID;
+	if (lifetime_ms != 0 &&
+	    ((reliability != RUDP_UNRELIABLE && reliability != RUDP_UNRELIABLE_SEQUENCED) ||
+	     lifetime_ms > SEND_LIFETIME_MAX_MS))
+		return RUDP_E_INVALID;
+	if (len == 0 || rudp_wire_is_control_id(((const uint8_t *)data)[0]))
+		return RUDP_E_RESERVED_ID;
+	return 0;
+}
+
+/* Queues a checked message on one peer and marks it for the next flush. */
+static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, int reliability, int channel,
+			     int priority, const struct host_send_extra *extra)
+{
+	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_E_NOT_CONNECTED;
+	if (budget_over(p->host)) {
+		budget_refuse(p->host, p);
+		return RUDP_E_WOULD_BLOCK;
+	}
+	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+			       extra);
+	switch (r) {
+	case 0:
+		budget_peer_update(p->host, p);
+		host_mark_dirty(p->host, p);
+		return 0;
+	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
+	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
+	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
+	case RUDP_E_WOULD_BLOCK: return RUDP_E_WOULD_BLOCK; /* the send policy's */
+	case RUDP_CONN_E_NOMEM: return RUDP_E_NOMEM;
+	default: return RUDP_E_INVALID;
+	}
+}
+
+static int send_one(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority,
+		    uint32_t lifetime_ms)
+{
+	if (!p)
+		return RUDP_E_INVALID;
+	int r = host_send_check_args(data, len, reliability, channel, priority, lifetime_ms);
+	if (r != 0)
+		return r;
+	struct rudp_host *h = p->host;
+	struct host_send_extra extra = {0};
+	if (lifetime_ms != 0) {
+		h->now_us = rudp_now_us();
+		extra.expire_us = h->now_us + (uint64_t)lifetime_ms * 1000u;
+	}
+	r = host_send_to_peer(p, data, len, reliability, channel, priority, &extra);
+	/* Immediate skips the wait for the next service or flush call. */
+	if (r == 0 && priority == RUDP_PRIORITY_IMMEDIATE) {
+		h->now_us = rudp_now_us();
+		host_flush_dirty(h);
+		rudp_io_flush(h->io);
+	}
+	return r;
+}
+
+int rudp_send(rudp_peer *p, const void *data, size_t len, int reliability, int channel)
+{
+	return send_one(p, data, len, reliability, channel, RUDP_PRIORITY_MEDIUM, 0);
+}
+
+int rudp_send_ex(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority)
+{
+	return send_one(p, data, len, reliability, channel, priority, 0);
+}
+
+int rudp_send_expiring(rudp_peer *p, const void *data, size_t len, int reliability, int channel,
+		       uint32_t lifetime_ms)
+{
+	return send_one(p, data, len, reliability, channel, RUDP_PRIORITY_MEDIUM, lifetime_ms);
+}
+
+/* Peers and conns sit apart in memory and each send touches a dozen of
+ * their cache lines: loading them while earlier peers are served hides
+ * most of the wait. Distances in peers: the peer's lines, then the conn's,
+ * then its next frame record (each needs the one before loaded). */
+#define PREFETCH_PEER 24
+#define PREFETCH_CONN 12
+#define PREFETCH_FRAME 4
+
+static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reliability, int channel)
+{
+	const struct rudp_peer *p;
+
+	if (i + PREFETCH_PEER < n && (p = peers[i + PREFETCH_PEER])) {
+		__builtin_prefetch(&p->host);
+		__builtin_prefetch(&p->stage);
+		__builtin_prefetch(&p->policy);
+		__builtin_prefetch(&p->dirty, 1);
+	}
+	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
+		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 0);
+	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]) && p->conn)
+		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 1);
+}
+
+int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *data, size_t len,
+		   int reliability, int channel, uint32_t lifetime_ms, int *errors)
+{
+	if (!h || (!peers && n) || n > INT32_MAX)
+		return RUDP_E_INVALID;
+	int r = host_send_check_args(data, len, reliability, channel, RUDP_PRIORITY_MEDIUM, lifetime_ms);
+	if (r == 0 && len > UINT32_MAX)
+		r = RUDP_E_TOO_LARGE;
+	struct shared_body *body = NULL;
+	if (r == 0 && n > 0 && !(body = shared_body_new(&h->shared_bodies, data, (uint32_t)len)))
+		r = RUDP_E_NOMEM;
+	struct host_send_extra extra = {.shared = body};
+	if (lifetime_ms != 0) {
+		h->now_us = rudp_now_us();
+		extra.expire_us = h->now_us + (uint64_t)lifetime_ms * 1000u;
+	}
+	size_t queued = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			prefetch_ahead(peers, n, i, reliability, channel);
+		int e = r;
+		if (e == 0 && (!peers[i] || peers[i]->host != h))
+			e = RUDP_E_INVALID;
+		if (e == 0)
+			e = host_send_to_peer(peers[i], body->bytes, len, reliability, channel,
+					      RUDP_PRIORITY_MEDIUM, &extra);
+		if (e == 0)
+			queued++;
+		if (errors)
+			errors[i] = e;
+	}
+	if (body)
+		shared_body_release(body); /* ours; the queues hold their own */
+	return (int)queued;
+}
