@@ -121,6 +121,18 @@ static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struc
 	q->wire_bytes += (uint64_t)body->len + f->hdr_len;
 	return f;
 }
+/* The record sendq_push_shared would fill, counted as pushed and holding
+ * a reference on body; the caller writes the whole record (shared = body,
+ * body_pos = the ring's head) and adds to body_bytes and wire_bytes. Room
+ * must be reserved. */
+static inline struct sendq_frame *sendq_push_shared_slot(struct sendq *q, struct shared_body *body)
+{
+	struct sendq_frame *f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+
+	shared_body_ref(body);
+	q->frames_count++;
+	return f;
+}
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
 {
 	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];

@@ -313,7 +313,14 @@ uint64_t host_next_deadline_us(const struct rudp_host *h);
 
 /* host.c */
 void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);
-void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p);
+void host_mark_dirty_push(struct rudp_host *h, struct rudp_peer *p);
+/* Puts p on the list to flush; the flag test inline, as most sends find
+ * their peer on it already or push it once. */
+static inline void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (!p->dirty)
+		host_mark_dirty_push(h, p);
+}
 void host_flush_dirty(struct rudp_host *h);
 /* One round of the service loop's work (flush, read, timers), first
  * waiting up to wait_us when nothing is due; everything is sent when it
