@@ -62,12 +62,12 @@ static void take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, stru
 		/* A sequenced message carries the channel's current order index
 		 * (the next ordered message's), as RakNet does, so the receiver can
 		 * tell it is not older than the ordered stream. */
-		ix->sequenced_index = c->sequenced_write[channel];
-		c->sequenced_write[channel] = rudp_u24_add(c->sequenced_write[channel], 1);
-		ix->order_index = c->order_write[channel];
+		ix->sequenced_index = c->chan_write[channel].sequenced;
+		c->chan_write[channel].sequenced = rudp_u24_add(c->chan_write[channel].sequenced, 1);
+		ix->order_index = c->chan_write[channel].order;
 	} else {
-		ix->order_index = c->order_write[channel];
-		c->order_write[channel] = rudp_u24_add(c->order_write[channel], 1);
+		ix->order_index = c->chan_write[channel].order;
+		c->chan_write[channel].order = rudp_u24_add(c->chan_write[channel].order, 1);
 	}
 }
 
@@ -352,16 +352,18 @@ void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uin
 		rudp_wire_is_reliable(rudp_wire_plain_reliability(reliability)) ? &c->rel : &c->unrel;
 
 	if (step == 0) {
+		/* Limits, state and times; both queues' counts (the queue budget);
+		 * the chosen queue's byte ring (its head and use stamp); the
+		 * channel's indexes; the reassembly gauge the host's memory
+		 * budget reads after the send. */
 		__builtin_prefetch(&c->cfg.max_queue_bytes);
 		__builtin_prefetch(&c->state, 1);
+		__builtin_prefetch(&c->messages_sent, 1);
 		__builtin_prefetch(&c->rel, 1);
-		__builtin_prefetch(&c->rel.body_bytes, 1);
 		__builtin_prefetch(&c->unrel, 1);
-		__builtin_prefetch(&c->unrel.body_bytes, 1);
-		__builtin_prefetch(&c->sequenced_write[channel & (CONN_CHANNELS - 1)], 1);
-		__builtin_prefetch(&c->order_write[channel & (CONN_CHANNELS - 1)]);
-		__builtin_prefetch(&c->reasm.reserved_bytes); /* rudp_conn_memory_bytes */
-
+		__builtin_prefetch(&q->ring, 1);
+		__builtin_prefetch(&c->chan_write[channel & (CONN_CHANNELS - 1)], 1);
+		__builtin_prefetch(&c->reasm.reserved_bytes);
 		return;
 	}
 	if (q->frames_cap != 0)

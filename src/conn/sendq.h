@@ -64,9 +64,10 @@ struct sendq {
 	uint32_t frames_cap; /* power of two */
 	uint32_t frames_head;
 	uint32_t frames_count;
-	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
+	/* With the counts above, what a send reads: in one cache line. */
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
+	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
 };
 
 void sendq_init(struct sendq *q);

@@ -121,10 +121,9 @@ static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reli
 	const struct rudp_peer *p;
 
 	if (i + PREFETCH_PEER < n && (p = peers[i + PREFETCH_PEER])) {
-		__builtin_prefetch(&p->host);
-		__builtin_prefetch(&p->stage);
-		__builtin_prefetch(&p->policy);
-		__builtin_prefetch(&p->dirty, 1);
+		/* The send fields, at the peer's start: one or two lines. */
+		__builtin_prefetch(&p->host, 1);
+		__builtin_prefetch(&p->dirty_next, 1);
 	}
 	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
 		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 0);
