@@ -302,8 +302,9 @@ struct rudp_conn_shared_send {
 int rudp_conn_shared_send_init(struct rudp_conn_shared_send *m, struct shared_body *body, uint8_t reliability,
 			       uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t expire_us);
 /* rudp_conn_send_shared(c, m->body, ...) with m's arguments: the same
- * result and codes (the argument checks were init's), with only the
- * conn's own checks left per conn. */
+ * result, codes and queued frames (the argument checks were init's), with
+ * only the conn's own checks left per conn; a conn not connected is left
+ * as it is, its clock too. */
 int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m);
 
 /* Asks the CPU to start loading what a send to c will touch, for a caller
