@@ -125,10 +125,8 @@ const char *rudp_reason_string(int r)
 	}
 }
 
-int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
+static void peer_stats_fill(const rudp_peer *p, rudp_peer_stats *out)
 {
-	if (!p || !out)
-		return RUDP_E_INVALID;
 	memset(out, 0, sizeof(*out));
 	out->mtu = p->mtu;
 	out->protocol_version = p->protocol;
@@ -140,7 +138,7 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 		s = p->final_stats;
 	} else {
 		out->state = p->stage == PEER_DEAD ? 3 : 0;
-		return 0;
+		return;
 	}
 	if (p->stage == PEER_DEAD)
 		out->state = 3;
@@ -175,13 +173,21 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->resent_spurious = s.resent_spurious;
 	out->frames_copied = s.frames_copied;
 	out->unreliable_expired = s.unreliable_expired;
+}
+
+int rudp_peer_stats_get_sized(const rudp_peer *p, rudp_peer_stats *out, size_t size)
+{
+	rudp_peer_stats scratch;
+
+	if (!p || !out || size == 0)
+		return RUDP_E_INVALID;
+	peer_stats_fill(p, sized_target(out, size, sizeof(scratch), &scratch));
+	sized_copy_back(out, size, sizeof(scratch), &scratch);
 	return 0;
 }
 
-int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
+static void host_stats_fill(const rudp_host *h, rudp_host_stats *out)
 {
-	if (!h || !out)
-		return RUDP_E_INVALID;
 	*out = h->stats;
 	out->datagrams_received = h->io->stats.datagrams_received;
 	out->datagrams_sent = h->io->stats.datagrams_sent;
@@ -200,6 +206,16 @@ int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
 	out->io_backend = h->io->ops->name;
 	if (h->sim)
 		netsim_stats(h->sim, out);
+}
+
+int rudp_host_stats_get_sized(const rudp_host *h, rudp_host_stats *out, size_t size)
+{
+	rudp_host_stats scratch;
+
+	if (!h || !out || size == 0)
+		return RUDP_E_INVALID;
+	host_stats_fill(h, sized_target(out, size, sizeof(scratch), &scratch));
+	sized_copy_back(out, size, sizeof(scratch), &scratch);
 	return 0;
 }
 

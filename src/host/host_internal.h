@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "common/body_ring.h"
@@ -372,6 +373,21 @@ void budget_signal_writable(struct rudp_host *h);
 static inline uint64_t budget_total(const struct rudp_host *h)
 {
 	return h->budget.peers_bytes + h->events.bytes;
+}
+
+/* The structs the library fills grow at their end (docs/api.md, "ABI and
+ * soname"); a getter takes the caller's sizeof. A caller with the whole
+ * struct is written in place; an older, shorter one gets a prefix of a
+ * full copy made in scratch. */
+static inline void *sized_target(void *out, size_t size, size_t ours, void *scratch)
+{
+	return size >= ours ? out : scratch;
+}
+
+static inline void sized_copy_back(void *out, size_t size, size_t ours, const void *scratch)
+{
+	if (size < ours)
+		memcpy(out, scratch, size);
 }
 
 #endif

@@ -177,6 +177,50 @@ static void test_status_sized_prefix(void **state)
 	pair_free(&p);
 }
 
+/* The stats getters take the caller's sizeof too: a shorter struct gets
+ * its prefix, the same bytes the whole struct starts with, and nothing
+ * past it is written. */
+static void check_prefix(const unsigned char *buf, size_t part, size_t whole)
+{
+	for (size_t i = part; i < whole; i++)
+		assert_int_equal(buf[i], 0xa5);
+}
+
+static void test_stats_sized_prefix(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_connect(&p, NULL, NULL);
+	unsigned char buf[sizeof(rudp_host_stats) + sizeof(rudp_peer_stats) + sizeof(rudp_send_stats) + 16];
+
+	rudp_peer_stats ps;
+	size_t part = offsetof(rudp_peer_stats, frames_copied);
+	memset(buf, 0xa5, sizeof(buf));
+	assert_int_equal(rudp_peer_stats_get_sized(p.peer, (rudp_peer_stats *)buf, part), 0);
+	check_prefix(buf, part, sizeof(buf));
+	assert_int_equal(rudp_peer_stats_get(p.peer, &ps), 0);
+	assert_true(ps.mtu > 0);
+	assert_memory_equal(buf, &ps, offsetof(rudp_peer_stats, mtu) + sizeof(ps.mtu));
+	assert_int_equal(rudp_peer_stats_get_sized(p.peer, &ps, 0), RUDP_E_INVALID);
+
+	rudp_host_stats hs;
+	part = offsetof(rudp_host_stats, pongs_dropped);
+	memset(buf, 0xa5, sizeof(buf));
+	assert_int_equal(rudp_host_stats_get_sized(p.client, (rudp_host_stats *)buf, part), 0);
+	check_prefix(buf, part, sizeof(buf));
+	assert_int_equal(rudp_host_stats_get(p.client, &hs), 0);
+	assert_int_equal(((rudp_host_stats *)buf)->peers, hs.peers);
+	assert_int_equal(hs.peers, 1);
+	assert_int_equal(rudp_host_stats_get_sized(p.client, &hs, 0), RUDP_E_INVALID);
+
+	part = offsetof(rudp_send_stats, peak_in_flight_bytes);
+	memset(buf, 0xa5, sizeof(buf));
+	int rc = rudp_peer_send_stats_get_sized(p.peer, (rudp_send_stats *)buf, part);
+	assert_true(rc == 0 || rc == RUDP_E_UNSUPPORTED); /* the latter without the send policy */
+	check_prefix(buf, rc == 0 ? part : 0, sizeof(buf));
+	pair_free(&p);
+}
+
 /* A live connection: the RTT the simulator's latency makes, rates both
  * ways, a window of 1..2 s, then queued bytes and their age. */
 static void test_status_live(void **state)
@@ -441,6 +485,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_invalid_args),
 		cmocka_unit_test(test_status_sized_prefix),
+		cmocka_unit_test(test_stats_sized_prefix),
 		cmocka_unit_test(test_status_live),
 #if RUDP_HAVE_SEND_POLICY_API
 		cmocka_unit_test(test_status_counts_policy),
