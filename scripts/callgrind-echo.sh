@@ -19,6 +19,7 @@ side=${SIDE:-client}
 port=${PORT:-19460}
 args=${CLIENT_ARGS:---count 20000 --size 800 --window 64}
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 count=$(sed -n 's/.*--count \([0-9]*\).*/\1/p' <<<"$args")
 count=${count:-20000}
 case $side in client | server) ;; *) echo "SIDE: client or server" >&2; exit 2 ;; esac
