@@ -76,10 +76,18 @@ one_run() {
 	# --once: the server leaves after its client; stop it if it did not.
 	sleep 0.2
 	stop_server
-	awk -v n="$count" '/^summary:/ { printf "%.0f\n", $2 / n }' "$file"
+	# Also the datagrams the conn took in (ACK datagrams among them) per
+	# message: where two runs' counts differ, these usually differ too.
+	awk -v n="$count" '
+		/^summary:/ { ir = $2 }
+		/^cfn=/ { fn = substr($0, 5) }
+		/^calls=/ && fn == "rudp_conn_on_datagram" { dg += $2 }
+		/^calls=/ && fn == "rudp_wire_decode_ack" { acks += $2 }
+		END { printf "%.0f\t%.2f\t%.2f\n", ir / n, dg / n, acks / n }' FS='[= ]' "$file"
 }
 
-printf '%s\n' "side $side, ${args}, io mmsg, loopback; instructions per message:"
+printf '%s\n' "side $side, ${args}, io mmsg, loopback; per message:" \
+	"build	instructions	datagrams in	ACK datagrams in"
 for ((r = 1; r <= runs; r++)); do
 	i=0
 	for b in "${builds[@]}"; do
