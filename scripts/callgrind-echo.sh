@@ -60,7 +60,7 @@ trap stop_server EXIT
 one_run() {
 	local echo=$1/examples/rudp-echo file=$out/callgrind.$2.out srv cli=
 	srv=("$echo" server --bind "127.0.0.1:$port" --io mmsg --once)
-	# shellcheck disable=SC2086 # CLIENT_ARGS is a list of words
+	# shellcheck disable=SC2086,SC2206 # CLIENT_ARGS is a list of words
 	cli=("$echo" client --connect "127.0.0.1:$port" --io mmsg --timeout 60000 $args)
 	if [ "$side" = server ]; then
 		$cg --callgrind-out-file="$file" "${srv[@]}" >/dev/null 2>&1 &
