@@ -27,13 +27,7 @@
 #include "rudp.h"
 #include "test_backend.h"
 #include "test_fork_server.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 static rudp_host *make_server(rudp_config *cfg, char *addr, size_t addrlen)
 {

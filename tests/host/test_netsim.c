@@ -30,13 +30,7 @@
 #include "rudp.h"
 #include "test_backend.h"
 #include "test_fork_server.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 /* ---- the simulator alone ---- */
 
