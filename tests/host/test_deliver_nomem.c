@@ -205,12 +205,9 @@ static void test_deliver_nomem(void **state)
 
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deliver_nomem),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_backend_run_group(argc, argv, tests);
 }
