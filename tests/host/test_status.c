@@ -22,13 +22,7 @@
 
 #include "rudp.h"
 #include "test_backend.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 struct pair {
 	rudp_host *server, *client;
@@ -479,9 +473,6 @@ static void test_budget_default_and_off(void **state)
 
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_invalid_args),
 		cmocka_unit_test(test_status_sized_prefix),
@@ -494,5 +485,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_refuses_new_connections),
 		cmocka_unit_test(test_budget_default_and_off),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_backend_run_group(argc, argv, tests);
 }
