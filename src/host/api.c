@@ -125,8 +125,11 @@ const char *rudp_reason_string(int r)
 	}
 }
 
-static void peer_stats_fill(const rudp_peer *p, rudp_peer_stats *out)
+static void peer_stats_fill(const void *obj, void *dst)
 {
+	const rudp_peer *p = obj;
+	rudp_peer_stats *out = dst;
+
 	memset(out, 0, sizeof(*out));
 	out->mtu = p->mtu;
 	out->protocol_version = p->protocol;
@@ -179,15 +182,14 @@ int rudp_peer_stats_get_sized(const rudp_peer *p, rudp_peer_stats *out, size_t s
 {
 	rudp_peer_stats scratch;
 
-	if (!p || !out || size == 0)
-		return RUDP_E_INVALID;
-	peer_stats_fill(p, sized_target(out, size, sizeof(scratch), &scratch));
-	sized_copy_back(out, size, sizeof(scratch), &scratch);
-	return 0;
+	return host_sized_get(p, out, size, sizeof(scratch), &scratch, peer_stats_fill);
 }
 
-static void host_stats_fill(const rudp_host *h, rudp_host_stats *out)
+static void host_stats_fill(const void *obj, void *dst)
 {
+	const rudp_host *h = obj;
+	rudp_host_stats *out = dst;
+
 	*out = h->stats;
 	out->datagrams_received = h->io->stats.datagrams_received;
 	out->datagrams_sent = h->io->stats.datagrams_sent;
@@ -212,11 +214,7 @@ int rudp_host_stats_get_sized(const rudp_host *h, rudp_host_stats *out, size_t s
 {
 	rudp_host_stats scratch;
 
-	if (!h || !out || size == 0)
-		return RUDP_E_INVALID;
-	host_stats_fill(h, sized_target(out, size, sizeof(scratch), &scratch));
-	sized_copy_back(out, size, sizeof(scratch), &scratch);
-	return 0;
+	return host_sized_get(h, out, size, sizeof(scratch), &scratch, host_stats_fill);
 }
 
 int rudp_peer_address(const rudp_peer *p, char *buf, size_t len)

@@ -376,18 +376,19 @@ static inline uint64_t budget_total(const struct rudp_host *h)
 }
 
 /* The structs the library fills grow at their end (docs/api.md, "ABI and
- * soname"); a getter takes the caller's sizeof. A caller with the whole
- * struct is written in place; an older, shorter one gets a prefix of a
- * full copy made in scratch. */
-static inline void *sized_target(void *out, size_t size, size_t ours, void *scratch)
+ * soname"), so a getter takes the caller's sizeof. fill(obj, dst) writes
+ * the whole current struct: in place for a caller with all of it, else
+ * into scratch (ours bytes), of which the caller gets its size's prefix.
+ * Returns 0, or RUDP_E_INVALID for a NULL obj or out or a size of 0. */
+static inline int host_sized_get(const void *obj, void *out, size_t size, size_t ours, void *scratch,
+				 void (*fill)(const void *obj, void *dst))
 {
-	return size >= ours ? out : scratch;
-}
-
-static inline void sized_copy_back(void *out, size_t size, size_t ours, const void *scratch)
-{
+	if (!obj || !out || size == 0)
+		return RUDP_E_INVALID;
+	fill(obj, size >= ours ? out : scratch);
 	if (size < ours)
 		memcpy(out, scratch, size);
+	return 0;
 }
 
 #endif

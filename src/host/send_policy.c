@@ -156,8 +156,10 @@ int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
 	return 0;
 }
 
-static void send_stats_fill(const rudp_peer *p, rudp_send_stats *out)
+static void send_stats_fill(const void *obj, void *dst)
 {
+	const rudp_peer *p = obj;
+	rudp_send_stats *out = dst;
 	struct rudp_policy_stats s;
 
 	memset(out, 0, sizeof(*out));
@@ -186,11 +188,7 @@ int rudp_peer_send_stats_get_sized(const rudp_peer *p, rudp_send_stats *out, siz
 {
 	rudp_send_stats scratch;
 
-	if (!p || !out || size == 0)
-		return RUDP_E_INVALID;
-	send_stats_fill(p, sized_target(out, size, sizeof(scratch), &scratch));
-	sized_copy_back(out, size, sizeof(scratch), &scratch);
-	return 0;
+	return host_sized_get(p, out, size, sizeof(scratch), &scratch, send_stats_fill);
 }
 #else
 /* Built with -Dsend_policy=false: straight to the conn, and the API exists
