@@ -15,7 +15,6 @@
  * librudp's network simulator (sim_options.h).
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,22 +24,12 @@
 
 #include "rudp.h"
 #include "sim_options.h"
+#include "tool_num.h"
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: rudp-ping HOST:PORT [HOST:PORT ...] [--count N] [--timeout MS] [--sim-* "
 			"...]\n" SIM_OPTIONS_USAGE);
-}
-
-static int parse_int(const char *s, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *s == '\0' || *end != '\0' || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 static bool printable(const uint8_t *p, size_t n)
@@ -140,12 +129,12 @@ int main(int argc, char **argv)
 		if (is_sim)
 			continue;
 		if (!strcmp(argv[i], "--count") && i + 1 < argc) {
-			if (parse_int(argv[++i], 1, 1000000, &count) != 0) {
+			if (tool_parse_long(argv[++i], 1, 1000000, &count) != 0) {
 				fprintf(stderr, "rudp-ping: bad --count '%s' (1..1000000)\n", argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			if (parse_int(argv[++i], 1, 600000, &timeout_ms) != 0) {
+			if (tool_parse_long(argv[++i], 1, 600000, &timeout_ms) != 0) {
 				fprintf(stderr, "rudp-ping: bad --timeout '%s' (1..600000 ms)\n", argv[i]);
 				return 2;
 			}

@@ -724,8 +724,18 @@ typedef struct rudp_peer_stats {
 	uint64_t unreliable_expired;
 } rudp_peer_stats;
 
+/** rudp_peer_stats_get() with the size of *out as the program knows it:
+ * writes the first size bytes of the library's rudp_peer_stats (all of it
+ * when size is larger), so the struct can grow at its end without breaking
+ * programs built against an older header. Returns 0, or RUDP_E_INVALID
+ * (NULL peer or out, size 0). */
+RUDP_API int rudp_peer_stats_get_sized(const rudp_peer *peer, rudp_peer_stats *out, size_t size);
+
 /** Fills *out with the peer's statistics. Returns 0 or RUDP_E_INVALID. */
-RUDP_API int rudp_peer_stats_get(const rudp_peer *peer, rudp_peer_stats *out);
+static inline int rudp_peer_stats_get(const rudp_peer *peer, rudp_peer_stats *out)
+{
+	return rudp_peer_stats_get_sized(peer, out, sizeof(*out));
+}
 
 /** Defined when rudp_peer_status_get() exists. */
 #define RUDP_HAVE_PEER_STATUS 1
@@ -846,8 +856,16 @@ typedef struct rudp_host_stats {
 	uint64_t pongs_dropped;
 } rudp_host_stats;
 
+/** rudp_host_stats_get() with the size of *out as the program knows it (as
+ * rudp_peer_stats_get_sized()). Returns 0, or RUDP_E_INVALID (NULL host or
+ * out, size 0). */
+RUDP_API int rudp_host_stats_get_sized(const rudp_host *host, rudp_host_stats *out, size_t size);
+
 /** Fills *out with the host's counters. Returns 0 or RUDP_E_INVALID. */
-RUDP_API int rudp_host_stats_get(const rudp_host *host, rudp_host_stats *out);
+static inline int rudp_host_stats_get(const rudp_host *host, rudp_host_stats *out)
+{
+	return rudp_host_stats_get_sized(host, out, sizeof(*out));
+}
 
 /** Writes the peer's address as text into buf. Returns 0, or
  * RUDP_E_INVALID (NULL peer or buf, or the buffer is too small). */
@@ -1126,10 +1144,18 @@ typedef struct rudp_send_stats {
 	uint64_t peak_reliable_queue_bytes, peak_unreliable_queue_bytes, peak_in_flight_bytes;
 } rudp_send_stats;
 
+/** rudp_peer_send_stats_get() with the size of *out as the program knows it
+ * (as rudp_peer_stats_get_sized()); same return codes, RUDP_E_INVALID also
+ * for size 0. */
+RUDP_API int rudp_peer_send_stats_get_sized(const rudp_peer *peer, rudp_send_stats *out, size_t size);
+
 /** Fills *out (all zero, enabled 0, for a peer without a policy; the last
  * values while its DISCONNECT event is handled). Returns 0,
  * RUDP_E_INVALID or RUDP_E_UNSUPPORTED. */
-RUDP_API int rudp_peer_send_stats_get(const rudp_peer *peer, rudp_send_stats *out);
+static inline int rudp_peer_send_stats_get(const rudp_peer *peer, rudp_send_stats *out)
+{
+	return rudp_peer_send_stats_get_sized(peer, out, sizeof(*out));
+}
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@ side=${SIDE:-client}
 port=${PORT:-19460}
 args=${CLIENT_ARGS:---count 20000 --size 800 --window 64}
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 count=$(sed -n 's/.*--count \([0-9]*\).*/\1/p' <<<"$args")
 count=${count:-20000}
 case $side in client | server) ;; *) echo "SIDE: client or server" >&2; exit 2 ;; esac
@@ -59,7 +60,7 @@ trap stop_server EXIT
 one_run() {
 	local echo=$1/examples/rudp-echo file=$out/callgrind.$2.out srv cli=
 	srv=("$echo" server --bind "127.0.0.1:$port" --io mmsg --once)
-	# shellcheck disable=SC2086 # CLIENT_ARGS is a list of words
+	# shellcheck disable=SC2086,SC2206 # CLIENT_ARGS is a list of words
 	cli=("$echo" client --connect "127.0.0.1:$port" --io mmsg --timeout 60000 $args)
 	if [ "$side" = server ]; then
 		$cg --callgrind-out-file="$file" "${srv[@]}" >/dev/null 2>&1 &
@@ -75,10 +76,18 @@ one_run() {
 	# --once: the server leaves after its client; stop it if it did not.
 	sleep 0.2
 	stop_server
-	awk -v n="$count" '/^summary:/ { printf "%.0f\n", $2 / n }' "$file"
+	# Also the datagrams the conn took in (ACK datagrams among them) per
+	# message: where two runs' counts differ, these usually differ too.
+	awk -v n="$count" '
+		/^summary:/ { ir = $2 }
+		/^cfn=/ { fn = substr($0, 5) }
+		/^calls=/ && fn == "rudp_conn_on_datagram" { dg += $2 }
+		/^calls=/ && fn == "rudp_wire_decode_ack" { acks += $2 }
+		END { printf "%.0f\t%.2f\t%.2f\n", ir / n, dg / n, acks / n }' FS='[= ]' "$file"
 }
 
-printf '%s\n' "side $side, ${args}, io mmsg, loopback; instructions per message:"
+printf '%s\n' "side $side, ${args}, io mmsg, loopback; per message:" \
+	"build	instructions	datagrams in	ACK datagrams in"
 for ((r = 1; r <= runs; r++)); do
 	i=0
 	for b in "${builds[@]}"; do

@@ -519,7 +519,13 @@ static void declare_lost(struct loss_ctx *x, struct sendq_frame *f, enum conn_re
 
 	f->state = FRAME_NACKED;
 	f->resend_why = (uint8_t)why;
-	count_lost_dgram(x->l, f->last_dgram_seq);
+	/* An inference counts only within the seqs the ACK names: a peer
+	 * names again just its newest runs (acktr_repeat_recent_acks), so an
+	 * older datagram it leaves out may have arrived with its ACK lost.
+	 * That is what the ACK of a tail probe sent after a wide flight's ACK
+	 * was lost infers for most of the flight. It is resent all the same. */
+	if (why != RESEND_INFERRED || key >= x->v->sample.oldest_key)
+		count_lost_dgram(x->l, f->last_dgram_seq);
 	x->l->resend_pending = true;
 	x->l->nack_resends_since_ack++;
 	x->v->left_bytes += sendq_frame_wire_bytes(f);
@@ -795,6 +801,7 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 		return 0;
 	v->named = true;
 	v->sample.newest_key = l->ack_keys[nkeys - 1].hi;
+	v->sample.oldest_key = l->ack_keys[0].lo;
 	if (!nack)
 		ack_from_history(&x, nkeys);
 	dgram_log_on_records(&x, nkeys, nack);

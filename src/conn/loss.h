@@ -175,7 +175,8 @@ struct loss_engine {
 	 * in the sent history; past it, by the seq of the last one counted)
 	 * and taken back when an ACK names the datagram after all (reordering).
 	 * Tail losses that only a probe or the RTO repairs are not counted,
-	 * so the figure reads a little low. */
+	 * nor frames inferred lost older than all the inferring ACK names
+	 * (declare_lost), so the figure reads a little low. */
 	uint64_t dgrams_reliable;
 	uint64_t dgrams_lost;
 	uint32_t lost_last_seq;
@@ -205,6 +206,7 @@ struct ack_sample {
 	uint64_t rtt_us; /* when have: the newest named datagram's round trip */
 	uint64_t newest_acked_send_us; /* of the copies named, for loss inference */
 	int32_t newest_key; /* the newest datagram the ACK names (see normalize_records) */
+	int32_t oldest_key; /* and the oldest (what an inference may count) */
 };
 
 /* What an ACK or NACK datagram did (loss_on_ack_datagram, loss_ack_end). */

@@ -125,10 +125,11 @@ const char *rudp_reason_string(int r)
 	}
 }
 
-int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
+static void peer_stats_fill(const void *obj, void *dst)
 {
-	if (!p || !out)
-		return RUDP_E_INVALID;
+	const rudp_peer *p = obj;
+	rudp_peer_stats *out = dst;
+
 	memset(out, 0, sizeof(*out));
 	out->mtu = p->mtu;
 	out->protocol_version = p->protocol;
@@ -140,7 +141,7 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 		s = p->final_stats;
 	} else {
 		out->state = p->stage == PEER_DEAD ? 3 : 0;
-		return 0;
+		return;
 	}
 	if (p->stage == PEER_DEAD)
 		out->state = 3;
@@ -175,13 +176,20 @@ int rudp_peer_stats_get(const rudp_peer *p, rudp_peer_stats *out)
 	out->resent_spurious = s.resent_spurious;
 	out->frames_copied = s.frames_copied;
 	out->unreliable_expired = s.unreliable_expired;
-	return 0;
 }
 
-int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
+int rudp_peer_stats_get_sized(const rudp_peer *p, rudp_peer_stats *out, size_t size)
 {
-	if (!h || !out)
-		return RUDP_E_INVALID;
+	rudp_peer_stats scratch;
+
+	return host_sized_get(p, out, size, sizeof(scratch), &scratch, peer_stats_fill);
+}
+
+static void host_stats_fill(const void *obj, void *dst)
+{
+	const rudp_host *h = obj;
+	rudp_host_stats *out = dst;
+
 	*out = h->stats;
 	out->datagrams_received = h->io->stats.datagrams_received;
 	out->datagrams_sent = h->io->stats.datagrams_sent;
@@ -200,7 +208,13 @@ int rudp_host_stats_get(const rudp_host *h, rudp_host_stats *out)
 	out->io_backend = h->io->ops->name;
 	if (h->sim)
 		netsim_stats(h->sim, out);
-	return 0;
+}
+
+int rudp_host_stats_get_sized(const rudp_host *h, rudp_host_stats *out, size_t size)
+{
+	rudp_host_stats scratch;
+
+	return host_sized_get(h, out, size, sizeof(scratch), &scratch, host_stats_fill);
 }
 
 int rudp_peer_address(const rudp_peer *p, char *buf, size_t len)

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "common/body_ring.h"
@@ -384,6 +385,22 @@ void budget_signal_writable(struct rudp_host *h);
 static inline uint64_t budget_total(const struct rudp_host *h)
 {
 	return h->budget.peers_bytes + h->events.bytes;
+}
+
+/* The structs the library fills grow at their end (docs/api.md, "ABI and
+ * soname"), so a getter takes the caller's sizeof. fill(obj, dst) writes
+ * the whole current struct: in place for a caller with all of it, else
+ * into scratch (ours bytes), of which the caller gets its size's prefix.
+ * Returns 0, or RUDP_E_INVALID for a NULL obj or out or a size of 0. */
+static inline int host_sized_get(const void *obj, void *out, size_t size, size_t ours, void *scratch,
+				 void (*fill)(const void *obj, void *dst))
+{
+	if (!obj || !out || size == 0)
+		return RUDP_E_INVALID;
+	fill(obj, size >= ours ? out : scratch);
+	if (size < ours)
+		memcpy(out, scratch, size);
+	return 0;
 }
 
 #endif

@@ -156,15 +156,15 @@ int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
 	return 0;
 }
 
-int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
+static void send_stats_fill(const void *obj, void *dst)
 {
+	const rudp_peer *p = obj;
+	rudp_send_stats *out = dst;
 	struct rudp_policy_stats s;
 
-	if (!p || !out)
-		return RUDP_E_INVALID;
 	memset(out, 0, sizeof(*out));
 	if (!p->policy)
-		return 0;
+		return;
 	rudp_policy_get_stats(p->policy, &s);
 	out->enabled = 1;
 	for (int i = 0; i < RUDP_PRIORITIES; i++) {
@@ -182,7 +182,13 @@ int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
 	out->peak_reliable_queue_bytes = s.peak_reliable_queue_bytes;
 	out->peak_unreliable_queue_bytes = s.peak_unreliable_queue_bytes;
 	out->peak_in_flight_bytes = s.peak_in_flight_bytes;
-	return 0;
+}
+
+int rudp_peer_send_stats_get_sized(const rudp_peer *p, rudp_send_stats *out, size_t size)
+{
+	rudp_send_stats scratch;
+
+	return host_sized_get(p, out, size, sizeof(scratch), &scratch, send_stats_fill);
 }
 #else
 /* Built with -Dsend_policy=false: straight to the conn, and the API exists
@@ -233,10 +239,11 @@ int rudp_host_set_send_options(rudp_host *h, const rudp_send_options *o)
 	return RUDP_E_UNSUPPORTED;
 }
 
-int rudp_peer_send_stats_get(const rudp_peer *p, rudp_send_stats *out)
+int rudp_peer_send_stats_get_sized(const rudp_peer *p, rudp_send_stats *out, size_t size)
 {
 	(void)p;
 	(void)out;
+	(void)size;
 	return RUDP_E_UNSUPPORTED;
 }
 #endif

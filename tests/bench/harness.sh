@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # The shared start of the bench test scripts, sourced by each: a temporary
 # folder ($tmp), removed on exit together with the server the script
 # started ($server, when it set one), and the pass and failure counts that

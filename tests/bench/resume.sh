@@ -22,6 +22,20 @@ built=$(built_columns "$bench")
 is_built() { # column
 	echo "$built" | grep -qx "$1"
 }
+# The bench, given the arguments after the first three, refuses them: exit
+# 2, the message in its output (the log) and no run started.
+refused() { # what message log bench-args...
+	what=$1 msg=$2 log=$3
+	shift 3
+	"$bench" "$@" >"$log" 2>&1
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -q -- "$msg" "$log" && ! grep -q '^\[[0-9]*/' "$log"; then
+		ok "$what refused (exit 2)"
+	else
+		fail "$what: exit $rc:"
+		cat "$log"
+	fi
+}
 
 if ! "$bench" --smoke --json "$tmp/A.json" --out "$tmp/D1" >"$tmp/1.log" 2>&1; then
 	echo "FAIL: the first smoke run failed:"
@@ -89,14 +103,7 @@ fi
 # 3. another commit
 mkdir "$tmp/E"
 sed 's/"commit": "[^"]*"/"commit": "0000000000"/' "$d1/runs.json" >"$tmp/E/runs.json"
-"$bench" --smoke --resume "$tmp/E" >"$tmp/4.log" 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "made by another commit" "$tmp/4.log" && ! grep -q '^\[[0-9]*/' "$tmp/4.log"; then
-	ok "--resume of another commit's folder refused (exit 2)"
-else
-	fail "--resume of another commit's folder: exit $rc:"
-	cat "$tmp/4.log"
-fi
+refused "--resume of another commit's folder" "made by another commit" "$tmp/4.log" --smoke --resume "$tmp/E"
 
 # 3b. another --wait-spin-us: the meta says it, and resuming across it is refused
 if grep -q '"meta": {.*"wait_spin_us": "default"' "$d1/runs.json"; then
@@ -104,15 +111,8 @@ if grep -q '"meta": {.*"wait_spin_us": "default"' "$d1/runs.json"; then
 else
 	fail "runs.json meta lacks \"wait_spin_us\": \"default\""
 fi
-"$bench" --smoke --wait-spin-us 0 --resume "$d1" >"$tmp/4b.log" 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "made with another --wait-spin-us" "$tmp/4b.log" &&
-	! grep -q '^\[[0-9]*/' "$tmp/4b.log"; then
-	ok "--resume with another --wait-spin-us refused (exit 2)"
-else
-	fail "--resume with another --wait-spin-us: exit $rc:"
-	cat "$tmp/4b.log"
-fi
+refused "--resume with another --wait-spin-us" "made with another --wait-spin-us" "$tmp/4b.log" \
+	--smoke --wait-spin-us 0 --resume "$d1"
 
 # 3b'. another --cc: the meta names the congestion control the rudp
 # columns ran with (librudp's default resolved), and resuming across it is refused
@@ -123,15 +123,8 @@ none | aimd | rate) ok "runs.json meta names the congestion control ($cc_made)" 
 esac
 cc_other=none
 [ "$cc_made" = none ] && cc_other=aimd
-"$bench" --smoke --cc "$cc_other" --resume "$d1" >"$tmp/4cc.log" 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "made with another congestion control" "$tmp/4cc.log" &&
-	! grep -q '^\[[0-9]*/' "$tmp/4cc.log"; then
-	ok "--resume with another --cc refused (exit 2)"
-else
-	fail "--resume with another --cc: exit $rc:"
-	cat "$tmp/4cc.log"
-fi
+refused "--resume with another --cc" "made with another congestion control" "$tmp/4cc.log" \
+	--smoke --cc "$cc_other" --resume "$d1"
 
 # 3c. bad --wait-spin-us values are refused before anything runs
 for bad in 1001 -1 x ""; do

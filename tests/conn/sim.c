@@ -106,6 +106,11 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 			return;
 		}
 	}
+	if (len > 0 && (data[0] & RUDP_DGRAM_VALID) && (data[0] & s->drop_ctl_flags[1 - to]) &&
+	    s->now < s->drop_ctl_until[1 - to]) {
+		s->dgrams_lost++;
+		return;
+	}
 	if (s->silent || rng_below(&s->rng, 1000) < s->link.loss_pm ||
 	    (s->link.ack_loss_pm && len > 0 && (data[0] & RUDP_DGRAM_ACK) &&
 	     rng_below(&s->rng, 1000) < s->link.ack_loss_pm)) {

@@ -142,6 +142,11 @@ struct sim {
 	 * exactly the datagram it means to. */
 	uint32_t drop_data_next[2];
 	uint32_t drop_data_skip[2];
+	/* Per sending endpoint: the ACK or NACK datagrams (those with a flag
+	 * in drop_ctl_flags) it sends before drop_ctl_until are dropped, so a
+	 * test loses exactly the acknowledgements it means to. */
+	uint8_t drop_ctl_flags[2];
+	uint64_t drop_ctl_until[2];
 	/* A wake-up of the test's own (0: none): time advances to it as to a
 	 * conn's deadline, so a test can send at a chosen moment. */
 	uint64_t wake_at;

@@ -2,8 +2,9 @@
 /*
  * The conn's live status (conn_status.c) over the simulated network
  * (sim.h): loss figures each way under random loss, none under reordering
- * alone, rates and the recent window, and the bound on a forged jump in
- * datagram sequence numbers.
+ * alone, rates and the recent window, the bound on a forged jump in
+ * datagram sequence numbers, and what send loss counts when ACKs or NACKs
+ * are lost.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -164,6 +165,106 @@ static void test_clean_and_quiet(void **state)
 	free(s);
 }
 
+static void send_ordered(struct sim *s, uint32_t n);
+
+/* A conn over a 20 ms round trip sending one message per datagram, its
+ * RTT estimate settled by a few messages sent one at a time. */
+static struct sim *start_quiet(uint64_t seed)
+{
+	static const struct sim_link link = {.delay_us = 10 * MS};
+	struct rudp_conn_config cfg;
+	struct sim *s = malloc(sizeof(*s));
+
+	assert_non_null(s);
+	rudp_conn_config_init(&cfg);
+	cfg.max_frames_per_datagram = 1;
+	cfg.window_frames = 256;
+	sim_init(s, seed, &cfg, &link);
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_connected, 10 * SEC));
+	for (int i = 0; i < 10; i++) {
+		send_ordered(s, 1);
+		assert_true(sim_run(s, sim_all_delivered, SEC));
+		run_until_us = s->now + 50 * MS;
+		assert_true(sim_run(s, reached_time, SEC));
+	}
+	return s;
+}
+
+/* The client queues n reliable-ordered messages, as the sim's own
+ * workload would (so its checks apply). */
+static void send_ordered(struct sim *s, uint32_t n)
+{
+	static uint8_t msg[200];
+	struct sim_endpoint *e = &s->ep[0];
+
+	for (uint32_t i = 0; i < n; i++) {
+		sim_make_message(msg, sizeof(msg), 3, 0, e->tx_next[3][0]);
+		assert_int_equal(rudp_conn_send(e->c, msg, sizeof(msg), 3, 0, s->now), 0);
+		e->tx_next[3][0]++;
+		e->sent++;
+	}
+	e->work.count = e->sent;
+}
+
+/* Delivers all, lets the last ACKs land; the client's stats. */
+static struct rudp_conn_stats finish(struct sim *s)
+{
+	struct rudp_conn_stats st;
+
+	assert_true(sim_run(s, sim_all_delivered, 10 * SEC));
+	run_until_us = s->now + 300 * MS;
+	assert_true(sim_run(s, reached_time, SEC));
+	assert_int_equal(s->ep[1].errors, 0);
+	rudp_conn_get_stats(s->ep[0].c, &st);
+	return st;
+}
+
+/* Every ACK for a flight of 200 lost, nothing lost else: the tail probe's
+ * ACK names again only the peer's newest runs, the older part of the
+ * flight is inferred lost and resent, yet none of it was lost. */
+static void test_lost_acks_then_probe_count_nothing(void **state)
+{
+	struct sim *s = start_quiet(74);
+	struct rudp_conn_stats st;
+
+	(void)state;
+	send_ordered(s, 200);
+	s->drop_ctl_flags[1] = RUDP_DGRAM_ACK;
+	s->drop_ctl_until[1] = s->now + 15 * MS;
+	st = finish(s);
+	printf("probes %llu, inferred %llu, lost counted %llu of %llu\n", (unsigned long long)st.resent_probe,
+	       (unsigned long long)st.resent_inferred, (unsigned long long)s->ep[0].c->loss.dgrams_lost,
+	       (unsigned long long)s->ep[0].c->loss.dgrams_reliable);
+	/* The path the test is about was taken. */
+	assert_true(st.resent_probe > 0);
+	assert_true(st.resent_inferred > 0);
+	assert_int_equal(s->ep[0].c->loss.dgrams_lost, 0);
+	sim_free(s);
+	free(s);
+}
+
+/* One datagram of a flight lost and its NACK lost too: the ACKs that
+ * follow name the datagrams around it, and it counts once. */
+static void test_loss_inferred_within_acks_counts_once(void **state)
+{
+	struct sim *s = start_quiet(75);
+	struct rudp_conn_stats st;
+
+	(void)state;
+	send_ordered(s, 20);
+	s->drop_data_skip[0] = 4;
+	s->drop_data_next[0] = 1;
+	s->drop_ctl_flags[1] = RUDP_DGRAM_NACK;
+	s->drop_ctl_until[1] = s->now + 15 * MS;
+	st = finish(s);
+	assert_int_equal(s->drop_data_next[0], 0);
+	assert_int_equal(st.resent_inferred, 1);
+	assert_int_equal(s->ep[0].c->loss.dgrams_lost, 1);
+	sim_free(s);
+	free(s);
+}
+
 /* A datagram far ahead (a forged seq, within max_dgram_seq_jump so it is
  * taken) counts at most 512 missing, not the whole jump. */
 static void test_seq_jump_bounded(void **state)
@@ -198,6 +299,8 @@ int main(void)
 		cmocka_unit_test(test_reorder_only),
 		cmocka_unit_test(test_clean_and_quiet),
 		cmocka_unit_test(test_seq_jump_bounded),
+		cmocka_unit_test(test_lost_acks_then_probe_count_nothing),
+		cmocka_unit_test(test_loss_inferred_within_acks_counts_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 #include "rudp.h"
 #include "test_alloc_fail.h"
 #include "test_backend.h"
+#include "test_clock.h"
 
 /* ---- the fail-point ---- */
 
@@ -74,13 +75,6 @@ int __wrap_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t byt
 #define PER_CHANNEL 600
 #define UNORDERED 600
 #define HEADER 9 /* 0xfe, stream, seq (4), length check (3) */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Sizes from a few bytes to four datagrams' worth (split). */
 static size_t message_size(uint32_t stream, uint32_t seq)
@@ -211,12 +205,9 @@ static void test_deliver_nomem(void **state)
 
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deliver_nomem),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_backend_run_group(argc, argv, tests);
 }

@@ -27,13 +27,7 @@
 #include "rudp.h"
 #include "test_backend.h"
 #include "test_fork_server.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 static rudp_host *make_server(rudp_config *cfg, char *addr, size_t addrlen)
 {
@@ -1191,10 +1185,9 @@ static void test_next_timeout_tells_errors_apart(void **state)
 {
 	(void)state;
 	rudp_config c;
-	rudp_host *h = NULL;
+	char addr[64];
 	rudp_config_init(&c);
-	c.bind_address = "127.0.0.1:0";
-	assert_int_equal(rudp_host_create(&c, &h), 0);
+	rudp_host *h = make_server(&c, addr, sizeof(addr));
 	int ms = 12345;
 	assert_int_equal(rudp_host_next_timeout(NULL, &ms), RUDP_E_INVALID);
 	assert_int_equal(ms, 12345);
@@ -1215,9 +1208,6 @@ static void test_next_timeout_tells_errors_apart(void **state)
 /* test_host [uring|mmsg]: the backend every host here gets (test_backend.h). */
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_rejects_bad_arguments),
 		cmocka_unit_test(test_config_struct_size),
@@ -1241,5 +1231,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_slow_application_bounds_event_bytes),
 		cmocka_unit_test(test_echo_many_mixed_sizes),
 	};
-	return cmocka_run_group_tests_name("host", tests, NULL, NULL);
+	return test_backend_run_group_name(argc, argv, "host", tests);
 }

@@ -30,13 +30,7 @@
 #include "rudp.h"
 #include "test_backend.h"
 #include "test_fork_server.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 /* ---- the simulator alone ---- */
 
@@ -548,9 +542,6 @@ static void test_rate_limit_bounds_throughput(void **state)
 
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_ranges),
 		cmocka_unit_test(test_seeded_repeatable),
@@ -565,5 +556,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_duplicates_and_reorder_keep_order),
 		cmocka_unit_test(test_rate_limit_bounds_throughput),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_backend_run_group(argc, argv, tests);
 }

@@ -26,13 +26,7 @@
 #include "rudp.h"
 #include "test_backend.h"
 #include "wire/wire.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 static rudp_host *make_host(const char *bind, uint32_t max_pings)
 {
@@ -378,9 +372,6 @@ static void test_blocking_ping_beside_async(void **state)
 
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ping_many_servers),
 		cmocka_unit_test(test_ping_unanswered_times_out_once),
@@ -389,5 +380,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ping_limit_and_arguments),
 		cmocka_unit_test(test_blocking_ping_beside_async),
 	};
-	return cmocka_run_group_tests_name("ping", tests, NULL, NULL);
+	return test_backend_run_group_name(argc, argv, "ping", tests);
 }

@@ -22,13 +22,7 @@
 
 #include "rudp.h"
 #include "test_backend.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 struct pair {
 	rudp_host *server, *client;
@@ -174,6 +168,50 @@ static void test_status_sized_prefix(void **state)
 	assert_int_equal(rudp_peer_status_get_sized(p.peer, (rudp_peer_status *)buf, part), 0);
 	for (size_t i = part; i < sizeof(buf); i++)
 		assert_int_equal(buf[i], 0xa5);
+	pair_free(&p);
+}
+
+/* The stats getters take the caller's sizeof too: a shorter struct gets
+ * its prefix, the same bytes the whole struct starts with, and nothing
+ * past it is written. */
+static void check_prefix(const unsigned char *buf, size_t part, size_t whole)
+{
+	for (size_t i = part; i < whole; i++)
+		assert_int_equal(buf[i], 0xa5);
+}
+
+static void test_stats_sized_prefix(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_connect(&p, NULL, NULL);
+	unsigned char buf[sizeof(rudp_host_stats) + sizeof(rudp_peer_stats) + sizeof(rudp_send_stats) + 16];
+
+	rudp_peer_stats ps;
+	size_t part = offsetof(rudp_peer_stats, frames_copied);
+	memset(buf, 0xa5, sizeof(buf));
+	assert_int_equal(rudp_peer_stats_get_sized(p.peer, (rudp_peer_stats *)buf, part), 0);
+	check_prefix(buf, part, sizeof(buf));
+	assert_int_equal(rudp_peer_stats_get(p.peer, &ps), 0);
+	assert_true(ps.mtu > 0);
+	assert_memory_equal(buf, &ps, offsetof(rudp_peer_stats, mtu) + sizeof(ps.mtu));
+	assert_int_equal(rudp_peer_stats_get_sized(p.peer, &ps, 0), RUDP_E_INVALID);
+
+	rudp_host_stats hs;
+	part = offsetof(rudp_host_stats, pongs_dropped);
+	memset(buf, 0xa5, sizeof(buf));
+	assert_int_equal(rudp_host_stats_get_sized(p.client, (rudp_host_stats *)buf, part), 0);
+	check_prefix(buf, part, sizeof(buf));
+	assert_int_equal(rudp_host_stats_get(p.client, &hs), 0);
+	assert_int_equal(((rudp_host_stats *)buf)->peers, hs.peers);
+	assert_int_equal(hs.peers, 1);
+	assert_int_equal(rudp_host_stats_get_sized(p.client, &hs, 0), RUDP_E_INVALID);
+
+	part = offsetof(rudp_send_stats, peak_in_flight_bytes);
+	memset(buf, 0xa5, sizeof(buf));
+	int rc = rudp_peer_send_stats_get_sized(p.peer, (rudp_send_stats *)buf, part);
+	assert_true(rc == 0 || rc == RUDP_E_UNSUPPORTED); /* the latter without the send policy */
+	check_prefix(buf, rc == 0 ? part : 0, sizeof(buf));
 	pair_free(&p);
 }
 
@@ -435,12 +473,10 @@ static void test_budget_default_and_off(void **state)
 
 int main(int argc, char **argv)
 {
-	int skip = test_backend_from_args(argc, argv);
-	if (skip)
-		return skip;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_invalid_args),
 		cmocka_unit_test(test_status_sized_prefix),
+		cmocka_unit_test(test_stats_sized_prefix),
 		cmocka_unit_test(test_status_live),
 #if RUDP_HAVE_SEND_POLICY_API
 		cmocka_unit_test(test_status_counts_policy),
@@ -449,5 +485,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_budget_refuses_new_connections),
 		cmocka_unit_test(test_budget_default_and_off),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_backend_run_group(argc, argv, tests);
 }

@@ -26,17 +26,11 @@
 #include <xxhash.h>
 
 #include "rudp.h"
+#include "test_clock.h"
 
 #define CHANNELS 8
 #define OUTSTANDING 256
 #define HDR 17 /* 0xfe, channel, seq (4), len (4), hash (8) -- hash excludes itself */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int run_server(const char *bind)
 {

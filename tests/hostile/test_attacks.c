@@ -299,6 +299,17 @@ static void test_offline_rate_limit(void **state)
 	hs_world_free(&w);
 }
 
+/* Open connection request 2 to w's server, from client GUID 77 with MTU 1492. */
+static struct rudp_wire_open_request_2 request_2_to(const struct hs_world *w)
+{
+	struct rudp_wire_open_request_2 q2 = {.mtu = 1492, .client_guid = 77};
+
+	q2.server_addr.version = 4;
+	memcpy(q2.server_addr.ip, &w->server_sa.sin_addr, 4);
+	q2.server_addr.port = ntohs(w->server_sa.sin_port);
+	return q2;
+}
+
 static ssize_t ask(struct hs_world *w, int fd, const uint8_t *req, size_t len, uint8_t *reply, size_t cap)
 {
 	hs_drain(fd, NULL);
@@ -351,10 +362,7 @@ static void test_no_amplification(void **state)
 	r = ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep));
 	assert_true(r > 0 && r <= n && rep[0] == RUDP_ID_INCOMPATIBLE_PROTOCOL_VERSION);
 	/* Reply 2 is the protocol-fixed exception: exactly one byte more. */
-	struct rudp_wire_open_request_2 q2 = {.mtu = 1492, .client_guid = 77};
-	q2.server_addr.version = 4;
-	memcpy(q2.server_addr.ip, &w.server_sa.sin_addr, 4);
-	q2.server_addr.port = ntohs(w.server_sa.sin_port);
+	struct rudp_wire_open_request_2 q2 = request_2_to(&w);
 	n = rudp_wire_encode_open_request_2(req, sizeof(req), &q2);
 	r = ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep));
 	assert_int_equal(n, 34);
@@ -450,10 +458,7 @@ static void test_reply_to_request_ratio(void **state)
 	note_reply(&x, "request 1, unknown protocol", (size_t)n,
 		   ask(&w, e.fd, req, (size_t)n, rep, sizeof(rep)));
 
-	struct rudp_wire_open_request_2 q2 = {.mtu = 1492, .client_guid = 77};
-	q2.server_addr.version = 4;
-	memcpy(q2.server_addr.ip, &w.server_sa.sin_addr, 4);
-	q2.server_addr.port = ntohs(w.server_sa.sin_port);
+	struct rudp_wire_open_request_2 q2 = request_2_to(&w);
 	n = rudp_wire_encode_open_request_2(req, sizeof(req), &q2);
 	/* From a source that never sent request 1, no cookies: the smallest
 	 * request 2 there is. */

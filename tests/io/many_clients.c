@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "rudp.h"
+#include "test_clock.h"
 
 enum { SIZE = 48, BATCH = 8 };
 
@@ -26,13 +27,6 @@ struct conn {
 	int connected, closed;
 	uint32_t sent, verified;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* 0xfe, connection index, message id, then bytes derived from both. */
 static void fill(uint8_t *b, uint32_t conn, uint32_t id)

@@ -33,13 +33,7 @@
 #include "io/io.h"
 #include "rudp.h"
 #include "udp_offload.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 /* Log capture: how many lines, and the last one. */
 struct log_capture {

@@ -17,13 +17,7 @@
 #include <cmocka.h>
 
 #include "rudp.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "test_clock.h"
 
 struct pair {
 	rudp_host *server, *client;
