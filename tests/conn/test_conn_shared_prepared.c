@@ -89,12 +89,15 @@ static void same_conn(const struct rudp_conn *a, const struct rudp_conn *b)
 	assert_memory_equal(a->chan_write, b->chan_write, sizeof(a->chan_write));
 }
 
+/* The pools of a's and b's bodies: they must outlive the conns, which
+ * give their references back when destroyed. */
+static struct shared_body_pool pa, pb;
+
 /* One send each way, same arguments; the results must match, and are
  * returned. */
 static int send_both(struct sim *a, struct sim *b, uint32_t len, uint8_t rel, uint8_t ch, uint64_t expire_us,
 		     uint64_t now_us)
 {
-	struct shared_body_pool pa = {0}, pb = {0};
 	uint8_t *buf = malloc(len);
 	struct rudp_conn_shared_send m;
 
@@ -159,19 +162,21 @@ static void test_same_as_send_shared(void **state)
 	assert_int_equal(send_both(a, b, 50, RUDP_WIRE_RELIABLE, 0, 0, now), RUDP_CONN_E_STATE);
 	/* Unlike rudp_conn_send_shared, it leaves such a conn's clock alone
 	 * (as rudp_send_many always did: it did not call the conn then). */
-	struct shared_body_pool pool = {0};
 	uint8_t msg[50] = {0x86};
-	struct shared_body *body = shared_body_new(&pool, msg, sizeof(msg));
+	struct shared_body *body = shared_body_new(&pb, msg, sizeof(msg));
 	struct rudp_conn_shared_send m;
 	assert_int_equal(rudp_conn_shared_send_init(&m, body, RUDP_WIRE_RELIABLE, 0, 1, now + 1, 0), 0);
 	assert_int_equal(rudp_conn_send_shared_prepared(cb, &m), RUDP_CONN_E_STATE);
 	assert_int_equal(cb->now_us, now);
 	shared_body_release(body);
-	shared_body_pool_destroy(&pool);
 	sim_free(a);
 	sim_free(b);
 	free(a);
 	free(b);
+	assert_int_equal(pa.live, 0);
+	assert_int_equal(pb.live, 0);
+	shared_body_pool_destroy(&pa);
+	shared_body_pool_destroy(&pb);
 }
 
 /* init refuses what rudp_conn_send_shared refuses as arguments. */
