@@ -401,8 +401,8 @@ void rudp_conn_test_set_counters(struct rudp_conn *c, uint32_t dgram_seq, uint32
 		c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
 	}
 	for (uint32_t ch = 0; ch < CONN_CHANNELS; ch++) {
-		c->order_write[ch] = order_index & RUDP_WIRE_U24_MASK;
-		c->sequenced_write[ch] = order_index & RUDP_WIRE_U24_MASK;
+		c->chan_write[ch].order = order_index & RUDP_WIRE_U24_MASK;
+		c->chan_write[ch].sequenced = order_index & RUDP_WIRE_U24_MASK;
 	}
 	c->rx.chans_first_order = order_index & RUDP_WIRE_U24_MASK;
 	for (uint32_t ch = 0; ch < c->rx.chans_count; ch++)

@@ -281,6 +281,32 @@ int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len
 int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t reliability, uint8_t channel,
 			  uint8_t priority, uint64_t now_us, uint64_t expire_us);
 
+/* One shared message for many conns (rudp_send_many), with what does not
+ * depend on the conn worked out once by rudp_conn_shared_send_init: its
+ * checks, plain reliability, channel and the header size of one frame.
+ * The caller keeps body alive while it uses the description. */
+struct rudp_conn_shared_send {
+	struct shared_body *body;
+	uint64_t now_us;
+	uint64_t expire_us;
+	uint32_t len;
+	uint8_t reliability; /* as given, for a message that must be split */
+	uint8_t rel; /* plain */
+	uint8_t channel; /* 0 unless ordered or sequenced */
+	uint8_t priority;
+	uint8_t hdr_len; /* of the message in one frame */
+	bool reliable;
+};
+/* Fills m: 0, or RUDP_CONN_E_ARG for what rudp_conn_send_shared refuses
+ * as arguments (then m must not be sent). */
+int rudp_conn_shared_send_init(struct rudp_conn_shared_send *m, struct shared_body *body, uint8_t reliability,
+			       uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t expire_us);
+/* rudp_conn_send_shared(c, m->body, ...) with m's arguments: the same
+ * result, codes and queued frames (the argument checks were init's), with
+ * only the conn's own checks left per conn; a conn not connected is left
+ * as it is, its clock too. */
+int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m);
+
 /* Asks the CPU to start loading what a send to c will touch, for a caller
  * about to send to many conns in a row (rudp_send_many): step 0 the
  * conn's own lines, step 1 (a few sends later, once those are loaded) the

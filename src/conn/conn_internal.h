@@ -75,17 +75,21 @@ struct rudp_conn {
 	uint64_t messages_sent; /* stats.messages_sent, kept here (rudp_conn_get_stats) */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
 	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
+	uint32_t next_reliable_index;
 	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
 	 * a flush at or past it drops the expired ones (conn_flush.c) */
 	uint64_t unrel_expiry_min;
 	struct sendq rel; /* reliable frames, oldest unacked first */
 	struct sendq unrel; /* unreliable frames, released when sent */
 	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
-	uint32_t next_reliable_index;
 	uint32_t next_dgram_seq;
 	uint16_t next_split_id;
-	uint32_t order_write[CONN_CHANNELS];
-	uint32_t sequenced_write[CONN_CHANNELS];
+	/* per channel, the next order and sequenced index to give: side by
+	 * side, as a sequenced send reads both */
+	struct conn_channel_write {
+		uint32_t order;
+		uint32_t sequenced;
+	} chan_write[CONN_CHANNELS];
 	/* payload_max bytes, made on first use: only when the owner gives no
 	 * datagram_buffer (conn_datagram_buffer) */
 	uint8_t *dgram_buf;

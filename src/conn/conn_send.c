@@ -62,12 +62,12 @@ static void take_indexes(struct rudp_conn *c, uint8_t rel, uint8_t channel, stru
 		/* A sequenced message carries the channel's current order index
 		 * (the next ordered message's), as RakNet does, so the receiver can
 		 * tell it is not older than the ordered stream. */
-		ix->sequenced_index = c->sequenced_write[channel];
-		c->sequenced_write[channel] = rudp_u24_add(c->sequenced_write[channel], 1);
-		ix->order_index = c->order_write[channel];
+		ix->sequenced_index = c->chan_write[channel].sequenced;
+		c->chan_write[channel].sequenced = rudp_u24_add(c->chan_write[channel].sequenced, 1);
+		ix->order_index = c->chan_write[channel].order;
 	} else {
-		ix->order_index = c->order_write[channel];
-		c->order_write[channel] = rudp_u24_add(c->order_write[channel], 1);
+		ix->order_index = c->chan_write[channel].order;
+		c->chan_write[channel].order = rudp_u24_add(c->chan_write[channel].order, 1);
 	}
 }
 
@@ -251,6 +251,95 @@ int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t
 	return send_message(c, body->bytes, body->len, reliability, channel, priority, now_us, &extra);
 }
 
+int rudp_conn_shared_send_init(struct rudp_conn_shared_send *m, struct shared_body *body, uint8_t reliability,
+			       uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t expire_us)
+{
+	uint8_t rel = rudp_wire_plain_reliability(reliability);
+
+	/* send_message's argument checks, made once. */
+	if (!body || body->len == 0 || reliability > RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT ||
+	    (rudp_wire_is_ordered_or_sequenced(rel) && channel >= CONN_CHANNELS) ||
+	    rudp_wire_is_control_id(body->bytes[0]) || priority >= RUDP_CONN_PRIORITIES ||
+	    (expire_us != 0 && rudp_wire_is_reliable(rel)))
+		return RUDP_CONN_E_ARG;
+	m->body = body;
+	m->now_us = now_us;
+	m->expire_us = expire_us;
+	m->len = body->len;
+	m->reliability = reliability;
+	m->rel = rel;
+	m->channel = rudp_wire_is_ordered_or_sequenced(rel) ? channel : 0;
+	m->priority = priority;
+	m->hdr_len = (uint8_t)rudp_wire_frame_header_len_of(rel, false);
+	m->reliable = rudp_wire_is_reliable(rel);
+	return 0;
+}
+
+/* queue_message and queue_frames for a message in one frame, in the same
+ * order of checks and with the same effects, minus what m holds already. */
+int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m)
+{
+	uint32_t len = m->len;
+
+	/* The state first: a conn not connected is left as it is. */
+	if (c->state != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_CONN_E_STATE;
+	if (m->now_us > c->now_us)
+		c->now_us = m->now_us;
+	/* A message to split is copied (queue_frames): the general path. */
+	if (len > c->frag_body_max)
+		return rudp_conn_send_shared(c, m->body, m->reliability, m->channel, m->priority, m->now_us,
+					     m->expire_us);
+	/* One fragment: max_split_count is at least 1 (conn.c clamps it). */
+	if (len > c->cfg.max_message_size)
+		return RUDP_CONN_E_TOO_LARGE;
+	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
+	uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
+	uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+	if (queued + len > c->cfg.max_queue_bytes || records + 1 > max_records)
+		return RUDP_CONN_E_QUEUE_FULL;
+	if ((uint64_t)c->rel.frames_count + 1 >= (1u << 22))
+		return RUDP_CONN_E_QUEUE_FULL;
+
+	struct sendq *q = m->reliable ? &c->rel : &c->unrel;
+	int rc = sendq_reserve(q, 1, 0, 0, c->now_us);
+	if (rc < 0)
+		return rc;
+	struct rudp_conn_msg_indexes ix;
+	take_indexes(c, m->rel, m->channel, &ix);
+	uint64_t deadline = 0;
+	if (m->expire_us != 0 && !m->reliable) {
+		deadline = m->expire_us;
+		if (deadline < c->unrel_expiry_min)
+			c->unrel_expiry_min = deadline;
+	}
+	uint32_t reliable_index = 0;
+	if (m->reliable) {
+		reliable_index = c->next_reliable_index;
+		c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
+		c->rel_unsent_wire += (uint64_t)len + m->hdr_len;
+	}
+	/* Written in place: no template to clear and copy. */
+	*sendq_push_shared_slot(q, m->body) = (struct sendq_frame){
+		.body_pos = q->ring.head,
+		.first_send_us = c->now_us, /* until sent: when queued (conn_status.c) */
+		.deadline_us = deadline,
+		.reliable_index = reliable_index,
+		.sequenced_index = ix.sequenced_index,
+		.order_index = ix.order_index,
+		.body_len = (uint16_t)len,
+		.reliability = m->rel,
+		.channel = m->channel,
+		.state = FRAME_QUEUED,
+		.hdr_len = m->hdr_len,
+		.shared = m->body,
+	};
+	q->body_bytes += len;
+	q->wire_bytes += (uint64_t)len + m->hdr_len;
+	c->messages_sent++;
+	return 0;
+}
+
 int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
 		   uint64_t now_us)
 {
@@ -259,18 +348,22 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 
 void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step)
 {
-	const struct sendq *q = rudp_wire_is_reliable(rudp_wire_plain_reliability(reliability)) ? &c->rel : &c->unrel;
+	const struct sendq *q =
+		rudp_wire_is_reliable(rudp_wire_plain_reliability(reliability)) ? &c->rel : &c->unrel;
 
 	if (step == 0) {
+		/* Limits, state and times; both queues' counts (the queue budget);
+		 * the chosen queue's byte ring (its head and use stamp); the
+		 * channel's indexes; the reassembly gauge the host's memory
+		 * budget reads after the send. */
 		__builtin_prefetch(&c->cfg.max_queue_bytes);
 		__builtin_prefetch(&c->state, 1);
+		__builtin_prefetch(&c->messages_sent, 1);
 		__builtin_prefetch(&c->rel, 1);
-		__builtin_prefetch(&c->rel.body_bytes, 1);
 		__builtin_prefetch(&c->unrel, 1);
-		__builtin_prefetch(&c->unrel.body_bytes, 1);
-		__builtin_prefetch(&c->sequenced_write[channel & (CONN_CHANNELS - 1)], 1);
-		__builtin_prefetch(&c->order_write[channel & (CONN_CHANNELS - 1)]);
-
+		__builtin_prefetch(&q->ring, 1);
+		__builtin_prefetch(&c->chan_write[channel & (CONN_CHANNELS - 1)], 1);
+		__builtin_prefetch(&c->reasm.reserved_bytes);
 		return;
 	}
 	if (q->frames_cap != 0)

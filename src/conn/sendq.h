@@ -64,9 +64,10 @@ struct sendq {
 	uint32_t frames_cap; /* power of two */
 	uint32_t frames_head;
 	uint32_t frames_count;
-	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
+	/* With the counts above, what a send reads: in one cache line. */
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
+	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
 };
 
 void sendq_init(struct sendq *q);
@@ -119,6 +120,18 @@ static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struc
 	q->frames_count++;
 	q->body_bytes += body->len;
 	q->wire_bytes += (uint64_t)body->len + f->hdr_len;
+	return f;
+}
+/* The record sendq_push_shared would fill, counted as pushed and holding
+ * a reference on body; the caller writes the whole record (shared = body,
+ * body_pos = the ring's head) and adds to body_bytes and wire_bytes. Room
+ * must be reserved. */
+static inline struct sendq_frame *sendq_push_shared_slot(struct sendq *q, struct shared_body *body)
+{
+	struct sendq_frame *f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+
+	shared_body_ref(body);
+	q->frames_count++;
 	return f;
 }
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)

@@ -64,7 +64,7 @@ void host_peer_touch(struct rudp_host *h, struct rudp_peer *p)
 	timer_heap_set(&h->timers, p, d);
 }
 
-void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p)
+void host_mark_dirty_push(struct rudp_host *h, struct rudp_peer *p)
 {
 	if (p->dirty || p->stage == PEER_DEAD)
 		return;

@@ -47,14 +47,26 @@ enum peer_stage {
 };
 
 struct rudp_peer {
+	/* What every send reads or writes, together at the start: a server
+	 * sending to many peers in a row (rudp_send_many) waits for each
+	 * cache line of each peer. */
 	struct rudp_host *host;
+	enum peer_stage stage;
+	bool outgoing;
+	/* the list of peers with output to flush after this batch */
+	bool dirty;
+	/* memory budget (budget.c): refused a send while over it (on the
+	 * list below), and the bytes of this peer in the host's total */
+	bool budget_refused;
+	struct rudp_conn *conn;
+	struct send_policy *policy; /* see send_opts */
+	uint64_t budget_bytes;
+	struct rudp_peer *dirty_next;
+
 	struct sockaddr_storage addr; /* normalized (v4 as AF_INET) */
 	struct sockaddr_storage send_addr; /* the form our socket sends to */
 	socklen_t send_addrlen;
 	uint64_t addr_hash;
-	enum peer_stage stage;
-	bool outgoing;
-	struct rudp_conn *conn;
 	uint64_t remote_guid;
 	uint16_t mtu;
 	uint8_t protocol;
@@ -81,9 +93,6 @@ struct rudp_peer {
 	/* timer heap position (UINT32_MAX: not in the heap) and key */
 	uint32_t heap_index;
 	uint64_t deadline_us;
-	/* the list of peers with output to flush after this batch */
-	bool dirty;
-	struct rudp_peer *dirty_next;
 	/* the list of closed peers to free once the application saw the event */
 	struct rudp_peer *dead_next;
 	bool closing_pending; /* conn closed inside a callback; finish after it returns */
@@ -96,14 +105,10 @@ struct rudp_peer {
 	struct rudp_conn_stats final_stats;
 	/* send policy (send_policy.c; src/policy): options to apply when the
 	 * conn starts, and the policy object, which outlives the conn so its
-	 * final statistics stay readable */
+	 * final statistics stay readable (policy: at the start) */
 	bool has_send_opts;
 	rudp_send_options send_opts;
-	struct send_policy *policy;
-	/* memory budget (budget.c): the bytes of this peer in the host's
-	 * total, and the list of peers refused a send while over it */
-	uint64_t budget_bytes;
-	bool budget_refused;
+	/* the list of peers refused a send while over the memory budget */
 	struct rudp_peer *refused_prev, *refused_next;
 };
 
@@ -314,7 +319,14 @@ uint64_t host_next_deadline_us(const struct rudp_host *h);
 
 /* host.c */
 void host_peer_touch(struct rudp_host *h, struct rudp_peer *p);
-void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p);
+void host_mark_dirty_push(struct rudp_host *h, struct rudp_peer *p);
+/* Puts p on the list to flush; the flag test inline, as most sends find
+ * their peer on it already or push it once. */
+static inline void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (!p->dirty)
+		host_mark_dirty_push(h, p);
+}
 void host_flush_dirty(struct rudp_host *h);
 /* One round of the service loop's work (flush, read, timers), first
  * waiting up to wait_us when nothing is due; everything is sent when it

@@ -29,18 +29,10 @@ static int host_send_check_args(const void *data, size_t len, int reliability, i
 	return 0;
 }
 
-/* Queues a checked message on one peer and marks it for the next flush. */
-static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, int reliability, int channel,
-			     int priority, const struct host_send_extra *extra)
+/* The public code of a conn send's result, and the budget and flush
+ * bookkeeping of a queued one. */
+static int host_send_done(struct rudp_peer *p, int r)
 {
-	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
-		return RUDP_E_NOT_CONNECTED;
-	if (budget_over(p->host)) {
-		budget_refuse(p->host, p);
-		return RUDP_E_WOULD_BLOCK;
-	}
-	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
-			       extra);
 	switch (r) {
 	case 0:
 		budget_peer_update(p->host, p);
@@ -53,6 +45,27 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 	case RUDP_CONN_E_NOMEM: return RUDP_E_NOMEM;
 	default: return RUDP_E_INVALID;
 	}
+}
+
+/* Over the memory budget the peer is refused, unless it is not connected. */
+static int host_send_refused(struct rudp_peer *p)
+{
+	if (rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_E_NOT_CONNECTED;
+	budget_refuse(p->host, p);
+	return RUDP_E_WOULD_BLOCK;
+}
+
+/* Queues a checked message on one peer and marks it for the next flush. */
+static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, int reliability, int channel,
+			     int priority, const struct host_send_extra *extra)
+{
+	if (p->stage != PEER_ONLINE || rudp_conn_state(p->conn) != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_E_NOT_CONNECTED;
+	if (budget_over(p->host))
+		return host_send_refused(p);
+	return host_send_done(p, host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel,
+						(uint8_t)priority, extra));
 }
 
 static int send_one(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority,
@@ -108,15 +121,33 @@ static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reli
 	const struct rudp_peer *p;
 
 	if (i + PREFETCH_PEER < n && (p = peers[i + PREFETCH_PEER])) {
-		__builtin_prefetch(&p->host);
-		__builtin_prefetch(&p->stage);
-		__builtin_prefetch(&p->policy);
-		__builtin_prefetch(&p->dirty, 1);
+		/* The send fields, at the peer's start: one or two lines. */
+		__builtin_prefetch(&p->host, 1);
+		__builtin_prefetch(&p->dirty_next, 1);
 	}
 	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
 		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 0);
 	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]) && p->conn)
 		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 1);
+}
+
+/* rudp_send_many's step for one peer of h: host_send_to_peer's checks and
+ * results, a peer without a send policy given the message as prepared
+ * once for all (m) and its conn state tested by the conn itself (here,
+ * before the budget, only when over it: the rare case). */
+static int send_many_to_peer(struct rudp_host *h, struct rudp_peer *p, const struct rudp_conn_shared_send *m,
+			     const struct host_send_extra *extra)
+{
+	if (!p || p->host != h)
+		return RUDP_E_INVALID;
+	if (p->stage != PEER_ONLINE)
+		return RUDP_E_NOT_CONNECTED;
+	if (budget_over(h))
+		return host_send_refused(p);
+	if (p->policy)
+		return host_send_to_peer(p, m->body->bytes, m->len, m->reliability, m->channel, m->priority,
+					 extra);
+	return host_send_done(p, rudp_conn_send_shared_prepared(p->conn, m));
 }
 
 int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *data, size_t len,
@@ -130,27 +161,34 @@ int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *
 	struct shared_body *body = NULL;
 	if (r == 0 && n > 0 && !(body = shared_body_new(&h->shared_bodies, data, (uint32_t)len)))
 		r = RUDP_E_NOMEM;
+	if (r != 0 || n == 0) {
+		for (size_t i = 0; errors && i < n; i++)
+			errors[i] = r;
+		return 0;
+	}
 	struct host_send_extra extra = {.shared = body};
 	if (lifetime_ms != 0) {
 		h->now_us = rudp_now_us();
 		extra.expire_us = h->now_us + (uint64_t)lifetime_ms * 1000u;
 	}
+	struct rudp_conn_shared_send m;
+	/* The host's checks are stricter than the conn's: this cannot fail. */
+	if (rudp_conn_shared_send_init(&m, body, (uint8_t)reliability, (uint8_t)channel, RUDP_PRIORITY_MEDIUM,
+				       h->now_us, extra.expire_us) != 0)
+		r = RUDP_E_INVALID;
 	size_t queued = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (r == 0)
-			prefetch_ahead(peers, n, i, reliability, channel);
 		int e = r;
-		if (e == 0 && (!peers[i] || peers[i]->host != h))
-			e = RUDP_E_INVALID;
-		if (e == 0)
-			e = host_send_to_peer(peers[i], body->bytes, len, reliability, channel,
-					      RUDP_PRIORITY_MEDIUM, &extra);
+
+		if (e == 0) {
+			prefetch_ahead(peers, n, i, reliability, channel);
+			e = send_many_to_peer(h, peers[i], &m, &extra);
+		}
 		if (e == 0)
 			queued++;
 		if (errors)
 			errors[i] = e;
 	}
-	if (body)
-		shared_body_release(body); /* ours; the queues hold their own */
+	shared_body_release(body); /* ours; the queues hold their own */
 	return (int)queued;
 }

@@ -367,7 +367,7 @@ static void test_counter_wrap(void **state)
 		 * no record runs backwards) */
 		assert_true(s->ack_wrap_splits > 0);
 		assert_true(c->next_reliable_index < 0x800000);
-		assert_true(c->order_write[0] < 0x800000 || c->order_write[1] < 0x800000);
+		assert_true(c->chan_write[0].order < 0x800000 || c->chan_write[1].order < 0x800000);
 		assert_true(c->next_split_id < 0x8000);
 	}
 	sim_delete(s);
