@@ -54,7 +54,8 @@
  * clearly above the minimum (a standing queue: a queue that drained once
  * in the round shows the minimum again; random loss with no queue does
  * not raise it), or whose loss exceeded both 2 % and two datagrams (a buffer
- * too shallow for the RTT to show it). A congested round
+ * too shallow for the RTT to show it); in a round in which every sample
+ * was app-limited only the latter counts. A congested round
  *
  *   - caps the flight (inflight_hi) at 0.85 of what was in flight when
  *     the lost datagram left, never below one BDP plus the batching
@@ -383,7 +384,12 @@ static bool round_congested(const struct cc_rate *cc, uint64_t round_delivered, 
 	if (round_lost >= LOSS_THRESH_MIN_DATAGRAMS * (uint64_t)cc->mss &&
 	    round_lost * PM > (round_delivered + round_lost) * LOSS_THRESH_PM)
 		return true;
-	return cc->queue_standing;
+	/* In a round the application limited, the RTT says nothing of a
+	 * queue of ours: one message at a time samples it once or twice, and
+	 * any loss with one raised sample would cap the flight and end
+	 * startup at the application's own rate, which only the probing
+	 * cycle's 25 % steps then climb back from. Heavy loss still counts. */
+	return cc->queue_standing && cc->round_not_app_limited;
 }
 
 /* The least in flight the estimated rate needs: one BDP, the batching

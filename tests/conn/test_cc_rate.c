@@ -474,6 +474,26 @@ static void test_random_loss_does_not_cut_the_rate(void **state)
 	assert_true(cc_rate_cwnd(&cc) >= 16000);
 }
 
+/* Loss and a raised RTT while the application is the limit (an echo's
+ * one message at a time): no congested round, no cap on the flight, and
+ * startup goes on, so a bulk phase after it starts from the path's rate,
+ * not the application's. */
+static void test_app_limited_rounds_are_not_congested(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+
+	(void)state;
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 1000000, 20000, 0, 20000, 0, false);
+	feed(&f, 50000, 20000, 20000, 2000000, 4, true);
+	assert_true(cc.lost > 0);
+	assert_int_equal(cc.congestion_rounds, 0);
+	assert_int_equal(cc.inflight_hi, 0);
+	assert_false(cc.full_bw_reached);
+}
+
 static void test_growing_queue_limits_the_window(void **state)
 {
 	static struct feeder f;
@@ -1178,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_pacing_budget),
 		cmocka_unit_test(test_out_of_data_bursts_the_window),
 		cmocka_unit_test(test_random_loss_does_not_cut_the_rate),
+		cmocka_unit_test(test_app_limited_rounds_are_not_congested),
 		cmocka_unit_test(test_growing_queue_limits_the_window),
 		cmocka_unit_test(test_net_one_flow_5mbit),
 		cmocka_unit_test(test_net_eight_flows_20mbit),
