@@ -218,16 +218,6 @@ static uint32_t seq_run_down(const uint64_t *bits, uint32_t seq, uint32_t max, b
 	return n < max ? n : max;
 }
 
-static void seq_set_bit(uint64_t *bits, uint32_t seq, bool on)
-{
-	uint32_t i = seq % CONN_DGRAM_HISTORY;
-
-	if (on)
-		bits[i / 64] |= (uint64_t)1 << (i % 64);
-	else
-		bits[i / 64] &= ~((uint64_t)1 << (i % 64));
-}
-
 /*
  * A datagram far ahead of the highest seq seen is not taken on its word:
  * adopting it would make every genuine datagram after it look old (their
@@ -259,7 +249,7 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 		t->have_highest_dgram = true;
 		t->highest_dgram_seq = seq;
 		t->dgrams_expected = 1;
-		seq_set_bit(t->dgram_seen, seq, true);
+		acktr_seq_set_bit(t->dgram_seen, seq, true);
 		return DGRAM_NEW;
 	}
 	ahead = rudp_u24_diff(seq, t->highest_dgram_seq);
@@ -284,11 +274,11 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 		uint32_t clear = (uint32_t)ahead < CONN_DGRAM_HISTORY ? (uint32_t)ahead : CONN_DGRAM_HISTORY;
 
 		for (uint32_t k = 1; k <= clear; k++) {
-			seq_set_bit(t->dgram_seen, rudp_u24_add(t->highest_dgram_seq, k), false);
-			seq_set_bit(t->dgram_acked, rudp_u24_add(t->highest_dgram_seq, k), false);
+			acktr_seq_set_bit(t->dgram_seen, rudp_u24_add(t->highest_dgram_seq, k), false);
+			acktr_seq_set_bit(t->dgram_acked, rudp_u24_add(t->highest_dgram_seq, k), false);
 		}
 		t->highest_dgram_seq = seq;
-		seq_set_bit(t->dgram_seen, seq, true);
+		acktr_seq_set_bit(t->dgram_seen, seq, true);
 		return DGRAM_NEW;
 	}
 	if ((uint32_t)-ahead >= CONN_DGRAM_HISTORY)
@@ -296,7 +286,7 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 	if (seq_bit(t->dgram_seen, seq))
 		return DGRAM_SEEN;
 	ackq_remove_seq(&t->nacks, seq);
-	seq_set_bit(t->dgram_seen, seq, true);
+	acktr_seq_set_bit(t->dgram_seen, seq, true);
 	/* Late, not lost: it counted as missing when the gap opened. */
 	t->dgrams_missing -= t->dgrams_missing > 0;
 	return DGRAM_NEW;
@@ -338,7 +328,7 @@ bool acktr_queue_ack_any(struct ack_tracker *t, uint32_t seq)
 	int32_t behind = rudp_u24_diff(t->highest_dgram_seq, seq);
 
 	if (behind >= 0 && (uint32_t)behind < CONN_DGRAM_HISTORY)
-		seq_set_bit(t->dgram_acked, seq, true);
+		acktr_seq_set_bit(t->dgram_acked, seq, true);
 	return ackq_push_seq(&t->acks, seq);
 }
 

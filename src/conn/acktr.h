@@ -75,14 +75,17 @@ enum dgram_seq_verdict {
 	DGRAM_SEEN, /* a duplicate, or older than the history: its unreliable frames are dropped */
 	DGRAM_FAR_AHEAD, /* beyond max_dgram_seq_jump: dropped whole, not adopted */
 };
-/* Bit seq of a CONN_DGRAM_HISTORY bitmap (seqs are 24-bit, a multiple of
- * it, so the ring wraps with them). */
-static inline uint64_t *acktr_seq_word(uint64_t *bits, uint32_t seq, uint64_t *bit)
+/* Sets or clears bit seq of a CONN_DGRAM_HISTORY bitmap (seqs are 24-bit,
+ * a multiple of it, so the ring wraps with them). */
+static inline void acktr_seq_set_bit(uint64_t *bits, uint32_t seq, bool on)
 {
 	uint32_t i = seq % CONN_DGRAM_HISTORY;
+	uint64_t bit = (uint64_t)1 << (i % 64);
 
-	*bit = (uint64_t)1 << (i % 64);
-	return &bits[i / 64];
+	if (on)
+		bits[i / 64] |= bit;
+	else
+		bits[i / 64] &= ~bit;
 }
 
 enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t seq);
@@ -94,11 +97,9 @@ enum dgram_seq_verdict acktr_on_dgram_seq_any(struct ack_tracker *t, uint32_t se
 static inline enum dgram_seq_verdict acktr_on_dgram_seq(struct ack_tracker *t, uint32_t seq)
 {
 	if (t->have_highest_dgram && seq == rudp_u24_add(t->highest_dgram_seq, 1)) {
-		uint64_t bit;
-
 		t->far_ahead_count = 0;
-		*acktr_seq_word(t->dgram_seen, seq, &bit) |= bit;
-		*acktr_seq_word(t->dgram_acked, seq, &bit) &= ~bit;
+		acktr_seq_set_bit(t->dgram_seen, seq, true);
+		acktr_seq_set_bit(t->dgram_acked, seq, false);
 		t->highest_dgram_seq = seq;
 		t->dgrams_expected++;
 		return DGRAM_NEW;
@@ -118,7 +119,6 @@ static inline bool acktr_queue_ack(struct ack_tracker *t, uint32_t seq)
 {
 	struct ackq *q = &t->acks;
 	struct rudp_wire_range *last = q->count > 0 ? &q->ranges[q->count - 1] : NULL;
-	uint64_t bit;
 
 	if (seq != t->highest_dgram_seq)
 		return acktr_queue_ack_any(t, seq);
@@ -131,7 +131,7 @@ static inline bool acktr_queue_ack(struct ack_tracker *t, uint32_t seq)
 	} else {
 		return acktr_queue_ack_any(t, seq);
 	}
-	*acktr_seq_word(t->dgram_acked, seq, &bit) |= bit;
+	acktr_seq_set_bit(t->dgram_acked, seq, true);
 	return true;
 }
 
