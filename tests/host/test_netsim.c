@@ -31,6 +31,7 @@
 #include "test_backend.h"
 #include "test_fork_server.h"
 #include "test_clock.h"
+#include "test_host_pair.h"
 
 /* ---- the simulator alone ---- */
 
@@ -286,17 +287,12 @@ static int service_client(struct pair *p, int timeout_ms)
 static void pair_connect(struct pair *p, const rudp_sim_config *client_sim)
 {
 	rudp_config sc, cc;
-	char addr[64];
 	rudp_config_init(&sc);
 	rudp_config_init(&cc);
-	sc.bind_address = "127.0.0.1:0";
 	if (client_sim)
 		cc.sim = *client_sim;
 	*p = (struct pair){0};
-	assert_int_equal(rudp_host_create(&sc, &p->server), 0);
-	assert_int_equal(rudp_host_local_address(p->server, addr, sizeof(addr)), 0);
-	assert_int_equal(rudp_host_create(&cc, &p->client), 0);
-	assert_int_equal(rudp_connect(p->client, addr, &p->peer), 0);
+	test_host_pair_start(sc, &cc, &p->server, &p->client, &p->peer);
 	rudp_event ev;
 	for (uint64_t until = now_ms() + 4000; now_ms() < until;) {
 		service_server(p, 0);

@@ -23,6 +23,7 @@
 #include "rudp.h"
 #include "test_backend.h"
 #include "test_clock.h"
+#include "test_host_pair.h"
 
 struct pair {
 	rudp_host *server, *client;
@@ -83,7 +84,6 @@ static void service_client(struct pair *p, int timeout_ms)
 static void pair_connect(struct pair *p, const rudp_config *client_cfg, const rudp_config *server_cfg)
 {
 	rudp_config sc, cc;
-	char addr[64];
 	if (server_cfg) {
 		sc = *server_cfg;
 	} else {
@@ -94,12 +94,8 @@ static void pair_connect(struct pair *p, const rudp_config *client_cfg, const ru
 	} else {
 		rudp_config_init(&cc);
 	}
-	sc.bind_address = "127.0.0.1:0";
 	*p = (struct pair){0};
-	assert_int_equal(rudp_host_create(&sc, &p->server), 0);
-	assert_int_equal(rudp_host_local_address(p->server, addr, sizeof(addr)), 0);
-	assert_int_equal(rudp_host_create(&cc, &p->client), 0);
-	assert_int_equal(rudp_connect(p->client, addr, &p->peer), 0);
+	test_host_pair_start(sc, &cc, &p->server, &p->client, &p->peer);
 	rudp_event ev;
 	for (uint64_t until = now_ms() + 4000; now_ms() < until;) {
 		service_server(p, 0);
