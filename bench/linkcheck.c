@@ -52,6 +52,54 @@ struct phase {
 	uint64_t *sent_ns, *arrived_ns; /* per sequence number; arrived 0: lost */
 };
 
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, read between two monotonic reads (the
+ * closest pair of three tries), to put the kernel's receive stamps on the
+ * clock the send times use. */
+static uint64_t realtime_minus_monotonic(void)
+{
+	uint64_t best = 0, best_gap = UINT64_MAX;
+	for (int i = 0; i < 3; i++) {
+		struct timespec rt;
+		uint64_t a = bench_now_ns();
+		clock_gettime(CLOCK_REALTIME, &rt);
+		uint64_t b = bench_now_ns();
+		uint64_t real = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+		if (b - a < best_gap) {
+			best_gap = b - a;
+			best = real - (a + (b - a) / 2);
+		}
+	}
+	return best;
+}
+
+/* recv() that also returns when the kernel took the datagram in
+ * (SO_TIMESTAMPNS, CLOCK_REALTIME), or 0 in *stamp when it gave none. The
+ * delays are measured to that stamp, not to when this process got round
+ * to reading: a checker scheduled late on a loaded machine is not the
+ * link being slow. */
+static ssize_t recv_stamped(int fd, uint8_t *buf, size_t len, uint64_t *stamp)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct timespec))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = {buf, len};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = control.buf,
+			     .msg_controllen = sizeof control.buf};
+	ssize_t r = recvmsg(fd, &msg, MSG_DONTWAIT);
+	*stamp = 0;
+	for (struct cmsghdr *c = r >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(c), sizeof ts);
+			*stamp = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		}
+	}
+	return r;
+}
+
 /* Sends n datagrams of size bytes, one every interval_ns, and collects what
  * arrives until drain_ns after the last. Returns 0, or -1 (interrupted or
  * out of memory). */
@@ -65,6 +113,7 @@ static int run_phase(int cli, int srv, uint32_t size, uint64_t interval_ns, uint
 	ph->arrived_ns = calloc(n, sizeof *ph->arrived_ns);
 	if (!ph->sent_ns || !ph->arrived_ns)
 		return -1;
+	uint64_t realtime_offset = realtime_minus_monotonic(), at_realtime = 0;
 	uint64_t start = bench_now_ns(), next = start, end = 0;
 	for (;;) {
 		uint64_t now = bench_now_ns();
@@ -89,8 +138,8 @@ static int run_phase(int cli, int srv, uint32_t size, uint64_t interval_ns, uint
 		if (ppoll(&p, 1, &ts, NULL) <= 0)
 			continue;
 		ssize_t r;
-		while ((r = recv(srv, in, sizeof in, MSG_DONTWAIT)) >= LC_HDR) {
-			uint64_t at = bench_now_ns();
+		while ((r = recv_stamped(srv, in, sizeof in, &at_realtime)) >= LC_HDR) {
+			uint64_t at = at_realtime ? at_realtime - realtime_offset : bench_now_ns();
 			uint32_t seq = get_le32(in);
 			if (seq < ph->n && get_le64(in + 4) == ph->sent_ns[seq] && !ph->arrived_ns[seq])
 				ph->arrived_ns[seq] = at;
@@ -306,13 +355,15 @@ int link_check_main(int argc, char **argv)
 	}
 	bench_udp_buffers(srv);
 	bench_udp_buffers(cli);
+	int on = 1;
+	bool stamped = setsockopt(srv, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	bool rt = helper_realtime();
 	printf("link: %g Mbit/s, %g ms buffer (%llu B), %g ms each way, %g %% loss; emulator %s, checker "
-	       "%s\n",
+	       "%s; arrivals %s\n",
 	       link.rate_mbit, link.queue_ms, (unsigned long long)st->queue_limit_bytes, link.delay_ms_oneway,
 	       link.loss_pct, st->realtime ? "real-time" : "NOT real-time",
-	       rt ? "real-time" : "NOT real-time");
+	       rt ? "real-time" : "NOT real-time", stamped ? "stamped by the kernel" : "timed when read");
 	bool done = run_checks(cli, srv, &link, seconds, st) == 0;
 	kill(emu, SIGTERM);
 	waitpid(emu, NULL, 0);
