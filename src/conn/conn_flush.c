@@ -4,9 +4,10 @@
  *
  * Order of what goes out: ACKs and NACKs first (they unblock the peer), then
  * reliable frames due again (NACKed, or past their retransmit deadline), then
- * new reliable frames while the window allows, then unreliable frames, which
- * never wait behind the reliable window, then (on redundant channels) a
- * second copy of each reliable frame this flush sent for the first time.
+ * new frames, reliable ones while the windows allow and unreliable ones
+ * (which never wait behind the reliable window), taking turns; then
+ * (on redundant channels) a second copy of each reliable frame this flush
+ * sent for the first time.
  * Frames are packed into the current datagram while they fit and fewer
  * than max_frames_per_datagram are in it;
  * a datagram that is not full is still sent: waiting to fill one would add
@@ -229,29 +230,40 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 	return true;
 }
 
-/* New reliable frames while the reliable window and the congestion window
- * allow. False when the datagram builder stopped. */
-static bool add_new_reliable(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
+/* Whether the next new reliable frame may go in this flush: the reliable
+ * window and the congestion window let it. */
+static bool next_new_reliable(struct rudp_conn *c, const struct dgram_builder *b)
 {
-	while (c->rel_sent + b->new_frames < c->rel.frames_count &&
-	       c->rel_sent + b->new_frames < c->cfg.window_frames) {
-		const struct sendq_frame *f = sendq_at(&c->rel, c->rel_sent + b->new_frames);
+	uint32_t next = c->rel_sent + b->new_frames;
 
-		if (!cc_can_send(&c->cc, b->cc_bytes, sendq_frame_wire_bytes(f)))
-			break;
-		if (!builder_add(c, b, FLUSH_NEW, 0, now_us))
-			return false;
-	}
-	return true;
+	return next < c->rel.frames_count && next < c->cfg.window_frames &&
+	       cc_can_send(&c->cc, b->cc_bytes, sendq_frame_wire_bytes(sendq_at(&c->rel, next)));
 }
 
-static bool add_unreliable(struct rudp_conn *c, struct dgram_builder *b, uint64_t now_us)
+/* New frames, reliable and unreliable, the two taking turns frame by frame
+ * while both have one ready, or every unreliable one first when the owner
+ * asks. Taking all reliable frames first would starve unreliable ones
+ * whenever pacing, not the windows, is what limits a flush (a player's
+ * state updates would wait behind a whole bulk transfer); taking them in
+ * queue order would do the same, behind the bulk already queued. Taking
+ * turns gives each kind at least half of what the path takes. False when
+ * the datagram builder stopped. */
+static bool add_new_frames(struct rudp_conn *c, struct dgram_builder *b, bool unreliable_first,
+			   uint64_t now_us)
 {
-	while (b->unrel_frames < c->unrel.frames_count) {
-		if (!builder_add(c, b, FLUSH_UNREL, 0, now_us))
+	for (;;) {
+		bool rel = next_new_reliable(c, b);
+		bool unrel = b->unrel_frames < c->unrel.frames_count;
+
+		if (!rel && !unrel)
+			return true;
+		bool take_unrel = !rel || (unrel && (unreliable_first || c->unrel_turn));
+
+		if (!builder_add(c, b, take_unrel ? FLUSH_UNREL : FLUSH_NEW, 0, now_us))
 			return false;
+		if (rel && unrel)
+			c->unrel_turn = !take_unrel;
 	}
-	return true;
 }
 
 /* Redundancy: a second copy of each frame this flush sent for the first
@@ -347,13 +359,8 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	}
 	if (walk)
 		loss_walk_end(&c->loss, nacked_left);
-	if (limits && limits->unreliable_first) {
-		if (!add_unreliable(c, &b, now_us) || !add_new_reliable(c, &b, now_us))
-			goto out;
-	} else {
-		if (!add_new_reliable(c, &b, now_us) || !add_unreliable(c, &b, now_us))
-			goto out;
-	}
+	if (!add_new_frames(c, &b, limits && limits->unreliable_first, now_us))
+		goto out;
 	if (c->redundant_channels && c->rel_sent + b.new_frames > first_new &&
 	    !add_copies(c, &b, first_new, now_us))
 		goto out;

@@ -82,6 +82,9 @@ struct rudp_conn {
 	struct sendq rel; /* reliable frames, oldest unacked first */
 	struct sendq unrel; /* unreliable frames, released when sent */
 	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
+	/* When both a new reliable and an unreliable frame are ready, whose
+	 * turn it is (conn_flush.c: they alternate). */
+	bool unrel_turn;
 	uint32_t next_dgram_seq;
 	uint16_t next_split_id;
 	/* per channel, the next order and sequenced index to give: side by

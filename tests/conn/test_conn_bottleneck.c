@@ -523,6 +523,72 @@ static void test_rate_random_loss_keeps_the_rate(void **state)
 	assert_true(lossy.goodput >= clean.goodput * 0.95);
 }
 
+/* A game's unreliable updates beside a reliable bulk transfer on one conn,
+ * through issue 44's path with the rate controller: the bulk is queued
+ * far past what the link takes, and the updates still go within the path's
+ * delay and queue, not after the bulk. (When new reliable frames always
+ * went first, the pacing gave every datagram to the bulk.) */
+static void test_rate_unreliable_beside_bulk(void **state)
+{
+	enum { BULK = 3000, TICKS = 60, UPDATE = 200 };
+	const uint64_t tick_us = 16667;
+	struct rudp_conn_config cfg;
+	struct sim_link link = {
+		.delay_us = 10 * MS, .rate_bps = RATE_5MBIT, .queue_bytes = RATE_5MBIT * 30 / 1000};
+	struct sim *s = malloc(sizeof(*s));
+	uint8_t msg[MSG];
+	uint64_t sent_at[TICKS], worst_us = 0;
+	uint32_t got = 0;
+
+	(void)state;
+	assert_non_null(s);
+	rudp_conn_config_init(&cfg);
+	cfg.mtu = 1492;
+	cfg.congestion_control = RUDP_CONN_CC_RATE;
+	sim_init(s, 11, &cfg, &link);
+	s->timer_granularity_us = MS;
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_connected, 30 * SEC));
+	struct sim_endpoint *e = &s->ep[0];
+	const struct sim_stream_rx *updates = &s->ep[1].rx[RUDP_WIRE_UNRELIABLE][0];
+
+	for (uint32_t i = 0; i < BULK; i++) {
+		sim_make_message(msg, MSG, RUDP_WIRE_RELIABLE_ORDERED, 0,
+				 e->tx_next[RUDP_WIRE_RELIABLE_ORDERED][0]++);
+		assert_int_equal(rudp_conn_send(e->c, msg, MSG, RUDP_WIRE_RELIABLE_ORDERED, 0, s->now), 0);
+	}
+	/* A second of bulk first: the controller has its estimate. */
+	sim_run_until(s, s->now + SEC);
+	uint64_t start = s->now;
+	for (uint32_t t = 0; t < TICKS || s->now < start + TICKS * tick_us + 200 * MS;) {
+		if (t < TICKS && s->now >= start + t * tick_us) {
+			sim_make_message(msg, UPDATE, RUDP_WIRE_UNRELIABLE, 0, t);
+			assert_int_equal(rudp_conn_send(e->c, msg, UPDATE, RUDP_WIRE_UNRELIABLE, 0, s->now),
+					 0);
+			e->tx_next[RUDP_WIRE_UNRELIABLE][0] = ++t;
+			sent_at[t - 1] = s->now;
+		}
+		s->wake_at = t < TICKS ? start + t * tick_us : start + TICKS * tick_us + 200 * MS;
+		sim_step(s);
+		assert_false(s->stuck);
+		for (; got < TICKS && got < e->tx_next[RUDP_WIRE_UNRELIABLE][0] && updates->got[got]; got++)
+			if (s->now - sent_at[got] > worst_us)
+				worst_us = s->now - sent_at[got];
+	}
+	print_message("%u of %u updates beside the bulk, the latest %.1f ms after its send; bulk %u of %u "
+		      "delivered\n",
+		      updates->delivered, TICKS, (double)worst_us / MS,
+		      s->ep[1].rx[RUDP_WIRE_RELIABLE_ORDERED][0].delivered, BULK);
+	/* The bulk is still going: the updates did not wait for its end. */
+	assert_true(s->ep[1].rx[RUDP_WIRE_RELIABLE_ORDERED][0].delivered < BULK / 2);
+	assert_true(updates->delivered >= TICKS * 9 / 10);
+	/* One way: 10 ms, the 30 ms queue at most, a few datagrams' time. */
+	assert_true(worst_us <= 60 * MS);
+	assert_int_equal(e->errors + s->ep[1].errors, 0);
+	sim_free(s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -532,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_rate_eight_flows_share),
 		cmocka_unit_test(test_rate_four_flows_random_loss),
 		cmocka_unit_test(test_rate_random_loss_keeps_the_rate),
+		cmocka_unit_test(test_rate_unreliable_beside_bulk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
