@@ -337,17 +337,19 @@ typedef struct rudp_config {
 	 * per remote address). */
 	int socket_per_connect;
 	/** An rudp_congestion_control: what limits how fast each peer sends.
-	 * RUDP_CC_NONE (default) keeps only window_frames reliable frames in
-	 * flight: on a fast, uncongested path (a LAN, loopback) nothing is
-	 * faster, but on a narrower path it sends a whole window at once and
-	 * a router's queue drops what it cannot hold (every drop is resent).
-	 * RUDP_CC_RATE estimates each path's bottleneck bandwidth and minimum
-	 * RTT from what the ACKs say was delivered, and paces every datagram
-	 * carrying frames (reliable or not) at that rate, with at most about
-	 * two bandwidth-delay products in flight: it keeps a bottleneck's
-	 * queue short, shares it evenly with other such flows, and does not
-	 * slow down for random loss (Wi-Fi) or for an RTT that rises
-	 * because the endpoints are short of CPU. RUDP_CC_AIMD holds reliable
+	 * RUDP_CC_RATE (default) estimates each path's bottleneck bandwidth
+	 * and minimum RTT from what the ACKs say was delivered, and paces
+	 * every datagram carrying frames (reliable or not) at that rate, with
+	 * at most about two bandwidth-delay products in flight: it keeps a
+	 * bottleneck's queue short, shares it evenly with other such flows,
+	 * and does not slow down for random loss (Wi-Fi) or for an RTT that
+	 * rises because the endpoints are short of CPU. New reliable and
+	 * unreliable frames take turns at the pacing, so neither kind waits
+	 * for the other's backlog. RUDP_CC_NONE keeps only window_frames
+	 * reliable frames in flight: on a path the sender cannot fill (a LAN,
+	 * loopback) it is as fast, but on a narrower path it sends a whole
+	 * window at once and a router's queue drops what it cannot hold
+	 * (every drop is resent). RUDP_CC_AIMD holds reliable
 	 * frames to a TCP-style window that shrinks on loss with a rising
 	 * RTT; it lowers throughput when endpoints are CPU-bound. ACKs and
 	 * tail-loss probes are never held back. docs/tuning.md says how to
@@ -403,9 +405,9 @@ typedef struct rudp_config {
 
 /** Values of rudp_config.congestion_control. */
 enum rudp_congestion_control {
-	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight (default) */
+	RUDP_CC_NONE = 0, /**< only window_frames limits reliable data in flight */
 	RUDP_CC_AIMD = 1, /**< congestion window over reliable frames, TCP-style */
-	RUDP_CC_RATE = 2, /**< paced at the path's estimated bandwidth (BBR-style) */
+	RUDP_CC_RATE = 2, /**< paced at the path's estimated bandwidth (BBR-style; default) */
 };
 
 /** Values of rudp_config.io.backend. */
@@ -512,15 +514,16 @@ RUDP_API int rudp_send(rudp_peer *peer, const void *data, size_t len, int reliab
 /*
  * Unreliable messages and the reliable window. Unreliable and
  * unreliable-sequenced messages never wait for the reliable window or the
- * congestion window: a flush puts them out after the reliable frames that
- * may go, even when the reliable window is full. What can hold them is
- * the pacing of RUDP_CC_RATE (the next datagram waits for its time) and a
- * socket that takes nothing more; they then wait in the peer's queue,
- * counted in max_queue_bytes with the reliable ones (a full queue makes
- * rudp_send() return RUDP_E_QUEUE_FULL). With a send policy on the peer
- * they wait in its unreliable reserve instead, which drops the oldest
- * beyond its size. Give them a lifetime (rudp_send_expiring()) so that
- * what waited too long is dropped rather than sent stale.
+ * congestion window: a flush puts them out in turn with the reliable
+ * frames that may go, and alone when the reliable window is full. What
+ * can hold them is the pacing of RUDP_CC_RATE (the next datagram waits
+ * for its time; they get at least half of it while reliable frames wait
+ * too) and a socket that takes nothing more; they then wait in the
+ * peer's queue, counted in max_queue_bytes with the reliable ones (a full
+ * queue makes rudp_send() return RUDP_E_QUEUE_FULL). With a send policy
+ * on the peer they wait in its unreliable reserve instead, which drops
+ * the oldest beyond its size. Give them a lifetime (rudp_send_expiring())
+ * so that what waited too long is dropped rather than sent stale.
  */
 
 /** Defined when rudp_send_expiring() and rudp_send_many() exist. */

@@ -40,8 +40,9 @@
 #define RUDP_DEFAULT_TIMEOUT_MS 10000u
 #define RUDP_DEFAULT_CONNECT_TIMEOUT_MS 5000u
 #define RUDP_DEFAULT_DISCONNECT_LINGER_MS 2000u
-/* enum rudp_conn_cc, the same values as enum rudp_congestion_control:
- * only the reliable window (include/rudp.h says why). */
-#define RUDP_DEFAULT_CONGESTION_CONTROL 0u
+/* enum rudp_conn_cc, the same values as enum rudp_congestion_control: the
+ * rate controller, since a path narrower than the sender is the common case
+ * on the Internet and the window alone floods its queue (include/rudp.h). */
+#define RUDP_DEFAULT_CONGESTION_CONTROL 2u
 
 #endif

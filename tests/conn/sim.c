@@ -102,6 +102,7 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 			s->drop_data_skip[1 - to]--;
 		} else {
 			s->drop_data_next[1 - to]--;
+			s->data_dropped_at[1 - to] = s->now;
 			s->dgrams_lost++;
 			return;
 		}

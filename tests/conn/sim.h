@@ -142,6 +142,7 @@ struct sim {
 	 * exactly the datagram it means to. */
 	uint32_t drop_data_next[2];
 	uint32_t drop_data_skip[2];
+	uint64_t data_dropped_at[2]; /* when the last of those was sent */
 	/* Per sending endpoint: the ACK or NACK datagrams (those with a flag
 	 * in drop_ctl_flags) it sends before drop_ctl_until are dropped, so a
 	 * test loses exactly the acknowledgements it means to. */

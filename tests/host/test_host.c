@@ -1082,7 +1082,7 @@ static void test_api_rejects_bad_arguments(void **state)
 	c.window_frames = 0;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
 	rudp_config_init(&c);
-	assert_int_equal(c.congestion_control, RUDP_CC_NONE);
+	assert_int_equal(c.congestion_control, RUDP_CC_RATE);
 	c.congestion_control = RUDP_CC_RATE + 1;
 	assert_int_equal(rudp_host_create(&c, &h), RUDP_E_INVALID);
 	c.congestion_control = -1;
