@@ -9,6 +9,7 @@
  *
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
  *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US]
+ *             [rate=BYTES_PER_S] [qms=MS] [outstanding=N]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -19,9 +20,12 @@
  * (so ACKs cover batches, as on a busy host); use it with tx=0. queue=N
  * gives the tx link a drop-tail queue of N datagrams per direction (0, the
  * default: unbounded); cc= picks the congestion control (0 none, 1 the
- * AIMD window, 2 the rate controller). The window is on by default here
- * although rudp_config_init leaves it off (RUDP_CC_NONE): pass cc=0 to
- * measure what a default librudp does. jitter=US adds up to that much
+ * AIMD window, 2 the rate controller; the default is AIMD here, while
+ * rudp_config_init's is the rate controller: pass cc=2 to measure what a
+ * default librudp does). rate= adds a router's bottleneck of that many
+ * bytes a second per direction with a drop-tail buffer of qms= ms at
+ * that rate (0: unbounded), and prints its queue wait; outstanding= sets
+ * the echo window (64). jitter=US adds up to that much
  * random delay per datagram (so datagrams also arrive out of order).
  * redundant=1 turns redundancy on for every channel at both ends
  * (rudp_conn_set_redundant_channels).
@@ -50,6 +54,9 @@ struct bench_args {
 	uint64_t cc;
 	uint64_t jitter_us;
 	uint64_t redundant;
+	uint64_t rate_bps;
+	uint64_t queue_ms;
+	uint64_t outstanding;
 };
 
 static struct bench_args args = {
@@ -61,6 +68,7 @@ static struct bench_args args = {
 	.timer_us = 1000,
 	.seed = 1,
 	.cc = 1,
+	.outstanding = 64,
 };
 
 static void run(void **state)
@@ -69,7 +77,9 @@ static void run(void **state)
 	struct sim_link link = {.loss_pm = args.loss_pm,
 				.delay_us = args.delay_us,
 				.tx_us = args.tx_us,
-				.jitter_us = args.jitter_us};
+				.jitter_us = args.jitter_us,
+				.rate_bps = args.rate_bps,
+				.queue_bytes = args.rate_bps * args.queue_ms / 1000};
 	struct rudp_conn_stats st[2];
 	struct sim *s = malloc(sizeof(*s));
 	uint64_t start;
@@ -94,7 +104,7 @@ static void run(void **state)
 		.max_size = args.size,
 		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
 		.channels = 1,
-		.max_outstanding = 64,
+		.max_outstanding = (uint32_t)args.outstanding,
 	};
 	s->ep[1].work = (struct sim_workload){.echo = true};
 	sim_start(s);
@@ -121,6 +131,17 @@ static void run(void **state)
 	       "queue)\n",
 	       secs, (double)args.messages * args.size / secs / 1048576.0, (unsigned long long)s->dgrams_sent,
 	       (unsigned long long)s->dgrams_lost, (unsigned long long)s->dgrams_queue_dropped);
+	if (args.rate_bps)
+		for (int to = 0; to < 2; to++)
+			printf("  towards the %s: bottleneck goodput %.3f of the link, queue wait mean %.1f "
+			       "ms, max "
+			       "%.1f ms\n",
+			       to ? "server" : "client",
+			       (double)args.messages * args.size / secs / (double)args.rate_bps,
+			       s->rate_dgrams[to]
+				       ? (double)s->rate_wait_us[to] / (double)s->rate_dgrams[to] / 1000
+				       : 0,
+			       (double)s->rate_wait_max_us[to] / 1000);
 	for (int i = 0; i < 2; i++) {
 		const struct rudp_conn *c = s->ep[i].c;
 
@@ -160,7 +181,10 @@ int main(int argc, char **argv)
 			 arg_u64(argv[i], "timer", &args.timer_us) || arg_u64(argv[i], "seed", &args.seed) ||
 			 arg_u64(argv[i], "cpu", &args.cpu_us) || arg_u64(argv[i], "queue", &args.queue) ||
 			 arg_u64(argv[i], "cc", &args.cc) || arg_u64(argv[i], "jitter", &args.jitter_us) ||
-			 arg_u64(argv[i], "redundant", &args.redundant))
+			 arg_u64(argv[i], "redundant", &args.redundant) ||
+			 arg_u64(argv[i], "rate", &args.rate_bps) ||
+			 arg_u64(argv[i], "qms", &args.queue_ms) ||
+			 arg_u64(argv[i], "outstanding", &args.outstanding))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -169,7 +193,9 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: %s [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US] "
-				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [redundant=0|1]\n",
+				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US] "
+				"[redundant=0|1] "
+				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N]\n",
 				argv[0]);
 			return 2;
 		}
