@@ -31,25 +31,34 @@ struct bulk_result {
 	uint64_t wait_mean_us, wait_max_us; /* in the queue towards the receiver */
 };
 
+/* A pair of conns (MTU 1492, congestion control cc, timers on whole
+ * milliseconds) over link, not started yet. */
+static struct sim *bottleneck_sim(uint8_t cc, uint64_t seed, const struct sim_link *link)
+{
+	struct rudp_conn_config cfg;
+	struct sim *s = malloc(sizeof(*s));
+
+	assert_non_null(s);
+	rudp_conn_config_init(&cfg);
+	cfg.mtu = 1492;
+	cfg.congestion_control = cc;
+	sim_init(s, seed, &cfg, link);
+	s->timer_granularity_us = MS;
+	return s;
+}
+
 /* count messages of MSG bytes, reliable ordered, one way, as fast as the
  * send queue takes them, over delay_us each way and a bottleneck of rate
  * bytes/s with queue_us of queue (0: unbounded) in both directions. */
 static struct bulk_result run_bulk(uint8_t cc, uint32_t count, uint64_t rate, uint64_t delay_us,
 				   uint64_t queue_us)
 {
-	struct rudp_conn_config cfg;
 	struct sim_link link = {.delay_us = delay_us, .rate_bps = rate, .queue_bytes = rate * queue_us / SEC};
 	struct rudp_conn_stats st;
 	struct bulk_result r = {0};
-	struct sim *s = malloc(sizeof(*s));
+	struct sim *s = bottleneck_sim(cc, 5, &link);
 	uint64_t start;
 
-	assert_non_null(s);
-	rudp_conn_config_init(&cfg);
-	cfg.mtu = 1492;
-	cfg.congestion_control = cc;
-	sim_init(s, 5, &cfg, &link);
-	s->timer_granularity_us = MS;
 	s->ep[0].work = (struct sim_workload){
 		.count = count,
 		.min_size = MSG,
@@ -66,7 +75,7 @@ static struct bulk_result run_bulk(uint8_t cc, uint32_t count, uint64_t rate, ui
 	rudp_conn_get_stats(s->ep[0].c, &st);
 	r.resends = st.frames_retransmitted;
 	r.dgrams_sent = st.datagrams_sent;
-	r.wire_bytes = st.bytes_sent + st.datagrams_sent * cfg.ip_udp_overhead;
+	r.wire_bytes = st.bytes_sent + st.datagrams_sent * s->cfg.ip_udp_overhead;
 	r.queue_drops = s->dgrams_queue_dropped;
 	r.wait_mean_us = s->rate_dgrams[1] ? s->rate_wait_us[1] / s->rate_dgrams[1] : 0;
 	r.wait_max_us = s->rate_wait_max_us[1];
@@ -532,21 +541,14 @@ static void test_rate_unreliable_beside_bulk(void **state)
 {
 	enum { BULK = 3000, TICKS = 60, UPDATE = 200 };
 	const uint64_t tick_us = 16667;
-	struct rudp_conn_config cfg;
 	struct sim_link link = {
 		.delay_us = 10 * MS, .rate_bps = RATE_5MBIT, .queue_bytes = RATE_5MBIT * 30 / 1000};
-	struct sim *s = malloc(sizeof(*s));
+	struct sim *s = bottleneck_sim(RUDP_CONN_CC_RATE, 11, &link);
 	uint8_t msg[MSG];
 	uint64_t sent_at[TICKS], worst_us = 0;
 	uint32_t got = 0;
 
 	(void)state;
-	assert_non_null(s);
-	rudp_conn_config_init(&cfg);
-	cfg.mtu = 1492;
-	cfg.congestion_control = RUDP_CONN_CC_RATE;
-	sim_init(s, 11, &cfg, &link);
-	s->timer_granularity_us = MS;
 	sim_start(s);
 	assert_true(sim_run(s, sim_both_connected, 30 * SEC));
 	struct sim_endpoint *e = &s->ep[0];
