@@ -197,8 +197,11 @@ struct rudp_conn_status {
 /* Fills *out as of now_us (the conn's own time when later). */
 void rudp_conn_get_status(const struct rudp_conn *c, uint64_t now_us, struct rudp_conn_status *out);
 /* Bytes of memory the conn holds for queued data: send queue bodies
- * (reliable, unsent or unacknowledged, and unreliable) and reassembly
- * reservations. O(1): what a host-wide budget adds up. */
+ * (reliable, unsent or unacknowledged, and unreliable) and their frame
+ * records, reassembly reservations, and received messages held for their
+ * turn on an ordered channel. A shared body (rudp_conn_send_shared) is
+ * not counted, only its record here: its pool counts it once. O(1): what
+ * a host-wide budget adds up. */
 uint64_t rudp_conn_memory_bytes(const struct rudp_conn *c);
 
 struct rudp_conn_identity {
