@@ -307,14 +307,17 @@ int rudp_conn_shared_send_init(struct rudp_conn_shared_send *m, struct shared_bo
 /* rudp_conn_send_shared(c, m->body, ...) with m's arguments: the same
  * result, codes and queued frames (the argument checks were init's), with
  * only the conn's own checks left per conn; a conn not connected is left
- * as it is, its clock too. */
-int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m);
+ * as it is, its clock too. On 0, *grew is what rudp_conn_memory_bytes grew
+ * by, so a caller keeping a total need not read the gauge again. */
+int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m,
+				   uint64_t *grew);
 
-/* Asks the CPU to start loading what a send to c will touch, for a caller
- * about to send to many conns in a row (rudp_send_many): step 0 the
- * conn's own lines, step 1 (a few sends later, once those are loaded) the
- * queue's next frame record. Changes nothing. */
-void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step);
+/* Asks the CPU to start loading what rudp_conn_send_shared_prepared(c, m)
+ * will touch, for a caller about to send to many conns in a row
+ * (rudp_send_many): step 0 the conn's own lines, step 1 (a few sends
+ * later, once those are loaded) the queue's next frame record. Changes
+ * nothing. */
+void rudp_conn_prefetch_send(const struct rudp_conn *c, const struct rudp_conn_shared_send *m, int step);
 
 /* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
  * retransmissions (NACKed, or RTO expired, with backoff), new frames within

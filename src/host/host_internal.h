@@ -375,6 +375,15 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events);
  * refuse: p was refused a send, owe it a WRITABLE event; signal: under the
  * budget again, queue the owed events (one per peer). */
 void budget_peer_update(struct rudp_host *h, struct rudp_peer *p);
+/* grew: budget_peer_update when the caller knows the peer's share grew by
+ * exactly bytes since its last read (a conn call that says what it took),
+ * without reading it again; what else changed is still taken at the next
+ * update, as the difference from the share then. */
+static inline void budget_peer_grew(struct rudp_host *h, struct rudp_peer *p, uint64_t bytes)
+{
+	p->budget_bytes += bytes;
+	h->budget.peers_bytes += bytes;
+}
 void budget_peer_forget(struct rudp_host *h, struct rudp_peer *p);
 static inline bool budget_over(const struct rudp_host *h)
 {

@@ -116,7 +116,7 @@ int rudp_send_expiring(rudp_peer *p, const void *data, size_t len, int reliabili
 #define PREFETCH_CONN 12
 #define PREFETCH_FRAME 4
 
-static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reliability, int channel)
+static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, const struct rudp_conn_shared_send *m)
 {
 	const struct rudp_peer *p;
 
@@ -126,9 +126,9 @@ static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reli
 		__builtin_prefetch(&p->dirty_next, 1);
 	}
 	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
-		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 0);
+		rudp_conn_prefetch_send(p->conn, m, 0);
 	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]) && p->conn)
-		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 1);
+		rudp_conn_prefetch_send(p->conn, m, 1);
 }
 
 /* rudp_send_many's step for one peer of h: host_send_to_peer's checks and
@@ -147,7 +147,14 @@ static int send_many_to_peer(struct rudp_host *h, struct rudp_peer *p, const str
 	if (p->policy)
 		return host_send_to_peer(p, m->body->bytes, m->len, m->reliability, m->channel, m->priority,
 					 extra);
-	return host_send_done(p, rudp_conn_send_shared_prepared(p->conn, m));
+	uint64_t grew;
+	int r = rudp_conn_send_shared_prepared(p->conn, m, &grew);
+	if (r != 0)
+		return host_send_done(p, r);
+	/* The conn said what it took: no gauge to read again. */
+	budget_peer_grew(h, p, grew);
+	host_mark_dirty(h, p);
+	return 0;
 }
 
 int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *data, size_t len,
@@ -181,7 +188,7 @@ int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *
 		int e = r;
 
 		if (e == 0) {
-			prefetch_ahead(peers, n, i, reliability, channel);
+			prefetch_ahead(peers, n, i, &m);
 			e = send_many_to_peer(h, peers[i], &m, &extra);
 		}
 		if (e == 0)
