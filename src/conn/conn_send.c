@@ -374,8 +374,14 @@ void rudp_conn_prefetch_send(const struct rudp_conn *c, const struct rudp_conn_s
 		__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
 		return;
 	}
-	if (q->frames_cap != 0)
-		__builtin_prefetch(&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)], 1);
+	if (q->frames_cap != 0) {
+		/* A record is longer than a line: its last byte's line too. */
+		const struct sendq_frame *f =
+			&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+
+		__builtin_prefetch(f, 1);
+		__builtin_prefetch((const char *)(f + 1) - 1, 1);
+	}
 }
 
 /* ---- the room a send scheduler above asks for (conn.h) ---- */

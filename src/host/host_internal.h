@@ -327,6 +327,16 @@ static inline void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p)
 	if (!p->dirty)
 		host_mark_dirty_push(h, p);
 }
+/* host_mark_dirty for a peer known to be online (never dead): all inline,
+ * for rudp_send_many, which pushes each of its peers once. */
+static inline void host_mark_dirty_online(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (p->dirty)
+		return;
+	p->dirty = true;
+	p->dirty_next = h->dirty_head;
+	h->dirty_head = p;
+}
 void host_flush_dirty(struct rudp_host *h);
 /* One round of the service loop's work (flush, read, timers), first
  * waiting up to wait_us when nothing is due; everything is sent when it

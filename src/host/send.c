@@ -153,7 +153,7 @@ static int send_many_to_peer(struct rudp_host *h, struct rudp_peer *p, const str
 		return host_send_done(p, r);
 	/* The conn said what it took: no gauge to read again. */
 	budget_peer_grew(h, p, grew);
-	host_mark_dirty(h, p);
+	host_mark_dirty_online(h, p);
 	return 0;
 }
 
