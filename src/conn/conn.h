@@ -314,10 +314,11 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 
 /* Asks the CPU to start loading what rudp_conn_send_shared_prepared(c, m)
  * will touch, for a caller about to send to many conns in a row
- * (rudp_send_many): step 0 the conn's own lines, step 1 (a few sends
- * later, once those are loaded) the queue's next frame record. Changes
- * nothing. */
-void rudp_conn_prefetch_send(const struct rudp_conn *c, const struct rudp_conn_shared_send *m, int step);
+ * (rudp_send_many), in two steps a few sends apart: the conn's own lines
+ * of lines_of, and (once those are loaded) the queue's next frame record
+ * of record_of. Either may be NULL. Changes nothing. */
+void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp_conn *record_of,
+			     const struct rudp_conn_shared_send *m);
 
 /* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
  * retransmissions (NACKed, or RTO expired, with backoff), new frames within

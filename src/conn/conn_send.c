@@ -353,11 +353,14 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
 }
 
-void rudp_conn_prefetch_send(const struct rudp_conn *c, const struct rudp_conn_shared_send *m, int step)
+void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp_conn *record_of,
+			     const struct rudp_conn_shared_send *m)
 {
-	const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
+	const struct rudp_conn *c = lines_of;
 
-	if (step == 0) {
+	if (c) {
+		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
+
 		/* What rudp_conn_send_shared_prepared reads and writes, field by
 		 * field (a line already asked for costs one instruction): state,
 		 * limits and times; both queues' counts (the queue budget); the
@@ -372,15 +375,19 @@ void rudp_conn_prefetch_send(const struct rudp_conn *c, const struct rudp_conn_s
 		__builtin_prefetch(&q->ring.head, 1);
 		__builtin_prefetch(&q->ring.used_us, 1);
 		__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
-		return;
 	}
-	if (q->frames_cap != 0) {
-		/* A record is longer than a line: its last byte's line too. */
-		const struct sendq_frame *f =
-			&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+	c = record_of;
+	if (c) {
+		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
 
-		__builtin_prefetch(f, 1);
-		__builtin_prefetch((const char *)(f + 1) - 1, 1);
+		if (q->frames_cap != 0) {
+			/* A record is longer than a line: its last byte's line too. */
+			const struct sendq_frame *f =
+				&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+
+			__builtin_prefetch(f, 1);
+			__builtin_prefetch((const char *)(f + 1) - 1, 1);
+		}
 	}
 }
 

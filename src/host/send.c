@@ -119,16 +119,18 @@ int rudp_send_expiring(rudp_peer *p, const void *data, size_t len, int reliabili
 static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, const struct rudp_conn_shared_send *m)
 {
 	const struct rudp_peer *p;
+	const struct rudp_conn *lines_of = NULL, *record_of = NULL;
 
 	if (i + PREFETCH_PEER < n && (p = peers[i + PREFETCH_PEER])) {
 		/* The send fields, at the peer's start: one or two lines. */
 		__builtin_prefetch(&p->host, 1);
 		__builtin_prefetch(&p->dirty_next, 1);
 	}
-	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
-		rudp_conn_prefetch_send(p->conn, m, 0);
-	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]) && p->conn)
-		rudp_conn_prefetch_send(p->conn, m, 1);
+	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]))
+		lines_of = p->conn;
+	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]))
+		record_of = p->conn;
+	rudp_conn_prefetch_send(lines_of, record_of, m);
 }
 
 /* rudp_send_many's step for one peer of h: host_send_to_peer's checks and
