@@ -203,6 +203,10 @@ void rudp_conn_get_status(const struct rudp_conn *c, uint64_t now_us, struct rud
  * not counted, only its record here: its pool counts it once. O(1): what
  * a host-wide budget adds up. */
 uint64_t rudp_conn_memory_bytes(const struct rudp_conn *c);
+/* Its send queues' part, the only one a send changes: read before and
+ * after a send, the difference is what the send added to the gauge
+ * without touching the receive side's lines. */
+uint64_t rudp_conn_send_memory_bytes(const struct rudp_conn *c);
 
 struct rudp_conn_identity {
 	int64_t local_guid;

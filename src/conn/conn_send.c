@@ -393,6 +393,11 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 
 /* ---- the room a send scheduler above asks for (conn.h) ---- */
 
+uint64_t rudp_conn_send_memory_bytes(const struct rudp_conn *c)
+{
+	return sendq_memory_bytes(&c->rel) + sendq_memory_bytes(&c->unrel);
+}
+
 uint32_t rudp_conn_window_frames(const struct rudp_conn *c)
 {
 	return c->cfg.window_frames;

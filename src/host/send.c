@@ -29,15 +29,10 @@ static int host_send_check_args(const void *data, size_t len, int reliability, i
 	return 0;
 }
 
-/* The public code of a conn send's result, and the budget and flush
- * bookkeeping of a queued one. */
-static int host_send_done(struct rudp_peer *p, int r)
+/* The public code of a conn send's failure. */
+static int host_send_error(int r)
 {
 	switch (r) {
-	case 0:
-		budget_peer_update(p->host, p);
-		host_mark_dirty(p->host, p);
-		return 0;
 	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
 	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
 	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
@@ -64,8 +59,27 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 		return RUDP_E_NOT_CONNECTED;
 	if (budget_over(p->host))
 		return host_send_refused(p);
-	return host_send_done(p, host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel,
-						(uint8_t)priority, extra));
+	int r;
+	if (p->policy) {
+		/* The policy stages, or sends what it staged before: its share
+		 * is read again whole. */
+		r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+				   extra);
+		if (r != 0)
+			return host_send_error(r);
+		budget_peer_update(p->host, p);
+		host_mark_dirty(p->host, p);
+		return 0;
+	}
+	/* A send changes only the conn's send queues: their growth is the
+	 * share's, and reassembly and the order hold stay out of the cache. */
+	uint64_t before = rudp_conn_send_memory_bytes(p->conn);
+	r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority, extra);
+	if (r != 0)
+		return host_send_error(r);
+	budget_peer_grew(p->host, p, rudp_conn_send_memory_bytes(p->conn) - before);
+	host_mark_dirty(p->host, p);
+	return 0;
 }
 
 static int send_one(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority,
@@ -152,7 +166,7 @@ static int send_many_to_peer(struct rudp_host *h, struct rudp_peer *p, const str
 	uint64_t grew;
 	int r = rudp_conn_send_shared_prepared(p->conn, m, &grew);
 	if (r != 0)
-		return host_send_done(p, r);
+		return host_send_error(r);
 	/* The conn said what it took: no gauge to read again. */
 	budget_peer_grew(h, p, grew);
 	host_mark_dirty_online(h, p);
