@@ -78,6 +78,16 @@ void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t ch
 	c->messages_sent++;
 }
 
+/* Room for one record on a shared body. The byte ring holds nothing of
+ * it, so it is not stamped as used either (sendq_reserve would): a ring
+ * idle but for shared bodies may give its pages back. */
+static inline int reserve_shared_record(struct sendq *q, uint64_t now_us)
+{
+	if (q->frames_count < q->frames_cap)
+		return 0;
+	return sendq_reserve_slow(q, 1, 0, 0, now_us);
+}
+
 /* rel is already effective (see rudp_conn_effective_reliability). */
 static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
 			const struct rudp_conn_msg_indexes *ix_or_null, const struct conn_msg_extra *extra)
@@ -98,7 +108,7 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	 * frames of different lengths is not worth a second kind of record. */
 	struct shared_body *shared = extra && nfrags == 1 ? extra->shared : NULL;
 	if (shared)
-		rc = sendq_reserve(q, 1, 0, 0, c->now_us);
+		rc = reserve_shared_record(q, c->now_us);
 	else
 		rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max, c->now_us);
 	if (rc < 0)
@@ -307,7 +317,7 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	struct sendq *q = m->reliable ? &c->rel : &c->unrel;
-	int rc = sendq_reserve(q, 1, 0, 0, c->now_us);
+	int rc = reserve_shared_record(q, c->now_us);
 	if (rc < 0)
 		return rc;
 	struct rudp_conn_msg_indexes ix;
@@ -364,7 +374,7 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 		/* What rudp_conn_send_shared_prepared reads and writes, field by
 		 * field (a line already asked for costs one instruction): state,
 		 * limits and times; both queues' counts (the queue budget); the
-		 * chosen queue's ring head and use stamp; the channel's indexes. */
+		 * chosen queue's ring head; the channel's indexes. */
 		__builtin_prefetch(&c->state, 1);
 		__builtin_prefetch(&c->cfg.max_message_size);
 		__builtin_prefetch(&c->cfg.max_queue_bytes);
@@ -373,7 +383,6 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 		__builtin_prefetch(&c->rel.frames_count, 1);
 		__builtin_prefetch(&c->unrel.frames_count, 1);
 		__builtin_prefetch(&q->ring.head, 1);
-		__builtin_prefetch(&q->ring.used_us, 1);
 		__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
 	}
 	c = record_of;
