@@ -53,7 +53,7 @@ typedef struct rudp_peer rudp_peer;
 enum rudp_error {
 	RUDP_OK = 0,
 	RUDP_E_INVALID = -1, /**< a bad argument (NULL, out of range, malformed address) */
-	RUDP_E_NOMEM = -2, /**< memory allocation failed */
+	RUDP_E_NOMEM = -2, /**< memory allocation failed; rudp_connect(): also the host at max_host_memory */
 	RUDP_E_SYSTEM = -3, /**< a system call failed; errno holds the reason */
 	RUDP_E_ADDRESS = -4, /**< an address string could not be parsed or resolved */
 	RUDP_E_PEERS_FULL = -5, /**< max_peers reached */
@@ -383,22 +383,25 @@ typedef struct rudp_config {
 	/** The network simulator; all zero (default): off. See rudp_sim_config. */
 	rudp_sim_config sim;
 	/** Host-wide memory budget, bytes: what all peers' send queues (the
-	 * send policy's staged messages included), split reassembly and the
-	 * host's queue of received messages not yet collected hold together,
-	 * kept as a running total (no scan). At or past it (the budget is
-	 * soft: below it one more message of any size is taken):
+	 * send policy's staged messages included), split reassembly, received
+	 * messages held for their turn on an ordered channel and the host's
+	 * queue of received messages not yet collected hold together, kept as
+	 * a running total (no scan). A send queue counts its messages' bytes
+	 * and a record per queued frame; a rudp_send_many() body is counted
+	 * once, however many peers' queues share it. At or past the budget
+	 * (it is soft: below it one more message of any size is taken):
 	 * - rudp_send() and the calls built on it return RUDP_E_WOULD_BLOCK
 	 *   and queue nothing; once the total is below the budget again the
 	 *   host returns exactly one RUDP_EVENT_WRITABLE for each peer so
 	 *   refused (a peer the send policy refused too may get one from each);
 	 * - new incoming connections are refused with RakNet's "no free
 	 *   incoming connections" (a librudp client sees
-	 *   RUDP_REASON_SERVER_FULL);
+	 *   RUDP_REASON_SERVER_FULL), and rudp_connect() returns RUDP_E_NOMEM
+	 *   and starts nothing;
 	 * - nothing already accepted is dropped: received data is still
 	 *   acknowledged, reassembled and delivered, ACKs and resends go on.
-	 * rudp_connect() is not checked. Per-peer limits (max_queue_bytes,
-	 * max_reassembly_bytes, max_pending_event_bytes) still apply.
-	 * 0: no limit. Default 256 MiB. */
+	 * Per-peer limits (max_queue_bytes, max_reassembly_bytes,
+	 * max_pending_event_bytes) still apply. 0: no limit. Default 256 MiB. */
 	uint64_t max_host_memory;
 	/* New fields go here, at the end (see above). */
 } rudp_config;
@@ -493,7 +496,8 @@ RUDP_API int rudp_host_set_pong_data(rudp_host *host, const void *data, size_t l
  *   or disconnecting) at that address already; RakNet knows a connection
  *   by address, so a second one needs rudp_config.socket_per_connect;
  * - RUDP_E_PEERS_FULL: max_peers peers exist;
- * - RUDP_E_NOMEM: out of memory;
+ * - RUDP_E_NOMEM: out of memory, or the host is at
+ *   rudp_config.max_host_memory (retry once its queues have drained);
  * - RUDP_E_SYSTEM: with socket_per_connect, the connection's socket could
  *   not be opened (errno says why: EMFILE past RLIMIT_NOFILE, ...). */
 RUDP_API int rudp_connect(rudp_host *host, const char *address, rudp_peer **out);

@@ -36,6 +36,7 @@ struct shared_body_pool {
 	struct shared_body *free_list;
 	uint32_t nfree;
 	uint32_t live; /* bodies handed out and not yet back: must be 0 at destroy */
+	uint64_t live_bytes; /* their lengths: each counted once, however many queues share it */
 };
 
 static inline void shared_body_pool_destroy(struct shared_body_pool *pool)
@@ -73,6 +74,7 @@ static inline struct shared_body *shared_body_new(struct shared_body_pool *pool,
 	b->len = len;
 	memcpy(b->bytes, data, len);
 	pool->live++;
+	pool->live_bytes += len;
 	return b;
 }
 
@@ -88,6 +90,7 @@ static inline void shared_body_release(struct shared_body *b)
 	if (--b->refs > 0)
 		return;
 	pool->live--;
+	pool->live_bytes -= b->len;
 	if (pool->nfree >= SHARED_BODY_POOL_KEEP) {
 		free(b);
 		return;

@@ -197,9 +197,16 @@ struct rudp_conn_status {
 /* Fills *out as of now_us (the conn's own time when later). */
 void rudp_conn_get_status(const struct rudp_conn *c, uint64_t now_us, struct rudp_conn_status *out);
 /* Bytes of memory the conn holds for queued data: send queue bodies
- * (reliable, unsent or unacknowledged, and unreliable) and reassembly
- * reservations. O(1): what a host-wide budget adds up. */
+ * (reliable, unsent or unacknowledged, and unreliable) and their frame
+ * records, reassembly reservations, and received messages held for their
+ * turn on an ordered channel. A shared body (rudp_conn_send_shared) is
+ * not counted, only its record here: its pool counts it once. O(1): what
+ * a host-wide budget adds up. */
 uint64_t rudp_conn_memory_bytes(const struct rudp_conn *c);
+/* Its send queues' part, the only one a send changes: read before and
+ * after a send, the difference is what the send added to the gauge
+ * without touching the receive side's lines. */
+uint64_t rudp_conn_send_memory_bytes(const struct rudp_conn *c);
 
 struct rudp_conn_identity {
 	int64_t local_guid;
@@ -304,14 +311,18 @@ int rudp_conn_shared_send_init(struct rudp_conn_shared_send *m, struct shared_bo
 /* rudp_conn_send_shared(c, m->body, ...) with m's arguments: the same
  * result, codes and queued frames (the argument checks were init's), with
  * only the conn's own checks left per conn; a conn not connected is left
- * as it is, its clock too. */
-int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m);
+ * as it is, its clock too. On 0, *grew is what rudp_conn_memory_bytes grew
+ * by, so a caller keeping a total need not read the gauge again. */
+int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m,
+				   uint64_t *grew);
 
-/* Asks the CPU to start loading what a send to c will touch, for a caller
- * about to send to many conns in a row (rudp_send_many): step 0 the
- * conn's own lines, step 1 (a few sends later, once those are loaded) the
- * queue's next frame record. Changes nothing. */
-void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step);
+/* Asks the CPU to start loading what rudp_conn_send_shared_prepared(c, m)
+ * will touch, for a caller about to send to many conns in a row
+ * (rudp_send_many), in two steps a few sends apart: the conn's own lines
+ * of lines_of, and (once those are loaded) the queue's next frame record
+ * of record_of. Either may be NULL. Changes nothing. */
+void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp_conn *record_of,
+			     const struct rudp_conn_shared_send *m);
 
 /* Emits everything due at now_us: ACKs and NACKs (as coalesced ranges),
  * retransmissions (NACKed, or RTO expired, with backoff), new frames within

@@ -78,6 +78,16 @@ void rudp_conn_take_indexes(struct rudp_conn *c, uint8_t reliability, uint8_t ch
 	c->messages_sent++;
 }
 
+/* Room for one record on a shared body. The byte ring holds nothing of
+ * it, so it is not stamped as used either (sendq_reserve would): a ring
+ * idle but for shared bodies may give its pages back. */
+static inline int reserve_shared_record(struct sendq *q, uint64_t now_us)
+{
+	if (q->frames_count < q->frames_cap)
+		return 0;
+	return sendq_reserve_slow(q, 1, 0, 0, now_us);
+}
+
 /* rel is already effective (see rudp_conn_effective_reliability). */
 static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
 			const struct rudp_conn_msg_indexes *ix_or_null, const struct conn_msg_extra *extra)
@@ -98,7 +108,7 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 	 * frames of different lengths is not worth a second kind of record. */
 	struct shared_body *shared = extra && nfrags == 1 ? extra->shared : NULL;
 	if (shared)
-		rc = sendq_reserve(q, 1, 0, 0, c->now_us);
+		rc = reserve_shared_record(q, c->now_us);
 	else
 		rc = sendq_reserve(q, (uint32_t)nfrags, len, c->frag_body_max, c->now_us);
 	if (rc < 0)
@@ -277,7 +287,7 @@ int rudp_conn_shared_send_init(struct rudp_conn_shared_send *m, struct shared_bo
 
 /* queue_message and queue_frames for a message in one frame, in the same
  * order of checks and with the same effects, minus what m holds already. */
-int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m)
+int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_shared_send *m, uint64_t *grew)
 {
 	uint32_t len = m->len;
 
@@ -287,9 +297,14 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 	if (m->now_us > c->now_us)
 		c->now_us = m->now_us;
 	/* A message to split is copied (queue_frames): the general path. */
-	if (len > c->frag_body_max)
-		return rudp_conn_send_shared(c, m->body, m->reliability, m->channel, m->priority, m->now_us,
-					     m->expire_us);
+	if (len > c->frag_body_max) {
+		uint64_t before = rudp_conn_memory_bytes(c);
+		int rc = rudp_conn_send_shared(c, m->body, m->reliability, m->channel, m->priority, m->now_us,
+					       m->expire_us);
+
+		*grew = rudp_conn_memory_bytes(c) - before;
+		return rc;
+	}
 	/* One fragment: max_split_count is at least 1 (conn.c clamps it). */
 	if (len > c->cfg.max_message_size)
 		return RUDP_CONN_E_TOO_LARGE;
@@ -302,7 +317,7 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	struct sendq *q = m->reliable ? &c->rel : &c->unrel;
-	int rc = sendq_reserve(q, 1, 0, 0, c->now_us);
+	int rc = reserve_shared_record(q, c->now_us);
 	if (rc < 0)
 		return rc;
 	struct rudp_conn_msg_indexes ix;
@@ -337,6 +352,8 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 	q->body_bytes += len;
 	q->wire_bytes += (uint64_t)len + m->hdr_len;
 	c->messages_sent++;
+	/* The body is its pool's: this conn holds one more record. */
+	*grew = sizeof(struct sendq_frame);
 	return 0;
 }
 
@@ -346,31 +363,49 @@ int rudp_conn_send(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t
 	return rudp_conn_send_ex(c, data, len, reliability, channel, RUDP_CONN_PRIO_MEDIUM, now_us);
 }
 
-void rudp_conn_prefetch_send(const struct rudp_conn *c, uint8_t reliability, uint8_t channel, int step)
+void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp_conn *record_of,
+			     const struct rudp_conn_shared_send *m)
 {
-	const struct sendq *q =
-		rudp_wire_is_reliable(rudp_wire_plain_reliability(reliability)) ? &c->rel : &c->unrel;
+	const struct rudp_conn *c = lines_of;
 
-	if (step == 0) {
-		/* Limits, state and times; both queues' counts (the queue budget);
-		 * the chosen queue's byte ring (its head and use stamp); the
-		 * channel's indexes; the reassembly gauge the host's memory
-		 * budget reads after the send. */
-		__builtin_prefetch(&c->cfg.max_queue_bytes);
+	if (c) {
+		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
+
+		/* What rudp_conn_send_shared_prepared reads and writes, field by
+		 * field (a line already asked for costs one instruction): state,
+		 * limits and times; both queues' counts (the queue budget); the
+		 * chosen queue's ring head; the channel's indexes. */
 		__builtin_prefetch(&c->state, 1);
+		__builtin_prefetch(&c->cfg.max_message_size);
+		__builtin_prefetch(&c->cfg.max_queue_bytes);
 		__builtin_prefetch(&c->messages_sent, 1);
-		__builtin_prefetch(&c->rel, 1);
-		__builtin_prefetch(&c->unrel, 1);
-		__builtin_prefetch(&q->ring, 1);
-		__builtin_prefetch(&c->chan_write[channel & (CONN_CHANNELS - 1)], 1);
-		__builtin_prefetch(&c->reasm.reserved_bytes);
-		return;
+		__builtin_prefetch(&c->next_reliable_index, 1);
+		__builtin_prefetch(&c->rel.frames_count, 1);
+		__builtin_prefetch(&c->unrel.frames_count, 1);
+		__builtin_prefetch(&q->ring.head, 1);
+		__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
 	}
-	if (q->frames_cap != 0)
-		__builtin_prefetch(&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)], 1);
+	c = record_of;
+	if (c) {
+		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
+
+		if (q->frames_cap != 0) {
+			/* A record is longer than a line: its last byte's line too. */
+			const struct sendq_frame *f =
+				&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
+
+			__builtin_prefetch(f, 1);
+			__builtin_prefetch((const char *)(f + 1) - 1, 1);
+		}
+	}
 }
 
 /* ---- the room a send scheduler above asks for (conn.h) ---- */
+
+uint64_t rudp_conn_send_memory_bytes(const struct rudp_conn *c)
+{
+	return sendq_memory_bytes(&c->rel) + sendq_memory_bytes(&c->unrel);
+}
 
 uint32_t rudp_conn_window_frames(const struct rudp_conn *c)
 {

@@ -95,5 +95,6 @@ void rudp_conn_get_status(const struct rudp_conn *c, uint64_t now_us, struct rud
 
 uint64_t rudp_conn_memory_bytes(const struct rudp_conn *c)
 {
-	return c->rel.body_bytes + c->unrel.body_bytes + c->reasm.reserved_bytes;
+	return sendq_memory_bytes(&c->rel) + sendq_memory_bytes(&c->unrel) + c->reasm.reserved_bytes +
+	       recv_held_bytes(&c->rx);
 }

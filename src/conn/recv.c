@@ -190,8 +190,9 @@ static struct order_hold_entry *hold_entry(struct recv_channel *ch, uint32_t ord
 	return e->kind == HOLD_EMPTY ? e : NULL;
 }
 
-static void hold_fill(struct recv_channel *ch, struct order_hold_entry *e, enum hold_kind kind, uint8_t *data,
-		      size_t len, bool block, uint32_t order_index, uint8_t reliability)
+static void hold_fill(struct receiver *r, struct recv_channel *ch, struct order_hold_entry *e,
+		      enum hold_kind kind, uint8_t *data, size_t len, bool block, uint32_t order_index,
+		      uint8_t reliability)
 {
 	e->data = data;
 	e->len = (uint32_t)len;
@@ -200,6 +201,7 @@ static void hold_fill(struct recv_channel *ch, struct order_hold_entry *e, enum 
 	e->reliability = reliability;
 	e->block = block;
 	ch->held++;
+	r->held_bytes += len;
 }
 
 /* Stores a copy of a message (or a skip marker when data is NULL) at order
@@ -214,14 +216,14 @@ static bool hold_put(struct receiver *r, struct recv_channel *ch, uint32_t order
 	if (!e)
 		return false;
 	if (!data) {
-		hold_fill(ch, e, HOLD_SKIP, NULL, 0, false, order_index, reliability);
+		hold_fill(r, ch, e, HOLD_SKIP, NULL, 0, false, order_index, reliability);
 		return true;
 	}
 	copy = hold_buf_alloc(r, len, &block);
 	if (!copy)
 		return false;
 	memcpy(copy, data, len);
-	hold_fill(ch, e, HOLD_MESSAGE, copy, len, block, order_index, reliability);
+	hold_fill(r, ch, e, HOLD_MESSAGE, copy, len, block, order_index, reliability);
 	return true;
 }
 
@@ -238,7 +240,7 @@ bool recv_hold_take(struct receiver *r, uint8_t *buf, size_t len, uint8_t reliab
 	if (ahead <= 0 || (uint32_t)ahead > r->max_order_hold ||
 	    !(e = hold_entry(ch, order_index, (uint32_t)ahead)))
 		return false;
-	hold_fill(ch, e, HOLD_MESSAGE, buf, len, false, order_index, reliability);
+	hold_fill(r, ch, e, HOLD_MESSAGE, buf, len, false, order_index, reliability);
 	return true;
 }
 
@@ -257,6 +259,7 @@ bool recv_order_next_held(struct receiver *r, uint8_t channel, struct recv_held_
 		taken = *e;
 		memset(e, 0, sizeof(*e));
 		ch->held--;
+		r->held_bytes -= taken.len;
 		ch->expected_order = rudp_u24_add(ch->expected_order, 1);
 		if (taken.kind == HOLD_MESSAGE) {
 			out->data = taken.data;

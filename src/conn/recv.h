@@ -68,6 +68,7 @@ struct receiver {
 	uint32_t hold_block_cached;
 	uint32_t payload_max; /* a hold block's size */
 	uint32_t max_order_hold; /* cfg.max_order_hold */
+	uint64_t held_bytes; /* message bytes held for their turn, all channels */
 	uint64_t frames_dropped; /* messages dropped as bad (the conn's stats add them) */
 };
 
@@ -224,5 +225,11 @@ static inline bool recv_holds(const struct receiver *r, uint8_t channel)
 }
 /* Frees (or keeps for reuse) a delivered held message's buffer. */
 void recv_held_done(struct receiver *r, struct recv_held_msg *m);
+/* Bytes of the messages held for their turn (the conn's memory gauge):
+ * kept as they come and go, O(1). */
+static inline uint64_t recv_held_bytes(const struct receiver *r)
+{
+	return r->held_bytes;
+}
 
 #endif

@@ -122,8 +122,10 @@ void sendq_pop_front(struct sendq *q)
 {
 	struct sendq_frame *f = sendq_at(q, 0);
 
-	if (f->shared)
+	if (f->shared) {
 		shared_body_release(f->shared);
+		q->shared_bytes -= f->body_len;
+	}
 	q->body_bytes -= f->body_len;
 	q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
 	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
@@ -144,8 +146,10 @@ uint32_t sendq_drop_expired(struct sendq *q, uint64_t now_us, uint64_t *next_dea
 		struct sendq_frame *f = sendq_at(q, i);
 
 		if (f->deadline_us != 0 && f->deadline_us <= now_us) {
-			if (f->shared)
+			if (f->shared) {
 				shared_body_release(f->shared);
+				q->shared_bytes -= f->body_len;
+			}
 			q->body_bytes -= f->body_len;
 			q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
 			dropped++;

@@ -67,6 +67,7 @@ struct sendq {
 	/* With the counts above, what a send reads: in one cache line. */
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
+	uint64_t shared_bytes; /* of body_bytes, the bodies of frames on a shared body */
 	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
 };
 
@@ -119,24 +120,33 @@ static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struc
 	shared_body_ref(body);
 	q->frames_count++;
 	q->body_bytes += body->len;
+	q->shared_bytes += body->len;
 	q->wire_bytes += (uint64_t)body->len + f->hdr_len;
 	return f;
 }
 /* The record sendq_push_shared would fill, counted as pushed and holding
  * a reference on body; the caller writes the whole record (shared = body,
- * body_pos = the ring's head) and adds to body_bytes and wire_bytes. Room
- * must be reserved. */
+ * body_pos = the ring's head, body_len = body->len) and adds to body_bytes
+ * and wire_bytes. Room must be reserved. */
 static inline struct sendq_frame *sendq_push_shared_slot(struct sendq *q, struct shared_body *body)
 {
 	struct sendq_frame *f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
 
 	shared_body_ref(body);
 	q->frames_count++;
+	q->shared_bytes += body->len;
 	return f;
 }
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
 {
 	return &q->frames[(q->frames_head + i) & (q->frames_cap - 1)];
+}
+/* The memory the queue holds, as a host-wide budget counts it: its own
+ * bodies and every frame's record; a shared body is not its own, and is
+ * counted once by its pool (common/shared_body.h). */
+static inline uint64_t sendq_memory_bytes(const struct sendq *q)
+{
+	return q->body_bytes - q->shared_bytes + (uint64_t)q->frames_count * sizeof(struct sendq_frame);
 }
 /* A frame's size on the wire, header included: what the congestion window counts. */
 static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The host-wide memory budget (rudp_config.max_host_memory): a running
- * total of what every peer's queues and reassembly hold, plus the host's
- * queue of received messages, so a few peers cannot decide the process's
- * memory. Nothing is scanned: each peer's share is read again (O(1): the
- * conn's queue and reassembly gauges, the policy's staged bytes) after each
- * call that may change it, and the difference goes into the total. Past
- * the budget, sends are refused and incoming handshakes turned away
- * (host.c, offline.c); what was accepted still flows, which is what brings
- * the total down again.
+ * total of what every peer's queues, reassembly and order hold keep, plus
+ * the host's queue of received messages and the rudp_send_many bodies
+ * (counted once in their pool, not in each queue that shares them), so a
+ * few peers cannot decide the process's memory. Nothing is scanned: each
+ * peer's share is read again (O(1): the conn's memory gauge, the policy's
+ * staged bytes) after each call that may change it, and the difference
+ * goes into the total. Past the budget, sends are refused, incoming
+ * handshakes turned away and no new peer made (send.c, offline.c,
+ * peer_life.c); what was accepted still flows, which is what brings the
+ * total down again.
  */
 #include "host_internal.h"
 #if RUDP_HAVE_SEND_POLICY

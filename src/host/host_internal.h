@@ -302,8 +302,8 @@ void host_send_raw(struct rudp_host *h, const struct rudp_peer *p_or_null,
 		   const struct sockaddr_storage *to_norm, const uint8_t *data, size_t len);
 
 /* peer_life.c: a peer's life. new: makes a peer and enters it in the
- * table (NULL without memory or when the host's socket cannot reach the
- * address); go_online: gives it its conn (0, or RUDP_E_NOMEM and the peer
+ * table (NULL without memory, with the host at max_host_memory, or when
+ * the host's socket cannot reach the address); go_online: gives it its conn (0, or RUDP_E_NOMEM and the peer
  * is closed); close: ends it, with a DISCONNECT event unless silent; free:
  * frees it and what it owns; free_seen_dead: frees closed peers whose
  * DISCONNECT event the application has had. */
@@ -326,6 +326,16 @@ static inline void host_mark_dirty(struct rudp_host *h, struct rudp_peer *p)
 {
 	if (!p->dirty)
 		host_mark_dirty_push(h, p);
+}
+/* host_mark_dirty for a peer known to be online (never dead): all inline,
+ * for rudp_send_many, which pushes each of its peers once. */
+static inline void host_mark_dirty_online(struct rudp_host *h, struct rudp_peer *p)
+{
+	if (p->dirty)
+		return;
+	p->dirty = true;
+	p->dirty_next = h->dirty_head;
+	h->dirty_head = p;
 }
 void host_flush_dirty(struct rudp_host *h);
 /* One round of the service loop's work (flush, read, timers), first
@@ -368,23 +378,35 @@ int host_service_run(struct rudp_host *h, int timeout_ms, bool want_events);
 
 /* budget.c: the host-wide memory total, kept up to date per peer (each
  * peer's share is read again, O(1), after every call that may change it),
- * plus the event queue's message bytes. update: after a send or a flush of
+ * plus the event queue's message bytes and the live rudp_send_many bodies
+ * (each once, however many peers' queues share it). update: after a send or a flush of
  * the peer; forget: its conn is gone (or the peer is freed), also leaving
  * the refused list; over: at or past max_host_memory (never with 0);
  * refuse: p was refused a send, owe it a WRITABLE event; signal: under the
  * budget again, queue the owed events (one per peer). */
 void budget_peer_update(struct rudp_host *h, struct rudp_peer *p);
+/* grew: budget_peer_update when the caller knows the peer's share grew by
+ * exactly bytes since its last read (a conn call that says what it took),
+ * without reading it again; what else changed is still taken at the next
+ * update, as the difference from the share then. */
+static inline void budget_peer_grew(struct rudp_host *h, struct rudp_peer *p, uint64_t bytes)
+{
+	p->budget_bytes += bytes;
+	h->budget.peers_bytes += bytes;
+}
 void budget_peer_forget(struct rudp_host *h, struct rudp_peer *p);
 static inline bool budget_over(const struct rudp_host *h)
 {
-	return h->cfg.max_host_memory && h->budget.peers_bytes + h->events.bytes >= h->cfg.max_host_memory;
+	return h->cfg.max_host_memory &&
+	       h->budget.peers_bytes + h->events.bytes + h->shared_bodies.live_bytes >=
+		       h->cfg.max_host_memory;
 }
 void budget_refuse(struct rudp_host *h, struct rudp_peer *p);
 void budget_signal_writable(struct rudp_host *h);
 /* The total the budget compares, bytes. */
 static inline uint64_t budget_total(const struct rudp_host *h)
 {
-	return h->budget.peers_bytes + h->events.bytes;
+	return h->budget.peers_bytes + h->events.bytes + h->shared_bodies.live_bytes;
 }
 
 /* The structs the library fills grow at their end (docs/api.md, "ABI and

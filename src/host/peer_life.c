@@ -102,6 +102,10 @@ static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
 struct rudp_peer *host_peer_new(struct rudp_host *h, const struct sockaddr_storage *norm, uint32_t sock,
 				bool outgoing)
 {
+	/* Past the memory budget nothing new starts, either way: a new
+	 * connection would only add to what has to drain first. */
+	if (budget_over(h))
+		return NULL;
 	struct rudp_peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;

@@ -29,15 +29,10 @@ static int host_send_check_args(const void *data, size_t len, int reliability, i
 	return 0;
 }
 
-/* The public code of a conn send's result, and the budget and flush
- * bookkeeping of a queued one. */
-static int host_send_done(struct rudp_peer *p, int r)
+/* The public code of a conn send's failure. */
+static int host_send_error(int r)
 {
 	switch (r) {
-	case 0:
-		budget_peer_update(p->host, p);
-		host_mark_dirty(p->host, p);
-		return 0;
 	case RUDP_CONN_E_STATE: return RUDP_E_NOT_CONNECTED;
 	case RUDP_CONN_E_TOO_LARGE: return RUDP_E_TOO_LARGE;
 	case RUDP_CONN_E_QUEUE_FULL: return RUDP_E_QUEUE_FULL;
@@ -64,8 +59,27 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 		return RUDP_E_NOT_CONNECTED;
 	if (budget_over(p->host))
 		return host_send_refused(p);
-	return host_send_done(p, host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel,
-						(uint8_t)priority, extra));
+	int r;
+	if (p->policy) {
+		/* The policy stages, or sends what it staged before: its share
+		 * is read again whole. */
+		r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+				   extra);
+		if (r != 0)
+			return host_send_error(r);
+		budget_peer_update(p->host, p);
+		host_mark_dirty(p->host, p);
+		return 0;
+	}
+	/* A send changes only the conn's send queues: their growth is the
+	 * share's, and reassembly and the order hold stay out of the cache. */
+	uint64_t before = rudp_conn_send_memory_bytes(p->conn);
+	r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority, extra);
+	if (r != 0)
+		return host_send_error(r);
+	budget_peer_grew(p->host, p, rudp_conn_send_memory_bytes(p->conn) - before);
+	host_mark_dirty(p->host, p);
+	return 0;
 }
 
 static int send_one(rudp_peer *p, const void *data, size_t len, int reliability, int channel, int priority,
@@ -116,19 +130,21 @@ int rudp_send_expiring(rudp_peer *p, const void *data, size_t len, int reliabili
 #define PREFETCH_CONN 12
 #define PREFETCH_FRAME 4
 
-static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, int reliability, int channel)
+static void prefetch_ahead(rudp_peer *const *peers, size_t n, size_t i, const struct rudp_conn_shared_send *m)
 {
 	const struct rudp_peer *p;
+	const struct rudp_conn *lines_of = NULL, *record_of = NULL;
 
 	if (i + PREFETCH_PEER < n && (p = peers[i + PREFETCH_PEER])) {
 		/* The send fields, at the peer's start: one or two lines. */
 		__builtin_prefetch(&p->host, 1);
 		__builtin_prefetch(&p->dirty_next, 1);
 	}
-	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]) && p->conn)
-		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 0);
-	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]) && p->conn)
-		rudp_conn_prefetch_send(p->conn, (uint8_t)reliability, (uint8_t)channel, 1);
+	if (i + PREFETCH_CONN < n && (p = peers[i + PREFETCH_CONN]))
+		lines_of = p->conn;
+	if (i + PREFETCH_FRAME < n && (p = peers[i + PREFETCH_FRAME]))
+		record_of = p->conn;
+	rudp_conn_prefetch_send(lines_of, record_of, m);
 }
 
 /* rudp_send_many's step for one peer of h: host_send_to_peer's checks and
@@ -147,7 +163,14 @@ static int send_many_to_peer(struct rudp_host *h, struct rudp_peer *p, const str
 	if (p->policy)
 		return host_send_to_peer(p, m->body->bytes, m->len, m->reliability, m->channel, m->priority,
 					 extra);
-	return host_send_done(p, rudp_conn_send_shared_prepared(p->conn, m));
+	uint64_t grew;
+	int r = rudp_conn_send_shared_prepared(p->conn, m, &grew);
+	if (r != 0)
+		return host_send_error(r);
+	/* The conn said what it took: no gauge to read again. */
+	budget_peer_grew(h, p, grew);
+	host_mark_dirty_online(h, p);
+	return 0;
 }
 
 int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *data, size_t len,
@@ -181,7 +204,7 @@ int rudp_send_many(rudp_host *h, rudp_peer *const *peers, size_t n, const void *
 		int e = r;
 
 		if (e == 0) {
-			prefetch_ahead(peers, n, i, reliability, channel);
+			prefetch_ahead(peers, n, i, &m);
 			e = send_many_to_peer(h, peers[i], &m, &extra);
 		}
 		if (e == 0)

@@ -110,8 +110,11 @@ static int send_both(struct sim *a, struct sim *b, uint32_t len, uint8_t rel, ui
 	int ra = rudp_conn_send_shared(a->ep[0].c, ba, rel, ch, RUDP_CONN_PRIO_MEDIUM, now_us, expire_us);
 	int rb = rudp_conn_shared_send_init(&m, bb, rel, ch, RUDP_CONN_PRIO_MEDIUM, now_us, expire_us);
 	assert_int_equal(rb, 0);
-	rb = rudp_conn_send_shared_prepared(b->ep[0].c, &m);
+	uint64_t before = rudp_conn_memory_bytes(b->ep[0].c), grew = 0;
+	rb = rudp_conn_send_shared_prepared(b->ep[0].c, &m, &grew);
 	assert_int_equal(ra, rb);
+	if (rb == 0)
+		assert_int_equal(grew, rudp_conn_memory_bytes(b->ep[0].c) - before);
 	same_conn(a->ep[0].c, b->ep[0].c);
 	/* The queues hold their own references (a split message: none). */
 	shared_body_release(ba);
@@ -166,7 +169,8 @@ static void test_same_as_send_shared(void **state)
 	struct shared_body *body = shared_body_new(&pb, msg, sizeof(msg));
 	struct rudp_conn_shared_send m;
 	assert_int_equal(rudp_conn_shared_send_init(&m, body, RUDP_WIRE_RELIABLE, 0, 1, now + 1, 0), 0);
-	assert_int_equal(rudp_conn_send_shared_prepared(cb, &m), RUDP_CONN_E_STATE);
+	uint64_t grew;
+	assert_int_equal(rudp_conn_send_shared_prepared(cb, &m, &grew), RUDP_CONN_E_STATE);
 	assert_int_equal(cb->now_us, now);
 	shared_body_release(body);
 	sim_free(a);

@@ -347,8 +347,9 @@ static void test_budget_would_block_then_writable(void **state)
 		assert_true(sent < 1000);
 	}
 	assert_int_equal(r, RUDP_E_WOULD_BLOCK);
-	/* Soft: the total reached the budget with the last message taken. */
-	assert_in_range(sent, 64, 70);
+	/* Soft: the total (each message's bytes and frame record) reached
+	 * the budget with the last message taken. */
+	assert_in_range(sent, 60, 70);
 	/* Refused again: still only one WRITABLE owed. */
 	assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), RUDP_E_WOULD_BLOCK);
 	for (uint64_t until = now_ms() + 3000; p.writable == 0 && now_ms() < until;) {
