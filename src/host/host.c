@@ -225,17 +225,22 @@ static void run_timers(struct rudp_host *h)
 static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
+		/* Measured from now, not from the round's start: the flush that
+		 * ended the last round may have taken a while, and the wait is
+		 * to the microsecond, so that time would make every timer late. */
 		uint64_t deadline = host_next_deadline_us(h);
 		if (deadline != UINT64_MAX) {
-			uint64_t until = deadline > h->now_us ? deadline - h->now_us : 0;
+			uint64_t now = rudp_now_us();
+			uint64_t until = deadline > now ? deadline - now : 0;
 			if (until < wait_us)
 				wait_us = until;
 		}
 		if (wait_us > 0) {
-			/* The backend waits: io_uring on its completion queue, and
-			 * it submits pending sends in the same system call. */
-			int ms = (int)((wait_us + 999) / 1000);
-			if (rudp_io_wait(h->io, ms) < 0)
+			/* The backend waits, to the microsecond (a tail probe
+			 * due in 300 us fires then, not at the next millisecond):
+			 * io_uring on its completion queue, and it submits
+			 * pending sends in the same system call. */
+			if (rudp_io_wait(h->io, wait_us) < 0)
 				return RUDP_E_SYSTEM;
 			if (waited)
 				*waited = true;
