@@ -333,24 +333,40 @@ int rudp_flush(rudp_host *h)
 	return (int)(h->io->stats.datagrams_sent - before);
 }
 
-int rudp_host_next_timeout(rudp_host *h, int *timeout_ms)
+int rudp_host_next_timeout_us(rudp_host *h, int64_t *timeout_us)
 {
-	if (!h || !timeout_ms)
+	if (!h || !timeout_us)
 		return RUDP_E_INVALID;
 	if (h->events.count || h->dirty_head || rudp_io_pending(h->io)) {
-		*timeout_ms = 0;
+		*timeout_us = 0;
 		return 0;
 	}
 	uint64_t deadline = host_next_deadline_us(h);
 	uint64_t now = rudp_now_us();
 	if (deadline == UINT64_MAX)
-		*timeout_ms = -1;
+		*timeout_us = -1;
 	else if (deadline <= now)
-		*timeout_ms = 0;
-	else if ((deadline - now + 999) / 1000 > INT32_MAX)
+		*timeout_us = 0;
+	else if (deadline - now > (uint64_t)INT64_MAX)
+		*timeout_us = INT64_MAX;
+	else
+		*timeout_us = (int64_t)(deadline - now);
+	return 0;
+}
+
+int rudp_host_next_timeout(rudp_host *h, int *timeout_ms)
+{
+	int64_t us;
+	if (!timeout_ms || rudp_host_next_timeout_us(h, &us) != 0)
+		return RUDP_E_INVALID;
+	/* Rounded up: a poll() that ends before the timer is due wakes for
+	 * nothing and has to wait again. */
+	if (us < 0)
+		*timeout_ms = -1;
+	else if ((us + 999) / 1000 > INT32_MAX)
 		*timeout_ms = INT32_MAX;
 	else
-		*timeout_ms = (int)((deadline - now + 999) / 1000);
+		*timeout_ms = (int)((us + 999) / 1000);
 	return 0;
 }
 
