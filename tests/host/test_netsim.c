@@ -480,9 +480,10 @@ static void test_wakes_for_release_sub_ms(void **state)
 	assert_int_equal(rudp_host_create(&cc, &h), 0);
 
 	/* rudp_host_next_timeout_us() says when, where the milliseconds say
-	 * 1; and it tells an invalid argument from "no timer". (The rate's
-	 * rounding may add a microsecond to the hold; valgrind may take all
-	 * of it between the two calls.) */
+	 * 1 (the rate's rounding may add a microsecond to the hold); and it
+	 * tells an invalid argument from "no timer". A slow build (ASan) may
+	 * take the whole hold between the ping and the question: a few
+	 * tries. */
 	bool quick = getenv("RUDP_TEST_QUICK") != NULL;
 	int64_t us = 12345;
 	assert_int_equal(rudp_host_next_timeout_us(NULL, &us), RUDP_E_INVALID);
@@ -490,14 +491,18 @@ static void test_wakes_for_release_sub_ms(void **state)
 	assert_int_equal(us, 12345);
 	assert_int_equal(rudp_host_next_timeout_us(h, &us), 0);
 	assert_int_equal(us, -1);
-	assert_int_equal(rudp_ping_start(h, addr, 10000, NULL), 0);
-	assert_int_equal(rudp_host_next_timeout_us(h, &us), 0);
-	assert_in_range(us, quick ? 0 : 1, HOLD_US + 1);
-	assert_in_range(rudp_host_next_timeout_ms(h), quick ? 0 : 1, 1);
 	rudp_event ev[4];
-	assert_int_equal(rudp_service(h, ev, 4, 2), 0);
-	assert_int_equal(poll(&pfd, 1, 1000), 1);
-	assert_true(recv(fd, buf, sizeof(buf), 0) > 0);
+	for (int i = 0; i < 5 && us <= 0; i++) {
+		assert_int_equal(rudp_ping_start(h, addr, 10000, NULL), 0);
+		assert_int_equal(rudp_host_next_timeout_us(h, &us), 0);
+		assert_in_range(us, 0, HOLD_US + 1);
+		assert_in_range(rudp_host_next_timeout_ms(h), 0, 1);
+		assert_int_equal(rudp_service(h, ev, 4, 2), 0);
+		assert_int_equal(poll(&pfd, 1, 1000), 1);
+		assert_true(recv(fd, buf, sizeof(buf), 0) > 0);
+	}
+	if (!quick)
+		assert_true(us > 0);
 
 	uint64_t late_us[ROUNDS], wakes[ROUNDS];
 	struct timespec c0, c1;
