@@ -472,6 +472,16 @@ RUDP_API int rudp_host_next_timeout_ms(rudp_host *host);
  * RUDP_E_INVALID (storing nothing) when host or timeout_ms is NULL. */
 RUDP_API int rudp_host_next_timeout(rudp_host *host, int *timeout_ms);
 
+/** rudp_host_next_timeout() in microseconds, for a loop that can wait
+ * that finely (epoll_pwait2(), ppoll(), a timerfd): the milliseconds are
+ * rounded up, and a connection's timers (a tail-loss probe a few hundred
+ * microseconds after the round trip) then fire up to a millisecond late.
+ * Stores in *timeout_us the microseconds until the earliest timer (0 when
+ * work is due now, -1 when no timer is set) and returns 0; returns
+ * RUDP_E_INVALID (storing nothing) when host or timeout_us is NULL. After
+ * such a wait call rudp_service() with timeout 0. */
+RUDP_API int rudp_host_next_timeout_us(rudp_host *host, int64_t *timeout_us);
+
 /** Writes the bound local address as text ("127.0.0.1:19132",
  * "[::1]:19132") into buf. Returns 0, or RUDP_E_INVALID (NULL host or
  * buf, or the buffer is too small). */

@@ -225,17 +225,22 @@ static void run_timers(struct rudp_host *h)
 static int pump_round(struct rudp_host *h, uint64_t wait_us, bool *waited)
 {
 	if (wait_us > 0) {
+		/* Measured from now, not from the round's start: the flush that
+		 * ended the last round may have taken a while, and the wait is
+		 * to the microsecond, so that time would make every timer late. */
 		uint64_t deadline = host_next_deadline_us(h);
 		if (deadline != UINT64_MAX) {
-			uint64_t until = deadline > h->now_us ? deadline - h->now_us : 0;
+			uint64_t now = rudp_now_us();
+			uint64_t until = deadline > now ? deadline - now : 0;
 			if (until < wait_us)
 				wait_us = until;
 		}
 		if (wait_us > 0) {
-			/* The backend waits: io_uring on its completion queue, and
-			 * it submits pending sends in the same system call. */
-			int ms = (int)((wait_us + 999) / 1000);
-			if (rudp_io_wait(h->io, ms) < 0)
+			/* The backend waits, to the microsecond (a tail probe
+			 * due in 300 us fires then, not at the next millisecond):
+			 * io_uring on its completion queue, and it submits
+			 * pending sends in the same system call. */
+			if (rudp_io_wait(h->io, wait_us) < 0)
 				return RUDP_E_SYSTEM;
 			if (waited)
 				*waited = true;
@@ -328,24 +333,40 @@ int rudp_flush(rudp_host *h)
 	return (int)(h->io->stats.datagrams_sent - before);
 }
 
-int rudp_host_next_timeout(rudp_host *h, int *timeout_ms)
+int rudp_host_next_timeout_us(rudp_host *h, int64_t *timeout_us)
 {
-	if (!h || !timeout_ms)
+	if (!h || !timeout_us)
 		return RUDP_E_INVALID;
 	if (h->events.count || h->dirty_head || rudp_io_pending(h->io)) {
-		*timeout_ms = 0;
+		*timeout_us = 0;
 		return 0;
 	}
 	uint64_t deadline = host_next_deadline_us(h);
 	uint64_t now = rudp_now_us();
 	if (deadline == UINT64_MAX)
-		*timeout_ms = -1;
+		*timeout_us = -1;
 	else if (deadline <= now)
-		*timeout_ms = 0;
-	else if ((deadline - now + 999) / 1000 > INT32_MAX)
+		*timeout_us = 0;
+	else if (deadline - now > (uint64_t)INT64_MAX)
+		*timeout_us = INT64_MAX;
+	else
+		*timeout_us = (int64_t)(deadline - now);
+	return 0;
+}
+
+int rudp_host_next_timeout(rudp_host *h, int *timeout_ms)
+{
+	int64_t us;
+	if (!timeout_ms || rudp_host_next_timeout_us(h, &us) != 0)
+		return RUDP_E_INVALID;
+	/* Rounded up: a poll() that ends before the timer is due wakes for
+	 * nothing and has to wait again. */
+	if (us < 0)
+		*timeout_ms = -1;
+	else if ((us + 999) / 1000 > INT32_MAX)
 		*timeout_ms = INT32_MAX;
 	else
-		*timeout_ms = (int)((deadline - now + 999) / 1000);
+		*timeout_ms = (int)((us + 999) / 1000);
 	return 0;
 }
 

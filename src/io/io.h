@@ -79,10 +79,13 @@ struct rudp_io_ops {
 	/* Hands every committed datagram to the kernel. Returns datagrams sent
 	 * or -errno; a datagram the kernel refuses is counted and dropped. */
 	int (*flush)(struct rudp_io *io);
-	/* Hands committed datagrams to the kernel, then waits up to timeout_ms
-	 * (0: not at all) until input may be waiting. Returns 0 (also on a
-	 * timeout or a signal) or -errno. */
-	int (*wait)(struct rudp_io *io, int timeout_ms);
+	/* Hands committed datagrams to the kernel, then waits up to
+	 * timeout_us (0: not at all) until input may be waiting. Microseconds,
+	 * not milliseconds: the conn's timers (a tail probe at srtt plus a
+	 * few hundred microseconds) would otherwise fire up to a millisecond
+	 * late. A wait shorter than a millisecond sleeps that long, never
+	 * spins. Returns 0 (also on a timeout or a signal) or -errno. */
+	int (*wait)(struct rudp_io *io, uint64_t timeout_us);
 	/* Datagrams committed but not yet handed to the kernel. */
 	uint32_t (*pending)(const struct rudp_io *io);
 	/* Whether input may be waiting, found without a system call; NULL
@@ -136,6 +139,11 @@ static inline uint64_t rudp_io_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* rudp_io_wait caps a wait at an hour, so a backend may turn it into
+ * nanoseconds without overflow; no caller waits that long in one go (the
+ * host's longest single wait is a second). */
+#define RUDP_IO_WAIT_MAX_US (3600ull * 1000000u)
+
 /* Whether the wait being made may watch for input before it sleeps:
  * wait_spin_ns is set and no pause is on. Every wait counts towards a
  * pause's end, whether it watches or not and whether it carries sends or
@@ -149,14 +157,14 @@ static inline bool rudp_io_watch_allowed(struct rudp_io *io)
 	return watch;
 }
 
-/* Starts a watch in a wait of timeout_ms (> 0) and returns the time, in
+/* Starts a watch in a wait of timeout_us (> 0) and returns the time, in
  * ns, at which it ends: wait_spin_ns from now, but never most of the
  * wait. */
-static inline uint64_t rudp_io_watch_start(struct rudp_io *io, int timeout_ms)
+static inline uint64_t rudp_io_watch_start(struct rudp_io *io, uint64_t timeout_us)
 {
 	uint64_t spin = io->wait_spin_ns;
-	if (spin > (uint64_t)timeout_ms * 500000u)
-		spin = (uint64_t)timeout_ms * 500000u;
+	if (spin > timeout_us * 500u)
+		spin = timeout_us * 500u;
 	io->stats.wait_spins++;
 	return rudp_io_now_ns() + spin;
 }
@@ -247,9 +255,9 @@ static inline int rudp_io_flush(struct rudp_io *io)
 {
 	return io->ops->flush(io);
 }
-static inline int rudp_io_wait(struct rudp_io *io, int timeout_ms)
+static inline int rudp_io_wait(struct rudp_io *io, uint64_t timeout_us)
 {
-	return io->ops->wait(io, timeout_ms);
+	return io->ops->wait(io, timeout_us < RUDP_IO_WAIT_MAX_US ? timeout_us : RUDP_IO_WAIT_MAX_US);
 }
 static inline uint32_t rudp_io_pending(const struct rudp_io *io)
 {

@@ -219,7 +219,7 @@ static void mmsg_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const 
 	m->tx_count++;
 }
 
-/* Sends what is pending, then waits up to timeout_ms for input. Like
+/* Sends what is pending, then waits up to timeout_us for input. Like
  * io_uring's wait it may first watch for input, for up to wait_spin_ns
  * (rudp_io_watch_*): a sleep and its wake-up cost several microseconds
  * (more in a VM, where waking a CPU traps to the hypervisor), and in a
@@ -227,15 +227,17 @@ static void mmsg_tx_commit(struct rudp_io *io, uint32_t sock, size_t len, const 
  * Without shared memory to look at, the watch asks the kernel with
  * poll(0), one system call per look (each counted in recv_calls, as
  * the poll that sleeps is: rudp_host_stats.syscalls_recv), which still
- * costs less than a sleep and its wake-up when input comes soon. */
-static int mmsg_wait(struct rudp_io *io, int timeout_ms)
+ * costs less than a sleep and its wake-up when input comes soon. The
+ * sleep is ppoll's, whose timespec keeps a sub-millisecond deadline (a
+ * tail probe's) that poll's milliseconds would round up. */
+static int mmsg_wait(struct rudp_io *io, uint64_t timeout_us)
 {
 	mmsg_flush(io);
-	if (timeout_ms <= 0)
+	if (timeout_us == 0)
 		return 0;
 	struct pollfd p = {.fd = io->poll_fd, .events = POLLIN};
 	if (rudp_io_watch_allowed(io)) {
-		uint64_t end = rudp_io_watch_start(io, timeout_ms);
+		uint64_t end = rudp_io_watch_start(io, timeout_us);
 		bool input = false;
 		do {
 			int k = poll(&p, 1, 0);
@@ -248,7 +250,9 @@ static int mmsg_wait(struct rudp_io *io, int timeout_ms)
 		if (input)
 			return 0;
 	}
-	int k = poll(&p, 1, timeout_ms);
+	struct timespec ts = {.tv_sec = (time_t)(timeout_us / 1000000u),
+			      .tv_nsec = (long)(timeout_us % 1000000u) * 1000};
+	int k = ppoll(&p, 1, &ts, NULL);
 	io->stats.recv_calls++;
 	if (k < 0 && errno != EINTR)
 		return -errno;

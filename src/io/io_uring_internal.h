@@ -315,7 +315,7 @@ int uring_submit_counted(struct io_ring *r, uint64_t *calls);
 /* The same, counted in send_calls. */
 int uring_submit(struct io_ring *r);
 /* rudp_io_ops.wait and input_waiting. */
-int uring_wait(struct rudp_io *io, int timeout_ms);
+int uring_wait(struct rudp_io *io, uint64_t timeout_us);
 bool uring_input_waiting(struct rudp_io *io);
 
 #endif

@@ -106,9 +106,9 @@ static void cpu_relax(void)
  * cost several microseconds of traps, and in a stream the next batch is
  * often closer than that: sleeping at once costs single-connection
  * throughput that a watch of a few microseconds wins back. */
-static bool spin_for_input(struct rudp_io *io, struct io_uring *ring, int timeout_ms)
+static bool spin_for_input(struct rudp_io *io, struct io_uring *ring, uint64_t timeout_us)
 {
-	uint64_t end = rudp_io_watch_start(io, timeout_ms);
+	uint64_t end = rudp_io_watch_start(io, timeout_us);
 	do {
 		if (io_uring_cq_ready(ring) > 0 ||
 		    (IO_URING_READ_ONCE(*ring->sq.kflags) & IORING_SQ_TASKRUN)) {
@@ -121,7 +121,7 @@ static bool spin_for_input(struct rudp_io *io, struct io_uring *ring, int timeou
 	return false;
 }
 
-/* Makes sure a wake-up timer in the kernel fires within timeout_ms from
+/* Makes sure a wake-up timer in the kernel fires within timeout_us from
  * now, and returns how many completions the requests this queues will post
  * at once (0 or 1, an update's), or -1 when it cannot (both timers armed
  * for later, or no SQE free): the caller then waits with a timeout of its
@@ -131,10 +131,10 @@ static bool spin_for_input(struct rudp_io *io, struct io_uring *ring, int timeou
  * and moving a timer costs less than its firing and the needless wake-up
  * that follows); else a free one is armed. */
 static int wake_timer_within(struct uring_wake *w, struct io_uring *ring, struct rudp_io_stats *stats,
-			     int timeout_ms)
+			     uint64_t timeout_us)
 {
 	uint64_t now = rudp_io_now_ns();
-	uint64_t horizon = (uint64_t)timeout_ms * 1000000u;
+	uint64_t horizon = timeout_us * 1000u;
 	uint64_t due = now + horizon;
 	int free_slot = -1, soon = -1;
 	for (int i = 0; i < WAKE_TIMERS; i++) {
@@ -170,14 +170,14 @@ static int wake_timer_within(struct uring_wake *w, struct io_uring *ring, struct
 	return 0;
 }
 
-int uring_wait(struct rudp_io *io, int timeout_ms)
+int uring_wait(struct rudp_io *io, uint64_t timeout_us)
 {
 	struct io_ring *r = (struct io_ring *)io;
 	int c = uring_ring_check(r);
 	if (c < 0)
 		return c;
 	uring_reap(r);
-	if (timeout_ms <= 0 || uring_rx_has_work(r)) {
+	if (timeout_us == 0 || uring_rx_has_work(r)) {
 		uring_flush(io);
 		return 0;
 	}
@@ -223,16 +223,16 @@ int uring_wait(struct rudp_io *io, int timeout_ms)
 	 * wait's own timeout: their completions count towards want, and one
 	 * the kernel holds (socket buffer full) could otherwise keep the wait
 	 * past its deadline. */
-	if (want == 1 && watch && spin_for_input(io, &r->ring, timeout_ms)) {
+	if (want == 1 && watch && spin_for_input(io, &r->ring, timeout_us)) {
 		uring_reap(r);
 		return 0;
 	}
-	int own = want == 1 ? wake_timer_within(&r->wake, &r->ring, &io->stats, timeout_ms) : -1;
+	int own = want == 1 ? wake_timer_within(&r->wake, &r->ring, &io->stats, timeout_us) : -1;
 	if (own >= 0) {
 		e = io_uring_submit_and_wait(&r->ring, 1 + (unsigned)own);
 	} else {
-		struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
-					       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+		struct __kernel_timespec ts = {.tv_sec = (long long)(timeout_us / 1000000u),
+					       .tv_nsec = (long long)(timeout_us % 1000000u) * 1000};
 		struct io_uring_cqe *cqe = NULL;
 		e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, want, &ts, NULL);
 	}

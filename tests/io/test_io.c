@@ -699,7 +699,7 @@ static void test_uring_direct_send(void **state)
 	/* A wait with a lone send pending sends it directly too, then waits
 	 * (nothing comes: the timeout ends it). */
 	commit_tagged(io, false, 'k', 500, &a);
-	assert_int_equal(rudp_io_wait(io, 20), 0);
+	assert_int_equal(rudp_io_wait(io, 20 * 1000), 0);
 	assert_int_equal(io->stats.direct_sends, 5);
 	expect_tags(rx, "k");
 
@@ -737,7 +737,7 @@ static uint64_t wait_for_datagram(struct two_peers *t, int timeout_ms, int after
 	/* A wait may also end early, when an older wake-up timer fires: the
 	 * host waits again then, and so does this loop. */
 	while (n == 0 && now_ms() - t0 < 5000) {
-		assert_int_equal(rudp_io_wait(t->io, timeout_ms), 0);
+		assert_int_equal(rudp_io_wait(t->io, (uint64_t)timeout_ms * 1000), 0);
 		n = rudp_io_recv(t->io, &d);
 	}
 	uint64_t took = now_ms() - t0;
@@ -752,7 +752,7 @@ static uint64_t wait_for_datagram(struct two_peers *t, int timeout_ms, int after
 static uint64_t wait_idle(struct two_peers *t, int timeout_ms)
 {
 	uint64_t t0 = now_ms();
-	assert_int_equal(rudp_io_wait(t->io, timeout_ms), 0);
+	assert_int_equal(rudp_io_wait(t->io, (uint64_t)timeout_ms * 1000), 0);
 	return now_ms() - t0;
 }
 
@@ -904,6 +904,74 @@ static void test_mmsg_wait_spin(void **state)
 	two_peers_close(&t);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Waits of 300 us with nothing coming, as a host makes with a tail probe
+ * due then: each sleeps at least that long (none ends early for the host
+ * to loop on), most end well before a millisecond (not rounded up to one),
+ * each is one system call (no poll(0) loop) and the thread sleeps through
+ * them (no spin: little CPU). The bounds are loose on purpose (a loaded
+ * machine wakes late): millisecond rounding, truncation to poll(0) or a
+ * spin each break one of them by far. */
+static void check_sub_ms_waits(struct rudp_io *io)
+{
+	enum { WAITS = 40, WAIT_US = 300 };
+	uint64_t took[WAITS];
+	io->wait_spin_ns = 0;
+	uint64_t calls = io->stats.recv_calls, timers = io->stats.wake_timers;
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	for (int i = 0; i < WAITS; i++) {
+		uint64_t t0 = rudp_io_now_ns();
+		assert_int_equal(rudp_io_wait(io, WAIT_US), 0);
+		took[i] = rudp_io_now_ns() - t0;
+	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	uint64_t cpu_ns =
+		(uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000000u + (uint64_t)c1.tv_nsec - (uint64_t)c0.tv_nsec;
+	qsort(took, WAITS, sizeof(took[0]), cmp_u64);
+	print_message("%s: 300 us waits took min %llu us, median %llu us, max %llu us; cpu %llu us in all\n",
+		      io->ops->name, (unsigned long long)took[0] / 1000,
+		      (unsigned long long)took[WAITS / 2] / 1000, (unsigned long long)took[WAITS - 1] / 1000,
+		      (unsigned long long)cpu_ns / 1000);
+	assert_true(took[0] >= (WAIT_US - 10) * 1000u);
+	assert_int_equal(io->stats.recv_calls, calls + WAITS);
+	assert_true(io->stats.wake_timers <= timers + WAITS);
+	assert_int_equal(io->stats.wait_spins, 0);
+	/* Under valgrind (RUDP_TEST_QUICK) every step costs some fifty times
+	 * as much: the time and CPU bounds would measure valgrind. */
+	if (getenv("RUDP_TEST_QUICK"))
+		return;
+	assert_true(took[WAITS / 2] < 900 * 1000u);
+	assert_true(cpu_ns < (uint64_t)WAITS * WAIT_US * 1000u / 3);
+}
+
+static void test_mmsg_wait_sub_ms(void **state)
+{
+	(void)state;
+	struct two_peers t;
+	two_peers_sockets(&t);
+	t.io = rudp_io_mmsg_create(t.tx, 64);
+	assert_non_null(t.io);
+	check_sub_ms_waits(t.io);
+	two_peers_close(&t);
+}
+
+static void test_uring_wait_sub_ms(void **state)
+{
+	(void)state;
+	if (!uring_usable())
+		skip();
+	struct two_peers t;
+	two_peers_open(&t);
+	check_sub_ms_waits(t.io);
+	two_peers_close(&t);
+}
+
 /* A direct send (flush_direct) the kernel refuses as GSO (a socket
  * without UDP checksums cannot segment) is counted as lost, as a refused
  * ring send is, and turns GSO off: the next pair goes one by one. */
@@ -964,7 +1032,7 @@ static void rx_buffers_grow_to(uint32_t rx_buffers, bool gro, uint64_t want_grow
 			int n = rudp_io_recv(io, &d);
 			assert_true(n >= 0);
 			if (n == 0)
-				rudp_io_wait(io, 10);
+				rudp_io_wait(io, 10 * 1000);
 			for (int k = 0; k < n; k++, got++) {
 				assert_int_equal(d[k].len, LEN);
 				assert_false(d[k].truncated);
@@ -1099,7 +1167,7 @@ static void recv_runs(struct rudp_io *io, const struct sockaddr_in *from, uint32
 		int n = rudp_io_recv(io, &d);
 		assert_true(n >= 0 && (uint32_t)n <= io->batch);
 		if (n == 0)
-			rudp_io_wait(io, 10);
+			rudp_io_wait(io, 10 * 1000);
 		for (int i = 0; i < n; i++, got++) {
 			uint32_t run = got / segs, k = got % segs;
 			size_t len = k + 1 < segs ? GRO_LEN : 300;
@@ -1151,7 +1219,7 @@ static void gro_splits_runs(bool gro)
 	for (uint64_t until = now_ms() + 2000; now_ms() < until && n == 0;) {
 		n = rudp_io_recv(io, &d);
 		if (n == 0)
-			rudp_io_wait(io, 10);
+			rudp_io_wait(io, 10 * 1000);
 	}
 	assert_int_equal(n, 1);
 	assert_int_equal(d[0].len, 0);
@@ -1211,7 +1279,7 @@ static void test_gro_buffers_grow_only_for_single_datagrams(void **state)
 			int n = rudp_io_recv(io, &d);
 			assert_true(n >= 0);
 			if (n == 0)
-				rudp_io_wait(io, 10);
+				rudp_io_wait(io, 10 * 1000);
 			for (int i = 0; i < n; i++, got++) {
 				uint32_t r;
 				memcpy(&r, d[i].data, sizeof(r));
@@ -1249,7 +1317,7 @@ static uint32_t recv_tagged(struct rudp_io *io, uint32_t want, const uint32_t *s
 		int n = rudp_io_recv(io, &d);
 		assert_true(n >= 0);
 		if (n == 0)
-			rudp_io_wait(io, 5);
+			rudp_io_wait(io, 5 * 1000);
 		for (int i = 0; i < n; i++, got++) {
 			assert_true(got < want);
 			assert_int_equal(d[i].len, 100);
@@ -1294,7 +1362,7 @@ static void sockets_added_and_removed(int backend)
 		int n = rudp_io_recv(io, &d);
 		assert_true(n >= 0);
 		if (n == 0)
-			rudp_io_wait(io, 5);
+			rudp_io_wait(io, 5 * 1000);
 		for (int i = 0; i < n; i++) {
 			assert_true(d[i].sock < 2);
 			assert_false(seen[d[i].sock]);
@@ -1393,7 +1461,7 @@ static uint32_t many_sockets_drain(struct rudp_io *io, int n, int each)
 		int k = rudp_io_recv(io, &d);
 		assert_true(k >= 0);
 		if (k == 0)
-			rudp_io_wait(io, 5);
+			rudp_io_wait(io, 5 * 1000);
 		for (int i = 0; i < k; i++, got++) {
 			uint32_t s = d[i].sock;
 			assert_true(s < (uint32_t)n);
@@ -1958,6 +2026,8 @@ int main(void)
 		cmocka_unit_test(test_uring_wait_timers),
 		cmocka_unit_test(test_uring_wait_spin),
 		cmocka_unit_test(test_mmsg_wait_spin),
+		cmocka_unit_test(test_mmsg_wait_sub_ms),
+		cmocka_unit_test(test_uring_wait_sub_ms),
 		cmocka_unit_test(test_gso_refused_falls_back),
 		cmocka_unit_test(test_uring_send_area_packed_and_reused),
 		cmocka_unit_test(test_gro_splits_runs),
