@@ -33,8 +33,8 @@
 #define RUDP_DEFAULT_RTO_MIN_MS 30u
 #define RUDP_DEFAULT_RTO_MAX_MS 2000u
 /* Microseconds: the slack a tail-loss probe allows an ACK on top of the
- * RTT estimate (loss.c). Only the ACK's scheduling delay at the peer; the
- * host's whole-millisecond timers already add up to 1 ms to it. */
+ * RTT estimate (loss.c): the ACK's scheduling delay at the peer, a little
+ * more than a host that waits to the microsecond takes to wake. */
 #define RUDP_DEFAULT_PROBE_MARGIN_US 250u
 #define RUDP_DEFAULT_KEEPALIVE_MS 2000u
 #define RUDP_DEFAULT_TIMEOUT_MS 10000u

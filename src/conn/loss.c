@@ -342,8 +342,7 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  *
  * The margin only covers an ACK leaving the peer a little late (RTT
  * samples already include a peer's usual ACK delay); a spurious probe
- * costs one frame. It is small because the host's timers wait whole
- * milliseconds on top of it.
+ * costs one frame, a late one a whole wait of the stream behind it.
  */
 #define LOSS_MAX_PROBES 2
 
