@@ -361,6 +361,21 @@ static void test_off_by_default(void **state)
 	pair_free(&p);
 }
 
+/* A plain non-blocking UDP socket on a loopback port of its own; its
+ * "127.0.0.1:port" in addr. */
+static int loopback_socket(char *addr, size_t len)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t salen = sizeof(sa);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, salen), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
+	snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
+	return fd;
+}
+
 /* A datagram held for latency L goes out L after it was made, not with the
  * next timer: rudp_host_next_timeout_ms says so and rudp_service wakes for
  * it. The first datagram of a connect (open connection request 1, the
@@ -369,14 +384,8 @@ static void test_off_by_default(void **state)
 static void test_wakes_for_release(void **state)
 {
 	(void)state;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t salen = sizeof(sa);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, salen), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
 	char addr[64];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	int fd = loopback_socket(addr, sizeof(addr));
 
 	rudp_config cc;
 	rudp_config_init(&cc);
@@ -451,16 +460,10 @@ static void test_wakes_for_release_sub_ms(void **state)
 {
 	(void)state;
 	enum { ROUNDS = 15, HOLD_US = 300 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	assert_true(fd >= 0);
+	char addr[64];
+	int fd = loopback_socket(addr, sizeof(addr));
 	int on = 1;
 	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)), 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t salen = sizeof(sa);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, salen), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
-	char addr[64];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	uint8_t buf[2048];
 
 	/* A ping's size, from a host without the simulator: the rate is
