@@ -15,10 +15,8 @@
 #include "conn/loss.h"
 
 /* Datagrams acknowledged after a frame's latest copy that make it lost
- * (while the path shows no reordering). */
+ * (while the path shows no reordering: reorder.h). */
 #define INFER_DGRAM_THRESHOLD 3
-/* How long one sign of reordering keeps the loss rules patient. */
-#define REORDER_PERSIST_US 2000000u
 /* Records the ACK decode scratch starts with. */
 #define ACK_SCRATCH_INITIAL 16u
 
@@ -31,7 +29,7 @@ int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 	l->max_ack_ranges = cfg->max_ack_ranges;
 	l->probe_margin_us = cfg->probe_margin_us;
 	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
-	l->reorder_quarters = 1;
+	reorder_init(&l->reorder);
 	/* Up to four windows of datagrams and of frame copies: ACKs come back
 	 * within about one. */
 	l->sent.max_size = SENT_HISTORY_MIN;
@@ -512,45 +510,6 @@ static void count_lost_dgram(struct loss_engine *l, uint32_t seq)
 	}
 }
 
-/*
- * Reordering. A datagram an ACK names for the first time although the
- * peer had already acknowledged a newer one arrived out of order. On such
- * a path a gap the peer NACKs, or three newer datagrams acknowledged, do
- * not mean loss: the missing one may be a few milliseconds behind. Until
- * REORDER_PERSIST_US pass without another sign, loss is then declared by
- * time alone, as RACK does: a frame sent more than the reorder window
- * before a datagram the peer acknowledged. The window starts at a
- * quarter of the smoothed RTT and grows by a quarter (up to a whole RTT)
- * each time a datagram declared lost is acknowledged after all. Without
- * this, every late datagram was resent, and the rate controller took the
- * resulting "loss" for congestion (at 10 ms RTT with 2 ms of jitter and
- * 1 % loss, a quarter of the throughput without congestion control).
- */
-static bool reordering(const struct loss_engine *l, uint64_t now_us)
-{
-	return l->reordering_seen_us != 0 && now_us - l->reordering_seen_us < REORDER_PERSIST_US;
-}
-
-static uint64_t reorder_window(const struct loss_engine *l, uint64_t now_us)
-{
-	uint64_t w = l->rtt.srtt_us / 4 * (reordering(l, now_us) ? l->reorder_quarters : 1);
-
-	return w < 1000 ? 1000 : w;
-}
-
-/* A datagram the ACK being read names for the first time; late: a
- * datagram counted lost. */
-static void note_first_named(struct loss_engine *l, uint32_t seq, bool late, uint64_t now_us)
-{
-	if (!l->newest_named_valid || rudp_u24_diff(seq, l->newest_named_seq) >= 0)
-		return;
-	if (!reordering(l, now_us))
-		l->reorder_quarters = 1;
-	l->reordering_seen_us = now_us;
-	if (late && l->reorder_quarters < 4)
-		l->reorder_quarters++;
-}
-
 /* NACKed or inferred lost: out of the flight, and for the conn a
  * congestion signal when a queue shows in the RTT, or when the copy lost
  * was itself a resend (see cc.c: what a shallow queue's overflow looks
@@ -637,7 +596,7 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 			if ((h->tag[slot] & ~SENT_HISTORY_LOST) != (seq | SENT_HISTORY_VALID))
 				continue;
 			/* Counted lost, yet it arrived: late, not lost. */
-			note_first_named(l, seq, h->tag[slot] & SENT_HISTORY_LOST, x->now_us);
+			reorder_on_first_named(&l->reorder, seq, h->tag[slot] & SENT_HISTORY_LOST, x->now_us);
 			l->dgrams_lost -= (h->tag[slot] & SENT_HISTORY_LOST) && l->dgrams_lost > 0;
 			h->tag[slot] = 0;
 			h->valid--;
@@ -724,7 +683,7 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 			if (nack && (uint32_t)x->now_us - d->recs[slot].sent_us < x->l->rtt.min_us / 2)
 				continue;
 			/* With reordering, left to the time rule (dgram_log_infer). */
-			if (nack && reordering(x->l, x->now_us))
+			if (nack && reorder_seen(&x->l->reorder, x->now_us))
 				continue;
 			dgram_resolve(d, slot, nack);
 		}
@@ -796,8 +755,8 @@ static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_
 				      int32_t newest_acked_key)
 {
 	struct loss_engine *l = x->l;
-	uint64_t window = reorder_window(l, x->now_us);
-	bool by_count = !reordering(l, x->now_us);
+	uint64_t window = reorder_window(&l->reorder, l->rtt.srtt_us, x->now_us);
+	bool by_count = !reorder_seen(&l->reorder, x->now_us);
 	uint64_t sent_before = 0;
 	uint64_t due = UINT64_MAX;
 
@@ -852,12 +811,8 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 	v->sample.oldest_key = l->ack_keys[0].lo;
 	if (!nack) {
 		ack_from_history(&x, nkeys);
-		uint32_t newest = (next_dgram_seq + (uint32_t)v->sample.newest_key) & RUDP_WIRE_U24_MASK;
-
-		if (!l->newest_named_valid || rudp_u24_diff(newest, l->newest_named_seq) > 0) {
-			l->newest_named_seq = newest;
-			l->newest_named_valid = true;
-		}
+		reorder_on_ack(&l->reorder,
+			       (next_dgram_seq + (uint32_t)v->sample.newest_key) & RUDP_WIRE_U24_MASK);
 	}
 	dgram_log_on_records(&x, nkeys, nack);
 	/* Frames whose latest copy is older than the history, and NACKs. */
@@ -883,7 +838,8 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 			 * twice. On a path that reorders, the gap may only be a late
 			 * datagram: the time rule of loss inference decides. */
 			if (f->state == FRAME_IN_FLIGHT && now_us - f->last_send_us >= l->rtt.min_us / 2 &&
-			    l->nack_resends_since_ack < 2 * l->window_frames && !reordering(l, now_us))
+			    l->nack_resends_since_ack < 2 * l->window_frames &&
+			    !reorder_seen(&l->reorder, now_us))
 				declare_lost(&x, f, RESEND_NACK);
 			continue;
 		}

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn/reorder.h"
 #include "conn/rtt.h"
 #include "conn/sendq.h"
 #include "wire/wire.h"
@@ -181,13 +182,7 @@ struct loss_engine {
 	uint64_t dgrams_lost;
 	uint32_t lost_last_seq;
 	bool lost_last_valid;
-	/* Reordering on the path (loss.c, "Reordering"): the newest datagram
-	 * any ACK named, when a datagram was last first named after a newer
-	 * one, and the reorder window in quarters of the smoothed RTT (1..4). */
-	uint32_t newest_named_seq;
-	bool newest_named_valid;
-	uint64_t reordering_seen_us;
-	uint8_t reorder_quarters;
+	struct reorder_tracker reorder; /* reordering on the path (reorder.h) */
 };
 
 /* Up to four windows of datagrams and of frame copies in the history.
