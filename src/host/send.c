@@ -59,25 +59,20 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 		return RUDP_E_NOT_CONNECTED;
 	if (budget_over(p->host))
 		return host_send_refused(p);
-	int r;
-	if (p->policy) {
-		/* The policy stages, or sends what it staged before: its share
-		 * is read again whole. */
-		r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
-				   extra);
-		if (r != 0)
-			return host_send_error(r);
-		budget_peer_update(p->host, p);
-		host_mark_dirty(p->host, p);
-		return 0;
-	}
-	/* A send changes only the conn's send queues: their growth is the
-	 * share's, and reassembly and the order hold stay out of the cache. */
-	uint64_t before = rudp_conn_send_memory_bytes(p->conn);
-	r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority, extra);
+	/* Without a policy a send changes only the conn's send queues: their
+	 * growth is the share's, and reassembly and the order hold stay out
+	 * of the cache. A policy stages, or sends what it staged before: its
+	 * share is read again whole. */
+	bool whole = p->policy != NULL;
+	uint64_t before = whole ? 0 : rudp_conn_send_memory_bytes(p->conn);
+	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+			       extra);
 	if (r != 0)
 		return host_send_error(r);
-	budget_peer_grew(p->host, p, rudp_conn_send_memory_bytes(p->conn) - before);
+	if (whole)
+		budget_peer_update(p->host, p);
+	else
+		budget_peer_grew(p->host, p, rudp_conn_send_memory_bytes(p->conn) - before);
 	host_mark_dirty(p->host, p);
 	return 0;
 }
