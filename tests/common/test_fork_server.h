@@ -57,13 +57,19 @@ static inline void fork_server_start(struct fork_server *s, const rudp_config *s
 	close(fds[0]);
 }
 
-/* Waits for the child: it must have served and exited 0. */
-static inline void fork_server_wait(struct fork_server *s)
+/* Waits for a forked child, which must exit 0. */
+static inline void fork_child_wait(pid_t pid)
 {
 	int status;
 
-	assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Waits for the child: it must have served and exited 0. */
+static inline void fork_server_wait(struct fork_server *s)
+{
+	fork_child_wait(s->pid);
 }
 
 #endif

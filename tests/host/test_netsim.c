@@ -417,9 +417,7 @@ static void test_wakes_for_release(void **state)
 	assert_int_equal(poll(&pfd, 1, 1000), 1);
 	uint64_t arrived = now_ms() - start;
 	assert_true(recv(fd, buf, sizeof(buf), 0) > 0);
-	int status;
-	waitpid(pid, &status, 0);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fork_child_wait(pid);
 	/* 100 ms of latency (less the time the pipe took); well before the
 	 * resend timer (250 ms) or the end of the child's call (400 ms). */
 	assert_true(arrived >= 90);
