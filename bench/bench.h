@@ -285,6 +285,10 @@ int bench_cc_from_name(const char *name);
 /* Bytes TCP sent on this socket, resends included (TCP_INFO
  * tcpi_bytes_sent), -1 if the kernel does not say. */
 int64_t bench_tcp_bytes_sent(int fd);
+/* SIGINT and SIGTERM call handler (no SA_RESTART: a blocked call returns
+ * EINTR, so a loop sees its stop flag). */
+void bench_on_stop_signals(void (*handler)(int));
+/* bench_on_stop_signals setting bench_stop, and SIGPIPE ignored. */
 void bench_install_stop_handler(void);
 int bench_parse_addr(const char *s, void *sin_out); /* IPv4 "a.b.c.d:port" into sockaddr_in */
 void bench_signal_ready(int fd); /* writes "ready\n"; fd stays open for the summary */

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -115,8 +114,7 @@ out:;
 
 void competitor_free(struct competitor_shared *c)
 {
-	if (c)
-		munmap(c, sizeof *c);
+	helper_shared_free(c, sizeof *c);
 }
 
 /* Connects cli to the listener ls (both non-blocking) and accepts: the
@@ -142,11 +140,9 @@ pid_t competitor_start(const char *ns_client, const char *ns_server, const char 
 		       const char *cc, struct competitor_shared **out)
 {
 	*out = NULL;
-	struct competitor_shared *sh =
-		mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
+	struct competitor_shared *sh = helper_shared_alloc(sizeof *sh);
+	if (!sh)
 		return -1;
-	memset(sh, 0, sizeof *sh);
 	sh->retrans_bytes = -1;
 	int ready;
 	pid_t pid = helper_fork(&ready);

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -233,19 +232,16 @@ static void emu_loop(int fd[2], const struct emu_cfg *cfg, struct emu_stats *st)
 
 void emu_stats_free(struct emu_stats *stats)
 {
-	if (stats)
-		munmap(stats, sizeof *stats);
+	helper_shared_free(stats, sizeof *stats);
 }
 
 pid_t emu_start(const char *ns_client, const char *ns_server, const struct emu_link *link,
 		struct emu_stats **stats)
 {
 	*stats = NULL;
-	struct emu_stats *st =
-		mmap(NULL, sizeof *st, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (st == MAP_FAILED)
+	struct emu_stats *st = helper_shared_alloc(sizeof *st);
+	if (!st)
 		return -1;
-	memset(st, 0, sizeof *st);
 	struct emu_cfg cfg = {
 		.delay_ns = (uint64_t)(link->delay_ms_oneway * 1e6 + 0.5),
 		.drop_per_million = (uint32_t)(link->loss_pct * 10000.0 + 0.5),

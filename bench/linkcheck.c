@@ -331,11 +331,7 @@ int link_check_main(int argc, char **argv)
 		fprintf(stderr, "rudp-bench link-check: needs root (it makes two namespaces)\n");
 		return 2;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = lc_on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	bench_on_stop_signals(lc_on_signal);
 	char ns_c[64], ns_s[64];
 	snprintf(ns_c, sizeof ns_c, "rudpb-lc-%d-c", (int)getpid());
 	snprintf(ns_s, sizeof ns_s, "rudpb-lc-%d-s", (int)getpid());

@@ -144,6 +144,17 @@ static int parse_uint(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* 0 and *out when s is all a number in [min, max]; else -1 (NaN too). */
+static int parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= min && v <= max))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int kind_from_name(const char *s)
 {
 	for (int i = 0; i < WL_KINDS; i++)
@@ -1060,31 +1071,27 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'l':
-			po.loss_pct = strtod(optarg, &end);
-			if (*end || po.loss_pct < 0 || po.loss_pct > 50) {
+			if (parse_double(optarg, 0, 50, &po.loss_pct) < 0) {
 				fprintf(stderr, "rudp-bench: --loss wants a percentage 0..50\n");
 				return 2;
 			}
 			break;
 		case 'd':
-			po.delay_ms = strtod(optarg, &end);
-			if (*end || po.delay_ms < 0 || po.delay_ms > 2000) {
+			if (parse_double(optarg, 0, 2000, &po.delay_ms) < 0) {
 				fprintf(stderr,
 					"rudp-bench: --delay wants a round-trip delay in ms, 0..2000\n");
 				return 2;
 			}
 			break;
 		case 'M':
-			po.rate_mbit = strtod(optarg, &end);
-			if (*end || end == optarg || !(po.rate_mbit >= 0.1 && po.rate_mbit <= 1000)) {
+			if (parse_double(optarg, 0.1, 1000, &po.rate_mbit) < 0) {
 				fprintf(stderr,
 					"rudp-bench: --rate wants a bottleneck rate in Mbit/s, 0.1..1000\n");
 				return 2;
 			}
 			break;
 		case 'Q':
-			po.queue_ms = strtod(optarg, &end);
-			if (*end || end == optarg || !(po.queue_ms >= 0 && po.queue_ms <= 5000)) {
+			if (parse_double(optarg, 0, 5000, &po.queue_ms) < 0) {
 				fprintf(stderr, "rudp-bench: --queue-ms wants the bottleneck's buffer in ms, "
 						"0..5000\n");
 				return 2;
@@ -1160,11 +1167,7 @@ int main(int argc, char **argv)
 	struct plan plan;
 	if (plan_build(&plan, &po, have_root) < 0)
 		return 2;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_interrupt;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	bench_on_stop_signals(on_interrupt);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct meta meta;

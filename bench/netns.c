@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private network namespaces for runs, nftables loss rules and
- * /proc/net/snmp counters.
+ * Private network namespaces for runs, nftables loss rules,
+ * /proc/net/snmp counters, and the helper processes that run in them
+ * (their start and the memory they share with the parent).
  *
  * The kernels this runs on may lack sch_netem, so loss on loopback is an
  * nftables `numgen random` drop on the input hook of the namespace's
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -158,6 +160,19 @@ void close_inherited_fds(int keep)
 	if (keep > 3)
 		close_range(3, (unsigned)keep - 1, 0);
 	close_range((unsigned)(keep >= 3 ? keep + 1 : 3), ~0u, 0);
+}
+
+void *helper_shared_alloc(size_t size)
+{
+	/* An anonymous mapping starts zeroed. */
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void helper_shared_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
 }
 
 pid_t helper_fork(int *ready_fd)

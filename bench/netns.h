@@ -4,6 +4,7 @@
 #define RUDP_BENCH_NETNS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Runs argv (PATH lookup), feeding input on stdin when not NULL; stdout is
@@ -23,6 +24,11 @@ int ns_socket(const char *name, int type);
  * descriptor from 3 up but keep. A helper that held the write end of a
  * run's pipe would keep its reader from ever seeing the end. */
 void close_inherited_fds(int keep);
+/* Memory a helper and the parent both see (its counters and results):
+ * size bytes, zeroed, shared across fork; NULL when it cannot be had.
+ * helper_shared_free(NULL, n) does nothing. */
+void *helper_shared_alloc(size_t size);
+void helper_shared_free(void *p, size_t size);
 /* Starts a helper process (emulator, probe, competing flow) that reports
  * its set-up over a pipe. Returns 0 in the child, which keeps only the
  * pipe's write end (*ready_fd) of the parent's descriptors and dies with

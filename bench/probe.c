@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -87,8 +86,7 @@ static void probe_loop(int cli, int srv, uint32_t interval_us, uint32_t size, st
 
 void probe_free(struct probe_shared *p)
 {
-	if (p)
-		munmap(p, sizeof *p);
+	helper_shared_free(p, sizeof *p);
 }
 
 pid_t probe_start(const char *ns_client, const char *ns_server, const char *server_ip, uint16_t port,
@@ -97,11 +95,9 @@ pid_t probe_start(const char *ns_client, const char *ns_server, const char *serv
 	*out = NULL;
 	if (size < PROBE_MIN || size > PROBE_BUF || interval_us == 0)
 		return -1;
-	struct probe_shared *sh =
-		mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
+	struct probe_shared *sh = helper_shared_alloc(sizeof *sh);
+	if (!sh)
 		return -1;
-	memset(sh, 0, sizeof *sh);
 	int ready;
 	pid_t pid = helper_fork(&ready);
 	if (pid < 0) {

@@ -49,13 +49,18 @@ static void on_stop(int sig)
 	bench_stop = 1;
 }
 
-void bench_install_stop_handler(void)
+void bench_on_stop_signals(void (*handler)(int))
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
+	sa.sa_handler = handler;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+}
+
+void bench_install_stop_handler(void)
+{
+	bench_on_stop_signals(on_stop);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -12,22 +12,15 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+
+#include "test_clock.h"
 
 struct fork_server {
 	pid_t pid;
 	char addr[64]; /* the server's address, for the client */
 };
-
-static inline uint64_t fork_server_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Starts the child: a host made from sc (bind it to port 0), then
  * setup(server) when given (non-zero: the child fails). Returns once the
@@ -54,7 +47,7 @@ static inline void fork_server_start(struct fork_server *s, const rudp_config *s
 		if (write(fds[1], s->addr, sizeof(s->addr)) != (ssize_t)sizeof(s->addr))
 			_exit(1);
 		close(fds[1]);
-		for (uint64_t until = fork_server_now_ms() + serve_ms; fork_server_now_ms() < until;)
+		for (uint64_t until = now_ms() + serve_ms; now_ms() < until;)
 			rudp_service(server, ev, 8, 10);
 		rudp_host_destroy(server);
 		_exit(0);
@@ -64,13 +57,19 @@ static inline void fork_server_start(struct fork_server *s, const rudp_config *s
 	close(fds[0]);
 }
 
-/* Waits for the child: it must have served and exited 0. */
-static inline void fork_server_wait(struct fork_server *s)
+/* Waits for a forked child, which must exit 0. */
+static inline void fork_child_wait(pid_t pid)
 {
 	int status;
 
-	assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Waits for the child: it must have served and exited 0. */
+static inline void fork_server_wait(struct fork_server *s)
+{
+	fork_child_wait(s->pid);
 }
 
 #endif

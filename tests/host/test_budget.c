@@ -21,17 +21,11 @@
 #include "host/netsim.h"
 #include "rudp.h"
 #include "test_backend.h"
+#include "test_clock.h"
 #include "test_host_pair.h"
 
 #define NPEERS 4
 #define MSG 1000
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t total(rudp_host *h)
 {

@@ -242,13 +242,6 @@ struct pair {
 	uint64_t server_received;
 };
 
-static uint32_t msg_id(const uint8_t *data)
-{
-	uint32_t id;
-	memcpy(&id, data + 1, 4);
-	return id;
-}
-
 static void service_server(struct pair *p, int timeout_ms)
 {
 	rudp_event ev[64];
@@ -257,7 +250,7 @@ static void service_server(struct pair *p, int timeout_ms)
 	for (int i = 0; i < n; i++) {
 		if (ev[i].type != RUDP_EVENT_RECEIVE)
 			continue;
-		assert_int_equal(msg_id(ev[i].data), p->server_next);
+		assert_int_equal(test_msg_id(ev[i].data), p->server_next);
 		p->server_next++;
 		p->server_received += ev[i].len;
 		assert_int_equal(
@@ -276,11 +269,16 @@ static int service_client(struct pair *p, int timeout_ms)
 		assert_int_not_equal(ev[i].type, RUDP_EVENT_DISCONNECT);
 		if (ev[i].type != RUDP_EVENT_RECEIVE)
 			continue;
-		assert_int_equal(msg_id(ev[i].data), p->client_next);
+		assert_int_equal(test_msg_id(ev[i].data), p->client_next);
 		p->client_next++;
 		got++;
 	}
 	return got;
+}
+
+static void serve_once(void *p)
+{
+	service_server(p, 0);
 }
 
 /* A server on defaults and a client with sim, connected. */
@@ -293,23 +291,12 @@ static void pair_connect(struct pair *p, const rudp_sim_config *client_sim)
 		cc.sim = *client_sim;
 	*p = (struct pair){0};
 	test_host_pair_start(sc, &cc, &p->server, &p->client, &p->peer);
-	rudp_event ev;
-	for (uint64_t until = now_ms() + 4000; now_ms() < until;) {
-		service_server(p, 0);
-		int n = rudp_service(p->client, &ev, 1, 1);
-		assert_true(n >= 0);
-		if (n == 1) {
-			assert_int_equal(ev.type, RUDP_EVENT_CONNECT);
-			return;
-		}
-	}
-	fail_msg("no connection");
+	test_host_pair_wait_connect(p->client, serve_once, p);
 }
 
 static void pair_free(struct pair *p)
 {
-	rudp_host_destroy(p->client);
-	rudp_host_destroy(p->server);
+	test_host_pair_destroy(p->server, p->client);
 }
 
 /* Sends reliable ordered messages of size bytes until count were sent since
@@ -324,9 +311,7 @@ static uint64_t echo_messages(struct pair *p, uint32_t count, size_t size, uint3
 	while (p->client_next < count) {
 		assert_true(now_ms() < until);
 		while (p->sent < count && p->sent - p->client_next < window) {
-			memset(msg, (int)(p->sent & 0xff), size);
-			msg[0] = 0xfe;
-			memcpy(msg + 1, &p->sent, 4);
+			test_msg_fill(msg, size, p->sent);
 			assert_int_equal(rudp_send(p->peer, msg, size, RUDP_RELIABLE_ORDERED, 0), 0);
 			p->sent++;
 		}
@@ -432,9 +417,7 @@ static void test_wakes_for_release(void **state)
 	assert_int_equal(poll(&pfd, 1, 1000), 1);
 	uint64_t arrived = now_ms() - start;
 	assert_true(recv(fd, buf, sizeof(buf), 0) > 0);
-	int status;
-	waitpid(pid, &status, 0);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fork_child_wait(pid);
 	/* 100 ms of latency (less the time the pipe took); well before the
 	 * resend timer (250 ms) or the end of the child's call (400 ms). */
 	assert_true(arrived >= 90);

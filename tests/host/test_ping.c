@@ -89,6 +89,34 @@ static uint64_t pongs_dropped(rudp_host *h)
 	return st.pongs_dropped;
 }
 
+/* A client host that has pinged a server the test drives by hand
+ * (raw_socket), and the ping as that server read it: where the tests of
+ * what a pong may answer start. */
+struct ping_rig {
+	char addr[64]; /* the server's */
+	struct sockaddr_in sa, client_sa;
+	int server;
+	rudp_host *client;
+	uint32_t id;
+	int64_t time; /* the ping's time field */
+};
+
+static void ping_rig_start(struct ping_rig *r)
+{
+	r->server = raw_socket(r->addr, sizeof(r->addr), &r->sa);
+	r->client = make_host("127.0.0.1:0", 0);
+	assert_int_equal(rudp_ping_start(r->client, r->addr, 2000, &r->id), 0);
+	r->time = read_ping(r->server, &r->client_sa);
+}
+
+/* ev is the PONG that answers ping id, from the server whose GUID is guid. */
+static void check_pong(const rudp_event *ev, uint32_t id, uint64_t guid)
+{
+	assert_int_equal(ev->type, RUDP_EVENT_PONG);
+	assert_int_equal(ev->ping_id, id);
+	assert_true(ev->guid == guid);
+}
+
 /* Services h for ms milliseconds; stores up to max events in out and
  * returns how many came. */
 static int collect(rudp_host *h, int ms, rudp_event *out, int max)
@@ -223,44 +251,39 @@ static void test_ping_unanswered_times_out_once(void **state)
 static void test_forged_pongs_dropped(void **state)
 {
 	(void)state;
-	char addr[64], other_addr[64];
-	struct sockaddr_in sa, other_sa, client_sa;
-	int server = raw_socket(addr, sizeof(addr), &sa);
+	char other_addr[64];
+	struct sockaddr_in other_sa;
 	int other = raw_socket(other_addr, sizeof(other_addr), &other_sa);
-	rudp_host *client = make_host("127.0.0.1:0", 0);
-	uint32_t id;
+	struct ping_rig r;
+	ping_rig_start(&r);
 	rudp_event ev[8];
-	assert_int_equal(rudp_ping_start(client, addr, 2000, &id), 0);
-	int64_t time = read_ping(server, &client_sa);
 
-	send_pong(other, &client_sa, time, 1, "forged");
-	assert_int_equal(collect(client, 50, ev, 8), 0);
-	assert_int_equal(pongs_dropped(client), 1);
-	send_pong(other, &client_sa, time + 3, 3, "forged");
-	assert_int_equal(collect(client, 50, ev, 8), 0);
-	assert_int_equal(pongs_dropped(client), 2);
+	send_pong(other, &r.client_sa, r.time, 1, "forged");
+	assert_int_equal(collect(r.client, 50, ev, 8), 0);
+	assert_int_equal(pongs_dropped(r.client), 1);
+	send_pong(other, &r.client_sa, r.time + 3, 3, "forged");
+	assert_int_equal(collect(r.client, 50, ev, 8), 0);
+	assert_int_equal(pongs_dropped(r.client), 2);
 	const uint8_t shorty[] = {RUDP_ID_UNCONNECTED_PONG, 1, 2, 3};
-	assert_int_equal(
-		sendto(server, shorty, sizeof(shorty), 0, (struct sockaddr *)&client_sa, sizeof(client_sa)),
-		(ssize_t)sizeof(shorty));
-	assert_int_equal(collect(client, 50, ev, 8), 0);
-	assert_int_equal(pongs_dropped(client), 3);
+	assert_int_equal(sendto(r.server, shorty, sizeof(shorty), 0, (struct sockaddr *)&r.client_sa,
+				sizeof(r.client_sa)),
+			 (ssize_t)sizeof(shorty));
+	assert_int_equal(collect(r.client, 50, ev, 8), 0);
+	assert_int_equal(pongs_dropped(r.client), 3);
 
-	send_pong(server, &client_sa, time, 0xabcdef, "genuine");
-	assert_int_equal(collect(client, 50, ev, 8), 1);
-	assert_int_equal(ev[0].type, RUDP_EVENT_PONG);
-	assert_int_equal(ev[0].ping_id, id);
-	assert_true(ev[0].guid == 0xabcdef);
+	send_pong(r.server, &r.client_sa, r.time, 0xabcdef, "genuine");
+	assert_int_equal(collect(r.client, 50, ev, 8), 1);
+	check_pong(&ev[0], r.id, 0xabcdef);
 	assert_int_equal(ev[0].len, 7);
 	assert_memory_equal(ev[0].data, "genuine", 7);
-	assert_int_equal(pongs_dropped(client), 3);
+	assert_int_equal(pongs_dropped(r.client), 3);
 	/* The ping has ended: the same pong again is dropped. */
-	send_pong(server, &client_sa, time, 0xabcdef, "genuine");
-	assert_int_equal(collect(client, 50, ev, 8), 0);
-	assert_int_equal(pongs_dropped(client), 4);
-	close(server);
+	send_pong(r.server, &r.client_sa, r.time, 0xabcdef, "genuine");
+	assert_int_equal(collect(r.client, 50, ev, 8), 0);
+	assert_int_equal(pongs_dropped(r.client), 4);
+	close(r.server);
 	close(other);
-	rudp_host_destroy(client);
+	rudp_host_destroy(r.client);
 }
 
 /* A server that puts its own clock in the pong's time field (rust-raknet
@@ -269,27 +292,20 @@ static void test_forged_pongs_dropped(void **state)
 static void test_pong_without_echoed_time(void **state)
 {
 	(void)state;
-	char addr[64];
-	struct sockaddr_in sa, client_sa;
-	int server = raw_socket(addr, sizeof(addr), &sa);
-	rudp_host *client = make_host("127.0.0.1:0", 0);
-	uint32_t id;
+	struct ping_rig r;
+	ping_rig_start(&r);
 	rudp_event ev[8];
-	assert_int_equal(rudp_ping_start(client, addr, 2000, &id), 0);
-	int64_t time = read_ping(server, &client_sa);
-	send_pong(server, &client_sa, time ^ 0x7fffffff00, 9, "own clock");
-	assert_int_equal(collect(client, 50, ev, 8), 1);
-	assert_int_equal(ev[0].type, RUDP_EVENT_PONG);
-	assert_int_equal(ev[0].ping_id, id);
-	assert_true(ev[0].guid == 9);
+	send_pong(r.server, &r.client_sa, r.time ^ 0x7fffffff00, 9, "own clock");
+	assert_int_equal(collect(r.client, 50, ev, 8), 1);
+	check_pong(&ev[0], r.id, 9);
 	assert_true(ev[0].rtt_us < 2000000);
 	assert_memory_equal(ev[0].data, "own clock", 9);
-	assert_int_equal(pongs_dropped(client), 0);
-	send_pong(server, &client_sa, time ^ 0x7fffffff00, 9, "own clock");
-	assert_int_equal(collect(client, 50, ev, 8), 0);
-	assert_int_equal(pongs_dropped(client), 1);
-	close(server);
-	rudp_host_destroy(client);
+	assert_int_equal(pongs_dropped(r.client), 0);
+	send_pong(r.server, &r.client_sa, r.time ^ 0x7fffffff00, 9, "own clock");
+	assert_int_equal(collect(r.client, 50, ev, 8), 0);
+	assert_int_equal(pongs_dropped(r.client), 1);
+	close(r.server);
+	rudp_host_destroy(r.client);
 }
 
 /* max_pings bounds the pings outstanding; one that ends makes room. */
@@ -344,30 +360,25 @@ static void test_ping_limit_and_arguments(void **state)
 static void test_blocking_ping_beside_async(void **state)
 {
 	(void)state;
-	char addr[64], silent_addr[64];
-	struct sockaddr_in sa, client_sa;
-	int server = raw_socket(addr, sizeof(addr), &sa);
-	int silent = raw_socket(silent_addr, sizeof(silent_addr), &sa);
-	rudp_host *client = make_host("127.0.0.1:0", 0);
-	uint32_t id;
-	assert_int_equal(rudp_ping_start(client, addr, 2000, &id), 0);
-	int64_t time = read_ping(server, &client_sa);
-	send_pong(server, &client_sa, time, 42, "x");
+	char silent_addr[64];
+	struct sockaddr_in silent_sa;
+	int silent = raw_socket(silent_addr, sizeof(silent_addr), &silent_sa);
+	struct ping_rig r;
+	ping_rig_start(&r);
+	send_pong(r.server, &r.client_sa, r.time, 42, "x");
 	rudp_pong pong;
 	uint64_t start = now_ms();
-	assert_int_equal(rudp_ping(client, silent_addr, 300, &pong), RUDP_E_NOT_CONNECTED);
+	assert_int_equal(rudp_ping(r.client, silent_addr, 300, &pong), RUDP_E_NOT_CONNECTED);
 	assert_true(now_ms() - start >= 300);
 	rudp_event ev[8];
-	int n = rudp_recv_batch(client, ev, 8, 0);
+	int n = rudp_recv_batch(r.client, ev, 8, 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ev[0].type, RUDP_EVENT_PONG);
-	assert_int_equal(ev[0].ping_id, id);
-	assert_true(ev[0].guid == 42);
-	assert_int_equal(collect(client, 50, ev, 8), 0);
-	assert_int_equal(rudp_host_next_timeout_ms(client), -1);
-	close(server);
+	check_pong(&ev[0], r.id, 42);
+	assert_int_equal(collect(r.client, 50, ev, 8), 0);
+	assert_int_equal(rudp_host_next_timeout_ms(r.client), -1);
+	close(r.server);
 	close(silent);
-	rudp_host_destroy(client);
+	rudp_host_destroy(r.client);
 }
 
 int main(int argc, char **argv)

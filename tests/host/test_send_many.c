@@ -22,6 +22,7 @@
 #include "host/host_internal.h"
 #include "rudp.h"
 #include "test_backend.h"
+#include "test_clock.h"
 
 #define NPEERS 8
 
@@ -33,13 +34,6 @@ struct fleet {
 	int got[NPEERS]; /* messages each client received */
 	uint8_t last[NPEERS][64];
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int client_index(const struct fleet *f, const rudp_peer *p)
 {

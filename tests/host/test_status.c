@@ -33,20 +33,6 @@ struct pair {
 	uint32_t writable; /* WRITABLE events the client got */
 };
 
-static uint32_t msg_id(const uint8_t *d)
-{
-	uint32_t id;
-	memcpy(&id, d + 1, 4);
-	return id;
-}
-
-static void make_msg(uint8_t *msg, size_t size, uint32_t id)
-{
-	memset(msg, (int)(id & 0xff), size);
-	msg[0] = 0xfe;
-	memcpy(msg + 1, &id, 4);
-}
-
 /* Services the server; every message must be the next in order and intact. */
 static void service_server(struct pair *p, int timeout_ms)
 {
@@ -61,7 +47,7 @@ static void service_server(struct pair *p, int timeout_ms)
 		if (ev[i].type == RUDP_EVENT_DISCONNECT)
 			continue; /* the end of test_status_live */
 		assert_int_equal(ev[i].type, RUDP_EVENT_RECEIVE);
-		assert_int_equal(msg_id(ev[i].data), p->server_next);
+		assert_int_equal(test_msg_id(ev[i].data), p->server_next);
 		assert_int_equal(ev[i].data[ev[i].len - 1], (uint8_t)(p->server_next & 0xff));
 		p->server_next++;
 	}
@@ -81,6 +67,11 @@ static void service_client(struct pair *p, int timeout_ms)
 	}
 }
 
+static void serve_once(void *p)
+{
+	service_server(p, 0);
+}
+
 static void pair_connect(struct pair *p, const rudp_config *client_cfg, const rudp_config *server_cfg)
 {
 	rudp_config sc, cc;
@@ -96,28 +87,17 @@ static void pair_connect(struct pair *p, const rudp_config *client_cfg, const ru
 	}
 	*p = (struct pair){0};
 	test_host_pair_start(sc, &cc, &p->server, &p->client, &p->peer);
-	rudp_event ev;
-	for (uint64_t until = now_ms() + 4000; now_ms() < until;) {
-		service_server(p, 0);
-		int n = rudp_service(p->client, &ev, 1, 1);
-		assert_true(n >= 0);
-		if (n == 1) {
-			assert_int_equal(ev.type, RUDP_EVENT_CONNECT);
-			for (uint64_t t = now_ms() + 2000; !p->server_peer && now_ms() < t;) {
-				service_client(p, 0); /* what the client's simulator holds */
-				service_server(p, 1);
-			}
-			assert_non_null(p->server_peer);
-			return;
-		}
+	test_host_pair_wait_connect(p->client, serve_once, p);
+	for (uint64_t t = now_ms() + 2000; !p->server_peer && now_ms() < t;) {
+		service_client(p, 0); /* what the client's simulator holds */
+		service_server(p, 1);
 	}
-	fail_msg("no connection");
+	assert_non_null(p->server_peer);
 }
 
 static void pair_free(struct pair *p)
 {
-	rudp_host_destroy(p->client);
-	rudp_host_destroy(p->server);
+	test_host_pair_destroy(p->server, p->client);
 }
 
 static void get_status(rudp_peer *peer, rudp_peer_status *st)
@@ -226,7 +206,7 @@ static void test_status_live(void **state)
 	uint32_t sent = 0;
 	for (uint64_t until = now_ms() + 1300; now_ms() < until;) {
 		for (int k = 0; k < 8; k++, sent++) {
-			make_msg(msg, sizeof(msg), sent);
+			test_msg_fill(msg, sizeof(msg), sent);
 			assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
 		}
 		service_client(&p, 0);
@@ -258,7 +238,7 @@ static void test_status_live(void **state)
 	assert_int_equal(st.pending_reliable_bytes, 0);
 	assert_int_equal(st.queue_time_us, 0);
 	for (int k = 0; k < 200; k++, sent++) {
-		make_msg(msg, sizeof(msg), sent);
+		test_msg_fill(msg, sizeof(msg), sent);
 		assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
 	}
 	assert_true(rudp_flush(p.client) >= 0); /* the simulator holds them a while */
@@ -304,7 +284,7 @@ static void test_status_counts_policy(void **state)
 	assert_int_equal(rudp_peer_set_send_options(p.peer, &o), 0);
 	uint8_t msg[300];
 	for (uint32_t k = 0; k < 50; k++) {
-		make_msg(msg, sizeof(msg), k);
+		test_msg_fill(msg, sizeof(msg), k);
 		assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
 	}
 	rudp_peer_status st;
@@ -339,7 +319,7 @@ static void test_budget_would_block_then_writable(void **state)
 	uint32_t sent = 0;
 	int r;
 	for (;;) {
-		make_msg(msg, sizeof(msg), sent);
+		test_msg_fill(msg, sizeof(msg), sent);
 		r = rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0);
 		if (r != 0)
 			break;
@@ -357,7 +337,7 @@ static void test_budget_would_block_then_writable(void **state)
 		service_server(&p, 0);
 	}
 	assert_int_equal(p.writable, 1);
-	make_msg(msg, sizeof(msg), sent);
+	test_msg_fill(msg, sizeof(msg), sent);
 	assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
 	sent++;
 	for (uint64_t until = now_ms() + 3000; p.server_next < sent && now_ms() < until;) {
@@ -387,7 +367,7 @@ static void test_budget_refuses_new_connections(void **state)
 	uint8_t msg[1000];
 	uint32_t sent = 0;
 	for (; sent < 100; sent++) {
-		make_msg(msg, sizeof(msg), sent);
+		test_msg_fill(msg, sizeof(msg), sent);
 		assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
 	}
 	/* The server reads but hands out nothing: the messages pile up. */
@@ -462,7 +442,7 @@ static void test_budget_default_and_off(void **state)
 	pair_connect(&p, &c, NULL);
 	uint8_t msg[1000];
 	for (uint32_t k = 0; k < 2000; k++) {
-		make_msg(msg, sizeof(msg), k);
+		test_msg_fill(msg, sizeof(msg), k);
 		assert_int_equal(rudp_send(p.peer, msg, sizeof(msg), RUDP_RELIABLE_ORDERED, 0), 0);
 	}
 	pair_free(&p);
