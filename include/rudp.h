@@ -416,8 +416,10 @@ typedef struct rudp_config {
 	 * wait ack_delay_us longer. 1 (or ack_delay_us 0): an ACK per
 	 * datagram, as librudp 0.3 did. 1..64, default 2. */
 	uint32_t ack_every;
-	/** See ack_every: the longest an ACK waits, microseconds; rounded up
-	 * to the host's timer granularity. 0..100000, default 2000. */
+	/** See ack_every: the longest an ACK waits, microseconds (the host
+	 * wakes for it as for its other timers). Thinning applies only on
+	 * paths whose RTT is at least four times this. 0..100000, default
+	 * 2000. */
 	uint32_t ack_delay_us;
 	/* New fields go here, at the end (see above). */
 } rudp_config;
