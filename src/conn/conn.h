@@ -374,8 +374,9 @@ int rudp_conn_flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp
  * UINT64_MAX when none. Valid after any call above. */
 uint64_t rudp_conn_next_deadline(const struct rudp_conn *c);
 
-/* True when a flush now would emit something (pending ACKs/NACKs or sendable
- * frames). Lets the owner keep a list of conns to flush after a batch. */
+/* True when a flush now would emit something (NACKs, ACKs that thinning no
+ * longer holds back, or sendable frames). Lets the owner keep a list of
+ * conns to flush after a batch; held ACKs are in rudp_conn_next_deadline. */
 bool rudp_conn_wants_flush(const struct rudp_conn *c);
 
 /* Starts a graceful disconnect: queues 0x15 reliable-ordered behind all
