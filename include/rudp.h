@@ -403,6 +403,24 @@ typedef struct rudp_config {
 	 * Per-peer limits (max_queue_bytes, max_reassembly_bytes,
 	 * max_pending_event_bytes) still apply. 0: no limit. Default 256 MiB. */
 	uint64_t max_host_memory;
+	/** ACK thinning: a peer's data datagrams are acknowledged once this
+	 * many have come since the last ACK, or ack_delay_us after the first
+	 * of them, whichever is first (TCP's delayed ACK, QUIC's
+	 * max_ack_delay). A gap in the peer's sequence, a late or repeated
+	 * datagram and the handshake are answered at once, and NACKs are
+	 * never held back, so loss recovery is not slowed. On a bottleneck
+	 * carrying data both ways (an echo, a file both ways) an ACK per
+	 * datagram costs about a tenth of the link; RakNet's own peers
+	 * acknowledge on their update tick, so fewer ACKs are wire-legal.
+	 * The peer is taken to do the same: tail-loss probes and the RTO
+	 * wait ack_delay_us longer. 1 (or ack_delay_us 0): an ACK per
+	 * datagram, as librudp 0.3 did. 1..64, default 2. */
+	uint32_t ack_every;
+	/** See ack_every: the longest an ACK waits, microseconds (the host
+	 * wakes for it as for its other timers). Thinning applies only on
+	 * paths whose RTT is at least four times this. 0..100000, default
+	 * 2000. */
+	uint32_t ack_delay_us;
 	/* New fields go here, at the end (see above). */
 } rudp_config;
 

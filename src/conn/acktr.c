@@ -171,10 +171,13 @@ void ackq_drop_front(struct ackq *q, uint32_t n)
 	q->count -= n;
 }
 
-int acktr_init(struct ack_tracker *t, uint32_t max_dgram_seq_jump)
+int acktr_init(struct ack_tracker *t, uint32_t max_dgram_seq_jump, uint32_t ack_every, uint64_t ack_delay_us)
 {
 	memset(t, 0, sizeof(*t));
 	t->max_dgram_seq_jump = max_dgram_seq_jump;
+	t->ack_every = ack_every ? ack_every : 1;
+	t->ack_delay_us = ack_delay_us;
+	t->ack_due_us = UINT64_MAX;
 	if (ackq_init(&t->acks, CONN_ACK_RANGES) < 0 || ackq_init(&t->nacks, CONN_NACK_RANGES) < 0)
 		return RUDP_CONN_E_NOMEM;
 	return 0;

@@ -3,8 +3,9 @@
  * The ACK tracker: what we received, as the ACK and NACK ranges to send.
  * It keeps the highest datagram seq seen (and the rule for one far ahead),
  * which recent seqs were seen and acknowledged, and the pending ranges; the
- * conn encodes and sends them (conn_flush.c). A part of the conn
- * (conn_internal.h): it owns struct ack_tracker and calls no other part.
+ * conn encodes and sends them (conn_flush.c), when they are due: ACKs
+ * are thinned (acktr_note_queued). A part of the conn (conn_internal.h):
+ * it owns struct ack_tracker and calls no other part.
  */
 #ifndef RUDP_CONN_ACKTR_H
 #define RUDP_CONN_ACKTR_H
@@ -64,10 +65,21 @@ struct ack_tracker {
 	 * those of them still missing (a late one is taken back) */
 	uint64_t dgrams_expected;
 	uint64_t dgrams_missing;
+	/* ACK thinning (acktr_note_queued): the config's ack_every and
+	 * ack_delay_us; data datagrams queued for an ACK since the last ACK
+	 * datagram went; and when the queued ACKs are due (UINT64_MAX: none
+	 * queued). */
+	uint32_t ack_every;
+	uint64_t ack_delay_us;
+	uint32_t ack_waiting;
+	uint64_t ack_due_us;
+	uint64_t last_queued_us; /* when the last datagram's ACK was queued */
+	bool queued_any;
 };
 
-/* 0 or RUDP_CONN_E_NOMEM (then acktr_free it). */
-int acktr_init(struct ack_tracker *t, uint32_t max_dgram_seq_jump);
+/* 0 or RUDP_CONN_E_NOMEM (then acktr_free it). ack_every (at least 1) and
+ * ack_delay_us: acktr_note_queued. */
+int acktr_init(struct ack_tracker *t, uint32_t max_dgram_seq_jump, uint32_t ack_every, uint64_t ack_delay_us);
 void acktr_free(struct ack_tracker *t);
 
 enum dgram_seq_verdict {
@@ -148,6 +160,53 @@ struct ackq *acktr_prepare(struct ack_tracker *t, bool nack);
 static inline bool acktr_pending(const struct ack_tracker *t)
 {
 	return t->acks.count > 0 || t->nacks.count > 0;
+}
+
+/*
+ * ACK thinning. A data datagram's ACK waits until ack_every of them wait,
+ * or ack_delay_us after the first of them came, whichever is first, as
+ * TCP's delayed ACK and QUIC's max_ack_delay do: on a bottleneck carrying
+ * data both ways an ACK datagram per data datagram takes a tenth of the
+ * link, and RakNet's own peers acknowledge on their update tick, so fewer
+ * ACKs are wire-legal. at_once (a gap, a late or repeated datagram, the
+ * handshake) makes them due now: loss recovery is never slowed, and NACKs
+ * are always sent at once. So does a datagram that came more than
+ * ack_delay_us after the one before: a lone one (a game's tick) gains
+ * nothing from waiting, and its ACK is what times the peer's RTT and tail
+ * probe, so only a stream's datagrams wait. Called after the datagram's
+ * ACK was queued.
+ */
+static inline void acktr_note_queued(struct ack_tracker *t, uint64_t now_us, bool at_once)
+{
+	bool lone = !t->queued_any || now_us - t->last_queued_us > t->ack_delay_us;
+
+	t->queued_any = true;
+	t->last_queued_us = now_us;
+	if (t->ack_waiting++ == 0)
+		t->ack_due_us = now_us + t->ack_delay_us;
+	if ((at_once || lone || t->ack_waiting >= t->ack_every) && now_us < t->ack_due_us)
+		t->ack_due_us = now_us;
+}
+
+/* When the queued ACKs or NACKs are due: UINT64_MAX when none wait. */
+static inline uint64_t acktr_due_us(const struct ack_tracker *t)
+{
+	if (t->nacks.count > 0)
+		return 0;
+	return t->acks.count > 0 ? t->ack_due_us : UINT64_MAX;
+}
+
+/* Whether the ACKs queued are due at now_us. */
+static inline bool acktr_acks_due(const struct ack_tracker *t, uint64_t now_us)
+{
+	return t->acks.count > 0 && t->ack_due_us <= now_us;
+}
+
+/* Every queued ACK went out: the next one waits again. */
+static inline void acktr_acks_sent(struct ack_tracker *t)
+{
+	t->ack_waiting = 0;
+	t->ack_due_us = UINT64_MAX;
 }
 
 #endif

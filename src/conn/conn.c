@@ -19,6 +19,10 @@
 
 /* Largest frame body the bit-length field can describe. */
 #define CONN_MAX_FRAME_BODY 8191u
+/* ACK thinning's bounds (rudp_conn_config): beyond them the peer's timers
+ * would take our silence for loss. */
+#define CONN_MAX_ACK_EVERY 64u
+#define CONN_MAX_ACK_DELAY_US 100000u
 
 void rudp_conn_config_init(struct rudp_conn_config *cfg)
 {
@@ -46,6 +50,8 @@ void rudp_conn_config_init(struct rudp_conn_config *cfg)
 	cfg->protocol_version = RUDP_DEFAULT_PROTOCOL_VERSION;
 	cfg->congestion_control = RUDP_DEFAULT_CONGESTION_CONTROL; /* rudp_config_init's too */
 	cfg->probe_margin_us = RUDP_DEFAULT_PROBE_MARGIN_US;
+	cfg->ack_every = RUDP_DEFAULT_ACK_EVERY;
+	cfg->ack_delay_us = RUDP_DEFAULT_ACK_DELAY_US;
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -80,6 +86,9 @@ static void sanitize_config(struct rudp_conn_config *cfg)
 		cfg->keepalive_us = 1000000;
 	if (cfg->timeout_us == 0)
 		cfg->timeout_us = 10000000;
+	cfg->ack_every = clamp_u32(cfg->ack_every, 1, CONN_MAX_ACK_EVERY);
+	if (cfg->ack_delay_us > CONN_MAX_ACK_DELAY_US)
+		cfg->ack_delay_us = CONN_MAX_ACK_DELAY_US;
 }
 
 struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const struct rudp_conn_callbacks *cb,
@@ -132,6 +141,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 		.rto_min_us = c->cfg.rto_min_us,
 		.rto_max_us = c->cfg.rto_max_us,
 		.probe_margin_us = c->cfg.probe_margin_us,
+		/* The peer is taken to thin its ACKs as we do. */
+		.peer_ack_delay_us = c->cfg.ack_every > 1 ? c->cfg.ack_delay_us : 0,
 		.dgram_log = c->rate_on,
 	};
 	struct reasm_limits reasm_lim = {
@@ -144,7 +155,7 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	};
 	c->flush_refs = calloc(c->cfg.max_frames_per_datagram, sizeof(*c->flush_refs));
 	if (loss_init(&c->loss, &loss_cfg) < 0 || !c->flush_refs ||
-	    acktr_init(&c->acktr, c->cfg.max_dgram_seq_jump) < 0 ||
+	    acktr_init(&c->acktr, c->cfg.max_dgram_seq_jump, c->cfg.ack_every, c->cfg.ack_delay_us) < 0 ||
 	    recv_init(&c->rx, c->cfg.recv_window, c->payload_max, c->cfg.max_order_hold) < 0 ||
 	    reasm_init(&c->reasm, c->payload_max, &reasm_lim) < 0) {
 		rudp_conn_destroy(c);
@@ -296,7 +307,7 @@ bool rudp_conn_wants_flush(const struct rudp_conn *c)
 
 	if (c->state == RUDP_CONN_STATE_CLOSED)
 		return false;
-	if (acktr_pending(&c->acktr))
+	if (acktr_due_us(&c->acktr) <= c->now_us)
 		return true;
 	/* Data waiting for the pacing budget or the rate controller's window
 	 * is due at its next send time (rudp_conn_next_deadline). */
@@ -338,6 +349,8 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 	if (c->state == RUDP_CONN_STATE_DISCONNECTING && c->disconnect_unqueued)
 		min_into(&d, c->now_us + c->loss.rtt.rto_us); /* another try at queueing our 0x15 */
 	min_into(&d, c->last_recv_us + c->cfg.timeout_us);
+	/* ACKs held back by thinning: due later, not at the next unrelated event. */
+	min_into(&d, acktr_due_us(&c->acktr));
 	min_into(&d, loss_probe_deadline(&c->loss, &c->rel, c->rel_sent));
 	if (c->rate_on && (has_sendable_frames(c) || c->loss.resend_pending))
 		min_into(&d, cc_rate_next_send_us(&c->rate, c->now_us));

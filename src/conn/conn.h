@@ -84,6 +84,15 @@ struct rudp_conn_config {
 	 * least srtt / 4 + this after the last ACK that acknowledged
 	 * something (loss.c). Default RUDP_DEFAULT_PROBE_MARGIN_US. */
 	uint64_t probe_margin_us;
+	/* ACK thinning (acktr.h, acktr_note_queued): received data datagrams
+	 * are acknowledged once ack_every of them wait or ack_delay_us after
+	 * the first, whichever is first; a gap, a late datagram and the
+	 * handshake at once. The peer is taken to do the same: our tail
+	 * probe and RTO allow it ack_delay_us (loss.c). 1 or 0: an ACK per
+	 * datagram, as before thinning. Defaults RUDP_DEFAULT_ACK_EVERY,
+	 * RUDP_DEFAULT_ACK_DELAY_US; at most 64 and 100 ms. */
+	uint32_t ack_every;
+	uint64_t ack_delay_us;
 };
 
 enum rudp_conn_cc {
@@ -99,7 +108,8 @@ enum rudp_conn_cc {
  * windows), max_ack_ranges 256, max_dgram_seq_jump 1024, RTO 200 ms
  * initial / 30 ms min / 2 s max, keepalive 2 s, timeout 10 s, connect
  * timeout 5 s, linger 2 s, protocol 11, congestion control as the public
- * default, tail-probe margin 250 µs (conn/defaults.h). With these
+ * default, tail-probe margin 250 µs, an ACK per 2 datagrams or 2 ms
+ * (conn/defaults.h). With these
  * a 4 MiB message goes through at MTU 576 too. */
 void rudp_conn_config_init(struct rudp_conn_config *cfg);
 
@@ -364,8 +374,9 @@ int rudp_conn_flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp
  * UINT64_MAX when none. Valid after any call above. */
 uint64_t rudp_conn_next_deadline(const struct rudp_conn *c);
 
-/* True when a flush now would emit something (pending ACKs/NACKs or sendable
- * frames). Lets the owner keep a list of conns to flush after a batch. */
+/* True when a flush now would emit something (NACKs, ACKs that thinning no
+ * longer holds back, or sendable frames). Lets the owner keep a list of
+ * conns to flush after a batch; held ACKs are in rudp_conn_next_deadline. */
 bool rudp_conn_wants_flush(const struct rudp_conn *c);
 
 /* Starts a graceful disconnect: queues 0x15 reliable-ordered behind all

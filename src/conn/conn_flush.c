@@ -460,6 +460,8 @@ int conn_emit_acks(struct rudp_conn *c, bool nack, uint64_t now_us, bool *blocke
 		ackq_drop_front(q, (uint32_t)encoded);
 		sent++;
 	}
+	if (!nack)
+		acktr_acks_sent(&c->acktr);
 	return sent;
 }
 
@@ -481,7 +483,9 @@ int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_nex
 	if (c->disconnect_unqueued)
 		conn_retry_disconnect(c);
 
-	emitted += conn_emit_acks(c, false, now_us, &blocked);
+	/* ACKs when thinning lets them go (acktr_note_queued); NACKs at once. */
+	if (acktr_acks_due(&c->acktr, now_us))
+		emitted += conn_emit_acks(c, false, now_us, &blocked);
 	if (!blocked)
 		emitted += conn_emit_acks(c, true, now_us, &blocked);
 	if (blocked)

@@ -183,15 +183,34 @@ bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool 
 
 /* ---- frame-set datagrams ---- */
 
-static void queue_ack(struct rudp_conn *c, uint32_t seq, uint64_t now_us)
+/* at_once: the ACK may not wait (acktr_note_queued). */
+static void queue_ack(struct rudp_conn *c, uint32_t seq, bool at_once, uint64_t now_us)
 {
 	bool blocked = false;
 
-	if (acktr_queue_ack(&c->acktr, seq))
-		return;
-	/* Too many separate ranges to hold: send what we have now. */
-	conn_emit_acks(c, false, now_us, &blocked);
-	acktr_force_ack(&c->acktr, seq);
+	if (!acktr_queue_ack(&c->acktr, seq)) {
+		/* Too many separate ranges to hold: send what we have now. */
+		conn_emit_acks(c, false, now_us, &blocked);
+		acktr_force_ack(&c->acktr, seq);
+	}
+	acktr_note_queued(&c->acktr, now_us, at_once);
+}
+
+/*
+ * Whether datagram seq's ACK may wait for thinning (acktr_note_queued):
+ * only the next datagram in line, with no gap waiting for its NACK, on a
+ * connected conn, on a path whose RTT is long against the delay
+ * (rtt_ack_delay_applies). A late or repeated datagram says the peer is
+ * recovering (or our ACK was lost); the handshake must not wait; and on
+ * a shorter path (a LAN, loopback, or no RTT sample yet) a sender limited
+ * by its window would stall for the delay every flight, many times what
+ * the ACKs cost.
+ */
+static bool ack_may_wait(const struct rudp_conn *c, uint32_t seq, bool dup)
+{
+	return !dup && seq == c->acktr.highest_dgram_seq && c->acktr.nacks.count == 0 &&
+	       c->state == RUDP_CONN_STATE_CONNECTED &&
+	       rtt_ack_delay_applies(&c->loss.rtt, c->acktr.ack_delay_us);
 }
 
 /* Frames of one datagram kept from the checking pass for the acting pass
@@ -249,7 +268,7 @@ int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t 
 		return 0;
 	/* Duplicates are acknowledged too: the first ACK may have been lost. */
 	if (ackable)
-		queue_ack(c, h.seq, now_us);
+		queue_ack(c, h.seq, !ack_may_wait(c, h.seq, dup), now_us);
 	if (c->remote_closing && recv_no_reliable_gaps(&c->rx)) {
 		bool blocked = false;
 

@@ -28,7 +28,12 @@ int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 	l->window_frames = cfg->window_frames;
 	l->max_ack_ranges = cfg->max_ack_ranges;
 	l->probe_margin_us = cfg->probe_margin_us;
+	/* A peer that thins its ACKs answers the last datagram of a stream
+	 * up to its ACK delay late: the RTO waits for that too (the probe:
+	 * probe_ack_delay). */
+	l->peer_ack_delay_us = cfg->peer_ack_delay_us;
 	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
+	l->rtt.ack_delay_us = cfg->peer_ack_delay_us;
 	reorder_init(&l->reorder);
 	/* Up to four windows of datagrams and of frame copies: ACKs come back
 	 * within about one. */
@@ -339,10 +344,31 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * a dead peer is left to the RTO's backoff.
  *
  * The margin only covers an ACK leaving the peer a little late (RTT
- * samples already include a peer's usual ACK delay); a spurious probe
- * costs one frame, a late one a whole wait of the stream behind it.
+ * samples already include a peer's usual ACK delay), and probe_ack_delay
+ * a peer that thins its ACKs; a spurious probe costs one frame, a late
+ * one a whole wait of the stream behind it.
  */
 #define LOSS_MAX_PROBES 2
+
+/*
+ * What a thinning peer may add to f's ACK: its ACK delay when f's datagram
+ * went out within that delay of the datagram before it, as the peer holds
+ * only a stream's ACKs and answers a lone datagram at once (acktr.h,
+ * acktr_note_queued). A lone message's probe, the one a game waits for,
+ * is then not delayed. The datagram before is read from the history's
+ * send times, which ACKs do not clear: a slot written again since reads
+ * as a later time, so the delay is left out (at worst a spurious probe).
+ */
+static uint64_t probe_ack_delay(const struct loss_engine *l, const struct sendq_frame *f)
+{
+	const struct sent_history *h = &l->sent;
+	uint32_t prev;
+
+	if (!rtt_ack_delay_applies(&l->rtt, l->peer_ack_delay_us) || !h->sent_us)
+		return 0;
+	prev = h->sent_us[((f->last_dgram_seq - 1) & RUDP_WIRE_U24_MASK) & (h->size - 1)];
+	return (uint32_t)f->last_send_us - prev <= l->peer_ack_delay_us ? l->peer_ack_delay_us : 0;
+}
 
 void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
@@ -373,7 +399,7 @@ static struct sendq_frame *oldest_in_flight(const struct sendq *rel, uint32_t re
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
 	const struct sendq_frame *f;
-	uint64_t pto, due, quiet;
+	uint64_t pto, due, quiet, wait;
 
 	if (l->rel_unacked == 0 || l->probes_without_ack >= LOSS_MAX_PROBES)
 		return UINT64_MAX;
@@ -385,7 +411,8 @@ uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *re
 	pto = 2 * l->rtt.rttvar_us;
 	if (pto < l->probe_margin_us)
 		pto = l->probe_margin_us;
-	due = f->last_send_us + l->rtt.srtt_us + pto;
+	wait = probe_ack_delay(l, f);
+	due = f->last_send_us + l->rtt.srtt_us + pto + wait;
 	quiet = l->ack_progress_us + l->rtt.srtt_us / 4 + l->probe_margin_us;
 	return due > quiet ? due : quiet;
 }

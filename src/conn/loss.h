@@ -141,6 +141,9 @@ struct loss_config {
 	uint32_t max_ack_ranges; /* most ACK records decoded from one datagram */
 	uint64_t rto_initial_us, rto_min_us, rto_max_us;
 	uint64_t probe_margin_us; /* tail-loss probe slack (loss.c) */
+	/* how long the peer may hold an ACK back (its ACK thinning): added to
+	 * the probe margin and the RTO */
+	uint64_t peer_ack_delay_us;
 	bool dgram_log; /* keep per-datagram records (struct dgram_log) */
 };
 
@@ -151,6 +154,7 @@ struct loss_engine {
 	uint32_t window_frames;
 	uint32_t max_ack_ranges;
 	uint64_t probe_margin_us;
+	uint64_t peer_ack_delay_us; /* loss_config's */
 	uint32_t rel_unacked; /* sent frames not acked yet */
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */

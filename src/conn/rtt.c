@@ -34,6 +34,7 @@ void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uin
 	r->rto_us = clamp_u64(initial_us, r->rto_min_us, r->rto_max_us);
 	r->min_us = 0;
 	r->min_stamp_us = 0;
+	r->ack_delay_us = 0;
 	r->has_sample = false;
 }
 
@@ -55,6 +56,8 @@ void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us)
 	var_term = 4 * r->rttvar_us;
 	if (var_term < RTT_GRANULARITY_US)
 		var_term = RTT_GRANULARITY_US;
+	if (rtt_ack_delay_applies(r, r->ack_delay_us))
+		var_term += r->ack_delay_us;
 	r->rto_us = clamp_u64(r->srtt_us + var_term, r->rto_min_us, r->rto_max_us);
 }
 

@@ -16,6 +16,10 @@ struct rtt_estimator {
 	uint64_t rto_us;
 	uint64_t rto_min_us;
 	uint64_t rto_max_us;
+	/* Added to every RTO from samples: the longest the peer may hold an
+	 * ACK back (its ACK thinning), as QUIC's PTO adds max_ack_delay. Our
+	 * samples mostly come from ACKs sent at once, so srtt lacks it. */
+	uint64_t ack_delay_us;
 	/* Smallest ACK-timed sample lately: the path's RTT without the queues
 	 * our own bursts build, which srtt includes. Renewed every
 	 * RTT_MIN_WINDOW_US so a longer path is noticed. 0: no sample yet. */
@@ -23,6 +27,18 @@ struct rtt_estimator {
 	uint64_t min_stamp_us;
 	bool has_sample;
 };
+
+/* A peer thins its ACKs only on a path whose RTT is at least this many
+ * ACK delays (conn_recv.c, ack_may_wait): on a shorter one a sender
+ * limited by its window would stall for the delay every flight. Both
+ * ends judge it by their own srtt, so the sender allows for the delay
+ * (RTO, tail probe) exactly where the peer takes it. */
+#define RTT_ACK_DELAY_SHARE 4u
+
+static inline bool rtt_ack_delay_applies(const struct rtt_estimator *r, uint64_t ack_delay_us)
+{
+	return ack_delay_us > 0 && r->has_sample && r->srtt_us >= RTT_ACK_DELAY_SHARE * ack_delay_us;
+}
 
 void rtt_init(struct rtt_estimator *r, uint64_t initial_us, uint64_t min_us, uint64_t max_us);
 void rtt_on_sample(struct rtt_estimator *r, uint64_t sample_us);

@@ -12,7 +12,7 @@
  * field appended inside that padding would be taken from the caller's
  * uninitialised bytes. Update this to the new last field when appending,
  * and pad explicitly if the struct would end in padding. */
-_Static_assert(sizeof(rudp_config) == offsetof(rudp_config, max_host_memory) + sizeof(uint64_t),
+_Static_assert(sizeof(rudp_config) == offsetof(rudp_config, ack_delay_us) + sizeof(uint32_t),
 	       "rudp_config ends in padding, or its last field is not the one named here");
 
 static void config_defaults(rudp_config *c)
@@ -59,6 +59,8 @@ static void config_defaults(rudp_config *c)
 	c->max_datagram_seq_jump = RUDP_DEFAULT_MAX_DGRAM_SEQ_JUMP;
 	c->max_pings = 256;
 	c->max_host_memory = 256ull << 20;
+	c->ack_every = RUDP_DEFAULT_ACK_EVERY;
+	c->ack_delay_us = RUDP_DEFAULT_ACK_DELAY_US;
 }
 
 void rudp_config_init_sized(rudp_config *cfg, size_t size)

@@ -551,6 +551,8 @@ static int validate_config(const rudp_config *c)
 		return RUDP_E_INVALID;
 	if (c->max_pings == 0 || c->max_pings > 65536)
 		return RUDP_E_INVALID;
+	if (c->ack_every == 0 || c->ack_every > 64 || c->ack_delay_us > 100000)
+		return RUDP_E_INVALID;
 	return 0;
 }
 
@@ -577,6 +579,8 @@ static void make_conn_config(const rudp_config *c, struct rudp_conn_config *cc)
 	cc->disconnect_linger_us = (uint64_t)c->disconnect_linger_ms * 1000;
 	cc->protocol_version = c->protocol_version;
 	cc->congestion_control = (uint8_t)c->congestion_control;
+	cc->ack_every = c->ack_every;
+	cc->ack_delay_us = c->ack_delay_us;
 	/* The dedup window must cover whatever a peer may have in flight. */
 	if (cc->recv_window < c->window_frames * 4)
 		cc->recv_window = c->window_frames * 4;

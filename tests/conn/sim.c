@@ -173,6 +173,13 @@ static int cb_send(void *ud, const uint8_t *data, size_t len)
 		e->max_dgram_seen = len;
 	if (len > (size_t)e->sim->cfg.mtu - e->sim->cfg.ip_udp_overhead)
 		ep_error(e, "datagram above MTU", (uint32_t)len, e->sim->cfg.mtu);
+	if (len > 0 && (data[0] & RUDP_DGRAM_ACK)) {
+		e->ack_dgrams_sent++;
+		e->last_ack_at = e->sim->now;
+	} else if (len > 0 && (data[0] & RUDP_DGRAM_NACK)) {
+		e->nack_dgrams_sent++;
+		e->last_nack_at = e->sim->now;
+	}
 	link_send(e->sim, 1 - e->idx, data, len);
 	return 0;
 }

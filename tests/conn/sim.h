@@ -99,6 +99,9 @@ struct sim_endpoint {
 	char first_error[160];
 	size_t max_dgram_seen;
 	uint64_t last_rx_at; /* when the last application message was delivered to it */
+	uint64_t ack_dgrams_sent; /* ACK datagrams (not NACKs) it sent */
+	uint64_t nack_dgrams_sent;
+	uint64_t last_ack_at, last_nack_at; /* when it sent the last of each */
 };
 
 struct sim {

@@ -9,7 +9,8 @@
  *
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
  *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US]
- *             [rate=BYTES_PER_S] [qms=MS] [outstanding=N]
+ *             [rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N]
+ *             [ack_delay=US]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -28,7 +29,8 @@
  * the echo window (64). jitter=US adds up to that much
  * random delay per datagram (so datagrams also arrive out of order).
  * redundant=1 turns redundancy on for every channel at both ends
- * (rudp_conn_set_redundant_channels).
+ * (rudp_conn_set_redundant_channels). ack_every=N and ack_delay=US set
+ * the ACK thinning (rudp_conn_config; defaults as the library's).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,6 +41,7 @@
 
 #include <cmocka.h>
 
+#include "conn/defaults.h"
 #include "sim.h"
 
 struct bench_args {
@@ -57,6 +60,8 @@ struct bench_args {
 	uint64_t rate_bps;
 	uint64_t queue_ms;
 	uint64_t outstanding;
+	uint64_t ack_every;
+	uint64_t ack_delay_us;
 };
 
 static struct bench_args args = {
@@ -69,6 +74,8 @@ static struct bench_args args = {
 	.seed = 1,
 	.cc = 1,
 	.outstanding = 64,
+	.ack_every = RUDP_DEFAULT_ACK_EVERY,
+	.ack_delay_us = RUDP_DEFAULT_ACK_DELAY_US,
 };
 
 static void run(void **state)
@@ -94,6 +101,8 @@ static void run(void **state)
 	cfg.rto_max_us = 2000000;
 	cfg.recv_window = 8192;
 	cfg.congestion_control = (uint8_t)args.cc;
+	cfg.ack_every = (uint32_t)args.ack_every;
+	cfg.ack_delay_us = args.ack_delay_us;
 	link.queue_max = (uint32_t)args.queue;
 	sim_init(s, args.seed, &cfg, &link);
 	s->timer_granularity_us = args.timer_us;
@@ -145,14 +154,15 @@ static void run(void **state)
 	for (int i = 0; i < 2; i++) {
 		const struct rudp_conn *c = s->ep[i].c;
 
-		printf("  %s: retx %llu (nack %llu, inferred %llu, probe %llu, rto %llu)  dgrams %llu  "
+		printf("  %s: retx %llu (nack %llu, inferred %llu, probe %llu, rto %llu)  dgrams %llu (acks "
+		       "%llu)  "
 		       "bytes %llu  copies %llu  srtt %u us  rto %u us  cwnd %u B (%llu reductions)\n",
 		       i ? "server" : "client", (unsigned long long)st[i].frames_retransmitted,
 		       (unsigned long long)c->stats.resent_nack, (unsigned long long)c->stats.resent_inferred,
 		       (unsigned long long)c->stats.resent_probe, (unsigned long long)c->stats.resent_timeout,
-		       (unsigned long long)st[i].datagrams_sent, (unsigned long long)st[i].bytes_sent,
-		       (unsigned long long)st[i].frames_copied, st[i].rtt_us, st[i].rto_us, st[i].cwnd_bytes,
-		       (unsigned long long)st[i].cc_reductions);
+		       (unsigned long long)st[i].datagrams_sent, (unsigned long long)s->ep[i].ack_dgrams_sent,
+		       (unsigned long long)st[i].bytes_sent, (unsigned long long)st[i].frames_copied,
+		       st[i].rtt_us, st[i].rto_us, st[i].cwnd_bytes, (unsigned long long)st[i].cc_reductions);
 	}
 	sim_free(s);
 	free(s);
@@ -184,7 +194,9 @@ int main(int argc, char **argv)
 			 arg_u64(argv[i], "redundant", &args.redundant) ||
 			 arg_u64(argv[i], "rate", &args.rate_bps) ||
 			 arg_u64(argv[i], "qms", &args.queue_ms) ||
-			 arg_u64(argv[i], "outstanding", &args.outstanding))
+			 arg_u64(argv[i], "outstanding", &args.outstanding) ||
+			 arg_u64(argv[i], "ack_every", &args.ack_every) ||
+			 arg_u64(argv[i], "ack_delay", &args.ack_delay_us))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -195,7 +207,7 @@ int main(int argc, char **argv)
 				"usage: %s [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US] "
 				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US] "
 				"[redundant=0|1] "
-				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N]\n",
+				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N] [ack_delay=US]\n",
 				argv[0]);
 			return 2;
 		}

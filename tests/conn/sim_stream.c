@@ -8,6 +8,7 @@
  * are compared without a shared machine's noise.
  *
  *   sim_stream [loss=PM] [delay=US] [n=TICKS] [seed=N] [redundant=0|1] [timer=US]
+ *              [ack_every=N] [ack_delay=US]
  *
  * Defaults: 10 per mille loss each way, 10 ms one way (20 ms RTT), 6,000
  * ticks, timers in whole milliseconds as the host waits, redundancy off.
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
 	link.loss_pm = (uint32_t)arg(argc, argv, "loss", 10);
 	link.delay_us = arg(argc, argv, "delay", 10000);
 	rudp_conn_config_init(&cfg);
+	cfg.ack_every = (uint32_t)arg(argc, argv, "ack_every", cfg.ack_every);
+	cfg.ack_delay_us = arg(argc, argv, "ack_delay", cfg.ack_delay_us);
 	sim_init(s, arg(argc, argv, "seed", 1), &cfg, &link);
 	s->timer_granularity_us = arg(argc, argv, "timer", 1000);
 	sim_start(s);

@@ -275,7 +275,7 @@ static void test_seq_jump_bounded(void **state)
 	struct ack_tracker t;
 
 	(void)state;
-	assert_int_equal(acktr_init(&t, 1u << 20), 0);
+	assert_int_equal(acktr_init(&t, 1u << 20, 1, 0), 0);
 	for (uint32_t seq = 0; seq < 100; seq++)
 		assert_int_equal(acktr_on_dgram_seq(&t, seq), DGRAM_NEW);
 	assert_int_equal(t.dgrams_expected, 100);

@@ -214,8 +214,8 @@ static void test_acktr_in_order_fast_path(void **state)
 	uint32_t seq = RUDP_WIRE_U24_MASK - 1500, news = 0;
 
 	(void)state;
-	assert_int_equal(acktr_init(&fast, 1024), 0);
-	assert_int_equal(acktr_init(&slow, 1024), 0);
+	assert_int_equal(acktr_init(&fast, 1024, 1, 0), 0);
+	assert_int_equal(acktr_init(&slow, 1024, 1, 0), 0);
 	for (uint32_t i = 0; i < 5 * CONN_DGRAM_HISTORY; i++) {
 		uint32_t s = seq;
 		bool dup = i % 89 == 88;
