@@ -38,10 +38,10 @@
 #define RUDP_DEFAULT_PROBE_MARGIN_US 250u
 /* ACK thinning (acktr.h): a received data datagram is acknowledged once
  * this many wait, or this many microseconds after the first of them came,
- * whichever is first (a gap, a late datagram or the handshake at once):
- * on a link carrying data both ways an ACK per datagram took a tenth of
- * it. 1 or 0 respectively: an ACK per datagram. */
-#define RUDP_DEFAULT_ACK_EVERY 2u
+ * whichever is first (a gap, a late datagram or the handshake at once).
+ * Off by default (an ACK per datagram): with RUDP_CC_RATE it raised the
+ * standing queue a game stream beside bulk waits in (docs/tuning.md). */
+#define RUDP_DEFAULT_ACK_EVERY 1u
 #define RUDP_DEFAULT_ACK_DELAY_US 2000u
 #define RUDP_DEFAULT_KEEPALIVE_MS 2000u
 #define RUDP_DEFAULT_TIMEOUT_MS 10000u
