@@ -461,10 +461,12 @@ int plan_build(struct plan *p, const struct plan_opts *o, bool root)
 				int c = (k + round) % NCOLUMNS; /* rotate the order each round */
 				if (!p->col_on[c] || column_unavailable(c))
 					continue;
-				/* Redundancy is a latency option: the stream rows are
-				 * what it is judged on; elsewhere only when named. */
+				/* Redundancy is a latency option: the stream rows and
+				 * the one-connection rows with a round trip (recovery
+				 * there costs an RTT a loss) are what it is judged on;
+				 * elsewhere only when named. */
 				if (strstr(columns[c].name, "redundant") && pr->kind != WL_STREAM &&
-				    !o->columns)
+				    !(pr->kind == WL_SINGLE && pr->delay_ms > 0) && !o->columns)
 					continue;
 				if (!columns[c].reliable &&
 				    (pr->loss_pct > 0 || pr->delay_ms > 0 || pr->rate_mbit > 0))
