@@ -85,6 +85,16 @@ int loss_scratch_grow(struct loss_engine *l, size_t want)
 
 /* ---- the sent history ---- */
 
+/* The history gives up seq's slot while it still waits for its ACK: the
+ * frames whose latest copy went in it are matched by last_dgram_seq alone
+ * from now on (sent_history.untracked). */
+static void note_untracked(struct sent_history *h, uint32_t seq)
+{
+	if (!h->untracked || rudp_u24_diff(seq, h->untracked_seq) > 0)
+		h->untracked_seq = seq;
+	h->untracked = true;
+}
+
 int sent_history_resize(struct sent_history *h, uint32_t size)
 {
 	uint32_t *tag = calloc(size, sizeof(*tag));
@@ -109,8 +119,12 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 		uint32_t seq = h->tag[i] & ~SENT_HISTORY_VALID;
 		uint32_t j = seq & (size - 1);
 
-		if (!(h->tag[i] & SENT_HISTORY_VALID) || h->ring_head - h->first[i] > h->size)
+		if (!(h->tag[i] & SENT_HISTORY_VALID))
 			continue;
+		if (h->ring_head - h->first[i] > h->size) {
+			note_untracked(h, h->tag[i] & RUDP_WIRE_U24_MASK);
+			continue;
+		}
 		valid++;
 		tag[j] = h->tag[i];
 		first[j] = h->first[i];
@@ -189,10 +203,15 @@ uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32
 	    sent_history_resize(h, h->size * 2) == 0)
 		slot = seq & (h->size - 1);
 
-	if (h->valid == 0)
+	if (h->valid == 0) {
 		h->oldest_valid = seq;
-	else if (rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size)
-		h->oldest_valid = rudp_u24_add(seq, 1u - h->size); /* older slots were reused */
+	} else if (rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size) {
+		/* Older slots were reused, and ACKs no longer look below. */
+		note_untracked(h, rudp_u24_add(seq, 0u - h->size));
+		h->oldest_valid = rudp_u24_add(seq, 1u - h->size);
+	}
+	if (h->tag[slot] & SENT_HISTORY_VALID)
+		note_untracked(h, h->tag[slot] & RUDP_WIRE_U24_MASK);
 	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
 	h->tag[slot] = seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;
@@ -505,6 +524,9 @@ struct loss_ctx {
 	uint32_t next_dgram_seq;
 	uint64_t now_us;
 	struct loss_verdict *v;
+	/* The history's walk passed over a frame copy whose ring entry was
+	 * overwritten: the ACK matches frames by last_dgram_seq too. */
+	bool overwritten;
 };
 
 static void note_lost_seq(struct loss_seqs *s, uint32_t seq, int32_t key)
@@ -657,8 +679,10 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 				struct sendq_frame *f;
 
 				/* Overwritten since: left to the last_dgram_seq match. */
-				if (h->ring_head - pos > h->size)
+				if (h->ring_head - pos > h->size) {
+					x->overwritten = true;
 					continue;
+				}
 				i = rudp_u24_diff(h->ring[pos & (h->size - 1)], oldest);
 				if (i < 0 || (uint32_t)i >= x->rel_sent)
 					continue;
@@ -812,9 +836,10 @@ static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_
 int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint32_t next_dgram_seq,
 			 const uint8_t *p, size_t n, uint64_t now_us, struct loss_verdict *v)
 {
-	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v};
+	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v, false};
+	struct sent_history *h = &l->sent;
 	size_t count = 0, dropped = 0;
-	bool nack = false;
+	bool nack = false, untracked_left = false;
 	uint32_t nkeys;
 	int rc;
 
@@ -842,15 +867,24 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 			       (next_dgram_seq + (uint32_t)v->sample.newest_key) & RUDP_WIRE_U24_MASK);
 	}
 	dgram_log_on_records(&x, nkeys, nack);
-	/* Frames whose latest copy is older than the history, and NACKs. */
+	/* Frames whose latest copy is older than the history, and NACKs. For
+	 * an ACK, the history acknowledged every frame whose latest copy it
+	 * still tracks; the rest are in a datagram it gave up (no newer than
+	 * untracked_seq) or behind an overwritten ring entry. */
+	if (!nack && !x.overwritten &&
+	    !(h->untracked && l->ack_keys[0].lo <= rudp_u24_diff(h->untracked_seq, next_dgram_seq)))
+		return 0;
 	for (uint32_t i = 0; i < rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(rel, i);
 
 		if (f->state != FRAME_IN_FLIGHT && f->state != FRAME_NACKED)
 			continue;
-		if (!key_in_ranges(l->ack_keys, nkeys, rudp_u24_diff(f->last_dgram_seq, next_dgram_seq)))
+		if (!key_in_ranges(l->ack_keys, nkeys, rudp_u24_diff(f->last_dgram_seq, next_dgram_seq))) {
+			untracked_left |= rudp_u24_diff(f->last_dgram_seq, h->untracked_seq) <= 0;
 			continue;
+		}
 		if (nack) {
+			untracked_left |= rudp_u24_diff(f->last_dgram_seq, h->untracked_seq) <= 0;
 			/* Only the copy in that datagram was lost; a NACK for an older copy
 			 * does not match because last_dgram_seq moved on when it was resent.
 			 * A genuine NACK cannot come back sooner than about half the
@@ -873,6 +907,9 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 		/* Matched by last_dgram_seq: the latest copy is the one named. */
 		ack_frame(&x, f, f->last_send_us);
 	}
+	/* The frames left in flight are all newer than what was given up. */
+	if (!untracked_left)
+		h->untracked = false;
 	if (nack)
 		loss_note_rto_due(l, rel, rel_sent);
 	return 0;
@@ -881,7 +918,7 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 void loss_ack_end(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint32_t next_dgram_seq,
 		  uint64_t now_us, struct loss_verdict *v)
 {
-	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v};
+	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v, false};
 
 	v->left_bytes = 0;
 	memset(&v->lost, 0, sizeof(v->lost));
