@@ -810,20 +810,26 @@ static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_
 	bool by_count = !reorder_seen(&l->reorder, x->now_us);
 	uint64_t sent_before = 0;
 	uint64_t due = UINT64_MAX;
+	/* What the walk reads of the queue and the call, in locals: a store
+	 * to a frame (its uint8_t fields may alias anything) made the
+	 * compiler load them again for every frame. */
+	const struct sendq q = *x->rel;
+	const uint32_t rel_sent = x->rel_sent, next_dgram_seq = x->next_dgram_seq;
+	const uint32_t budget = 2 * l->window_frames;
 
 	dgram_log_infer(x, window, by_count);
 	if (newest_acked_send_us > window)
 		sent_before = newest_acked_send_us - window;
-	for (uint32_t i = 0; i < x->rel_sent; i++) {
-		struct sendq_frame *f = sendq_at(x->rel, i);
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(&q, i);
 		int32_t key;
 
 		if (f->state != FRAME_IN_FLIGHT)
 			continue;
-		key = rudp_u24_diff(f->last_dgram_seq, x->next_dgram_seq);
+		key = rudp_u24_diff(f->last_dgram_seq, next_dgram_seq);
 		if ((f->last_send_us < sent_before ||
 		     (by_count && newest_acked_key - key >= INFER_DGRAM_THRESHOLD)) &&
-		    l->nack_resends_since_ack < 2 * l->window_frames) {
+		    l->nack_resends_since_ack < budget) {
 			declare_lost(x, f, RESEND_INFERRED);
 			continue;
 		}
