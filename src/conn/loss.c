@@ -625,6 +625,11 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 	 * datagrams are cleared, or the history would take them for
 	 * datagrams still waiting and grow (builder_commit). */
 	uint32_t oldest = x->rel_sent > 0 ? sendq_at(x->rel, 0)->reliable_index : 0;
+	/* In locals: the stores of a match (to frames, whose uint8_t fields
+	 * may alias anything) made the compiler load them again for every
+	 * seq, and most seqs an ACK names were cleared by the ACKs before. */
+	const uint32_t *tag = h->tag;
+	const uint32_t mask = h->size - 1, next_dgram_seq = x->next_dgram_seq;
 
 	/* Newest first, and no further once no slot is valid: an ACK names
 	 * again every datagram acknowledged among the last 128, and on a
@@ -638,12 +643,18 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 	for (uint32_t r = nkeys; r-- > 0 && h->valid > 0 && l->ack_keys[r].hi >= floor;) {
 		int32_t lo = l->ack_keys[r].lo < floor ? floor : l->ack_keys[r].lo;
 
-		for (int32_t k = l->ack_keys[r].hi; k >= lo && h->valid > 0; k--) {
-			uint32_t seq = (x->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
-			uint32_t slot = seq & (h->size - 1);
+		for (int32_t k = l->ack_keys[r].hi; h->valid > 0; k--) {
+			uint32_t seq, slot;
 
-			if ((h->tag[slot] & ~SENT_HISTORY_LOST) != (seq | SENT_HISTORY_VALID))
-				continue;
+			/* Past the seqs whose slots are cleared, in a loop of its own. */
+			while (k >= lo && (tag[(next_dgram_seq + (uint32_t)k) & mask] & ~SENT_HISTORY_LOST) !=
+						  (((next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK) |
+						   SENT_HISTORY_VALID))
+				k--;
+			if (k < lo)
+				break;
+			seq = (next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
+			slot = seq & mask;
 			/* Counted lost, yet it arrived: late, not lost. */
 			reorder_on_first_named(&l->reorder, seq, h->tag[slot] & SENT_HISTORY_LOST, x->now_us);
 			l->dgrams_lost -= (h->tag[slot] & SENT_HISTORY_LOST) && l->dgrams_lost > 0;
