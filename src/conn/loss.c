@@ -85,6 +85,16 @@ int loss_scratch_grow(struct loss_engine *l, size_t want)
 
 /* ---- the sent history ---- */
 
+/* The history gives up seq's slot while it still waits for its ACK: the
+ * frames whose latest copy went in it are matched by last_dgram_seq alone
+ * from now on (sent_history.untracked). */
+static void note_untracked(struct sent_history *h, uint32_t seq)
+{
+	if (!h->untracked || rudp_u24_diff(seq, h->untracked_seq) > 0)
+		h->untracked_seq = seq;
+	h->untracked = true;
+}
+
 int sent_history_resize(struct sent_history *h, uint32_t size)
 {
 	uint32_t *tag = calloc(size, sizeof(*tag));
@@ -109,8 +119,12 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 		uint32_t seq = h->tag[i] & ~SENT_HISTORY_VALID;
 		uint32_t j = seq & (size - 1);
 
-		if (!(h->tag[i] & SENT_HISTORY_VALID) || h->ring_head - h->first[i] > h->size)
+		if (!(h->tag[i] & SENT_HISTORY_VALID))
 			continue;
+		if (h->ring_head - h->first[i] > h->size) {
+			note_untracked(h, h->tag[i] & RUDP_WIRE_U24_MASK);
+			continue;
+		}
 		valid++;
 		tag[j] = h->tag[i];
 		first[j] = h->first[i];
@@ -189,10 +203,15 @@ uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32
 	    sent_history_resize(h, h->size * 2) == 0)
 		slot = seq & (h->size - 1);
 
-	if (h->valid == 0)
+	if (h->valid == 0) {
 		h->oldest_valid = seq;
-	else if (rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size)
-		h->oldest_valid = rudp_u24_add(seq, 1u - h->size); /* older slots were reused */
+	} else if (rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size) {
+		/* Older slots were reused, and ACKs no longer look below. */
+		note_untracked(h, rudp_u24_add(seq, 0u - h->size));
+		h->oldest_valid = rudp_u24_add(seq, 1u - h->size);
+	}
+	if (h->tag[slot] & SENT_HISTORY_VALID)
+		note_untracked(h, h->tag[slot] & RUDP_WIRE_U24_MASK);
 	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
 	h->tag[slot] = seq | SENT_HISTORY_VALID;
 	h->first[slot] = h->ring_head;
@@ -505,6 +524,9 @@ struct loss_ctx {
 	uint32_t next_dgram_seq;
 	uint64_t now_us;
 	struct loss_verdict *v;
+	/* The history's walk passed over a frame copy whose ring entry was
+	 * overwritten: the ACK matches frames by last_dgram_seq too. */
+	bool overwritten;
 };
 
 static void note_lost_seq(struct loss_seqs *s, uint32_t seq, int32_t key)
@@ -603,6 +625,11 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 	 * datagrams are cleared, or the history would take them for
 	 * datagrams still waiting and grow (builder_commit). */
 	uint32_t oldest = x->rel_sent > 0 ? sendq_at(x->rel, 0)->reliable_index : 0;
+	/* In locals: the stores of a match (to frames, whose uint8_t fields
+	 * may alias anything) made the compiler load them again for every
+	 * seq, and most seqs an ACK names were cleared by the ACKs before. */
+	const uint32_t *tag = h->tag;
+	const uint32_t mask = h->size - 1, next_dgram_seq = x->next_dgram_seq;
 
 	/* Newest first, and no further once no slot is valid: an ACK names
 	 * again every datagram acknowledged among the last 128, and on a
@@ -616,12 +643,18 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 	for (uint32_t r = nkeys; r-- > 0 && h->valid > 0 && l->ack_keys[r].hi >= floor;) {
 		int32_t lo = l->ack_keys[r].lo < floor ? floor : l->ack_keys[r].lo;
 
-		for (int32_t k = l->ack_keys[r].hi; k >= lo && h->valid > 0; k--) {
-			uint32_t seq = (x->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
-			uint32_t slot = seq & (h->size - 1);
+		for (int32_t k = l->ack_keys[r].hi; h->valid > 0; k--) {
+			uint32_t seq, slot;
 
-			if ((h->tag[slot] & ~SENT_HISTORY_LOST) != (seq | SENT_HISTORY_VALID))
-				continue;
+			/* Past the seqs whose slots are cleared, in a loop of its own. */
+			while (k >= lo && (tag[(next_dgram_seq + (uint32_t)k) & mask] & ~SENT_HISTORY_LOST) !=
+						  (((next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK) |
+						   SENT_HISTORY_VALID))
+				k--;
+			if (k < lo)
+				break;
+			seq = (next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
+			slot = seq & mask;
 			/* Counted lost, yet it arrived: late, not lost. */
 			reorder_on_first_named(&l->reorder, seq, h->tag[slot] & SENT_HISTORY_LOST, x->now_us);
 			l->dgrams_lost -= (h->tag[slot] & SENT_HISTORY_LOST) && l->dgrams_lost > 0;
@@ -657,8 +690,10 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 				struct sendq_frame *f;
 
 				/* Overwritten since: left to the last_dgram_seq match. */
-				if (h->ring_head - pos > h->size)
+				if (h->ring_head - pos > h->size) {
+					x->overwritten = true;
 					continue;
+				}
 				i = rudp_u24_diff(h->ring[pos & (h->size - 1)], oldest);
 				if (i < 0 || (uint32_t)i >= x->rel_sent)
 					continue;
@@ -786,20 +821,26 @@ static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_
 	bool by_count = !reorder_seen(&l->reorder, x->now_us);
 	uint64_t sent_before = 0;
 	uint64_t due = UINT64_MAX;
+	/* What the walk reads of the queue and the call, in locals: a store
+	 * to a frame (its uint8_t fields may alias anything) made the
+	 * compiler load them again for every frame. */
+	const struct sendq q = *x->rel;
+	const uint32_t rel_sent = x->rel_sent, next_dgram_seq = x->next_dgram_seq;
+	const uint32_t budget = 2 * l->window_frames;
 
 	dgram_log_infer(x, window, by_count);
 	if (newest_acked_send_us > window)
 		sent_before = newest_acked_send_us - window;
-	for (uint32_t i = 0; i < x->rel_sent; i++) {
-		struct sendq_frame *f = sendq_at(x->rel, i);
+	for (uint32_t i = 0; i < rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(&q, i);
 		int32_t key;
 
 		if (f->state != FRAME_IN_FLIGHT)
 			continue;
-		key = rudp_u24_diff(f->last_dgram_seq, x->next_dgram_seq);
+		key = rudp_u24_diff(f->last_dgram_seq, next_dgram_seq);
 		if ((f->last_send_us < sent_before ||
 		     (by_count && newest_acked_key - key >= INFER_DGRAM_THRESHOLD)) &&
-		    l->nack_resends_since_ack < 2 * l->window_frames) {
+		    l->nack_resends_since_ack < budget) {
 			declare_lost(x, f, RESEND_INFERRED);
 			continue;
 		}
@@ -812,9 +853,10 @@ static void infer_losses_note_rto_due(struct loss_ctx *x, uint64_t newest_acked_
 int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint32_t next_dgram_seq,
 			 const uint8_t *p, size_t n, uint64_t now_us, struct loss_verdict *v)
 {
-	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v};
+	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v, false};
+	struct sent_history *h = &l->sent;
 	size_t count = 0, dropped = 0;
-	bool nack = false;
+	bool nack = false, untracked_left = false;
 	uint32_t nkeys;
 	int rc;
 
@@ -842,15 +884,24 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 			       (next_dgram_seq + (uint32_t)v->sample.newest_key) & RUDP_WIRE_U24_MASK);
 	}
 	dgram_log_on_records(&x, nkeys, nack);
-	/* Frames whose latest copy is older than the history, and NACKs. */
+	/* Frames whose latest copy is older than the history, and NACKs. For
+	 * an ACK, the history acknowledged every frame whose latest copy it
+	 * still tracks; the rest are in a datagram it gave up (no newer than
+	 * untracked_seq) or behind an overwritten ring entry. */
+	if (!nack && !x.overwritten &&
+	    !(h->untracked && l->ack_keys[0].lo <= rudp_u24_diff(h->untracked_seq, next_dgram_seq)))
+		return 0;
 	for (uint32_t i = 0; i < rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(rel, i);
 
 		if (f->state != FRAME_IN_FLIGHT && f->state != FRAME_NACKED)
 			continue;
-		if (!key_in_ranges(l->ack_keys, nkeys, rudp_u24_diff(f->last_dgram_seq, next_dgram_seq)))
+		if (!key_in_ranges(l->ack_keys, nkeys, rudp_u24_diff(f->last_dgram_seq, next_dgram_seq))) {
+			untracked_left |= rudp_u24_diff(f->last_dgram_seq, h->untracked_seq) <= 0;
 			continue;
+		}
 		if (nack) {
+			untracked_left |= rudp_u24_diff(f->last_dgram_seq, h->untracked_seq) <= 0;
 			/* Only the copy in that datagram was lost; a NACK for an older copy
 			 * does not match because last_dgram_seq moved on when it was resent.
 			 * A genuine NACK cannot come back sooner than about half the
@@ -873,6 +924,9 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 		/* Matched by last_dgram_seq: the latest copy is the one named. */
 		ack_frame(&x, f, f->last_send_us);
 	}
+	/* The frames left in flight are all newer than what was given up. */
+	if (!untracked_left)
+		h->untracked = false;
 	if (nack)
 		loss_note_rto_due(l, rel, rel_sent);
 	return 0;
@@ -881,7 +935,7 @@ int loss_on_ack_datagram(struct loss_engine *l, struct sendq *rel, uint32_t rel_
 void loss_ack_end(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint32_t next_dgram_seq,
 		  uint64_t now_us, struct loss_verdict *v)
 {
-	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v};
+	struct loss_ctx x = {l, rel, rel_sent, next_dgram_seq, now_us, v, false};
 
 	v->left_bytes = 0;
 	memset(&v->lost, 0, sizeof(v->lost));

@@ -83,6 +83,15 @@ struct sent_history {
 	uint32_t oldest_valid;
 	uint32_t size; /* slots, and ring entries: a power of two */
 	uint32_t max_size; /* four windows */
+	/* Whether a frame in flight may have its latest copy in a datagram
+	 * the history gave up while it still waited (its slot reused, or
+	 * dropped by a resize), and the newest such seq. Only such frames,
+	 * and those whose ring entry was overwritten (which the ACK's walk
+	 * of the history sees), need an ACK's match by last_dgram_seq over
+	 * all frames in flight: on a clean path no ACK walks them. Cleared
+	 * by that walk once no frame in flight is that old. */
+	bool untracked;
+	uint32_t untracked_seq;
 };
 #define SENT_HISTORY_MIN 64u
 /* (Re)makes the history with size slots (a power of two, larger than
