@@ -358,6 +358,12 @@ void sim_free(struct sim *s)
 	free(s->heap);
 }
 
+void sim_delete(struct sim *s)
+{
+	sim_free(s);
+	free(s);
+}
+
 /* When endpoint i's host would wake for its timers: rounded up to the
  * granularity from the moment it went idle. */
 static uint64_t timer_wake(const struct sim *s, int i)

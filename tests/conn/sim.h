@@ -160,6 +160,8 @@ void sim_init(struct sim *s, uint64_t seed, const struct rudp_conn_config *cfg, 
 /* Creates both conns at the current time; set_counters applies the wrap hook. */
 void sim_start(struct sim *s);
 void sim_free(struct sim *s);
+/* sim_free, then free(s): for a sim the test made with malloc. */
+void sim_delete(struct sim *s);
 void sim_step(struct sim *s);
 /* Runs until done(s) or until max_us of virtual time passed; true if done. */
 bool sim_run(struct sim *s, bool (*done)(struct sim *s), uint64_t max_us);

@@ -40,12 +40,6 @@ static struct sim *thin_sim(uint32_t ack_every, uint8_t cc, const struct sim_lin
 	return s;
 }
 
-static void sim_delete(struct sim *s)
-{
-	sim_free(s);
-	free(s);
-}
-
 static void send_ordered(struct sim *s, uint32_t len)
 {
 	static uint8_t msg[1200];

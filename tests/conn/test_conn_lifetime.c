@@ -39,12 +39,6 @@ static struct sim *connected_sim(uint64_t seed)
 	return s;
 }
 
-static void sim_delete(struct sim *s)
-{
-	sim_free(s);
-	free(s);
-}
-
 /* Runs to the time limit: for a run that waits for ACKs and resends. */
 static bool never(struct sim *s)
 {

@@ -45,12 +45,6 @@ static struct sim *recovery_sim(uint64_t seed, uint32_t redundant_channels)
 	return s;
 }
 
-static void sim_delete(struct sim *s)
-{
-	sim_free(s);
-	free(s);
-}
-
 static struct rudp_conn_stats client_stats(const struct sim *s)
 {
 	struct rudp_conn_stats st;

@@ -39,12 +39,6 @@ static struct sim *sim_new(uint64_t seed, const struct rudp_conn_config *cfg, co
 	return s;
 }
 
-static void sim_delete(struct sim *s)
-{
-	sim_free(s);
-	free(s);
-}
-
 static void connect_pair(struct sim *s)
 {
 	sim_start(s);
