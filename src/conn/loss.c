@@ -100,7 +100,9 @@ int sent_history_resize(struct sent_history *h, uint32_t size)
 	uint32_t *tag = calloc(size, sizeof(*tag));
 	uint32_t *first = malloc(size * sizeof(*first));
 	uint8_t *count = malloc(size * sizeof(*count));
-	uint32_t *sent_us = malloc(size * sizeof(*sent_us));
+	/* Zeroed: probe_ack_delay reads the slot before a datagram's, which
+	 * may never have been written (0 reads as long before: no delay). */
+	uint32_t *sent_us = calloc(size, sizeof(*sent_us));
 	uint32_t *ring = calloc(size, sizeof(*ring));
 
 	if (!tag || !first || !count || !sent_us || !ring) {
