@@ -82,6 +82,7 @@ leaves=""
 leaf() {
 	leaves="$leaves $1"
 }
+leaf sent_history.c "the sent history's storage (slots, growth): struct sent_history, which the loss and RTT engine owns and fills (loss.h)"
 leaf rtt.c "the RTT estimator: a pure computation over struct rtt_estimator, which the loss and RTT engine owns and calls (loss.h)"
 
 # Prints "FILE TYPE SYMBOL" for every symbol of the src/conn objects, FILE

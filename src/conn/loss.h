@@ -97,6 +97,11 @@ struct sent_history {
 /* (Re)makes the history with size slots (a power of two, larger than
  * now), keeping what it holds; 0 or RUDP_CONN_E_NOMEM (unchanged). */
 int sent_history_resize(struct sent_history *h, uint32_t size);
+/* The history gave up seq's slot while it still waited (sent_history.untracked). */
+void sent_history_note_untracked(struct sent_history *h, uint32_t seq);
+/* Whether slot still waits for its ACK with a reliable frame of it unacknowledged. */
+bool sent_history_slot_in_use(const struct sent_history *h, const struct sendq *rel, uint32_t rel_sent,
+			      uint32_t slot);
 #define SENT_HISTORY_VALID 0x80000000u
 /* In a valid tag: the datagram was counted in dgrams_lost (declare_lost);
  * an ACK for it after all takes the count back (it was late, not lost). */
