@@ -29,11 +29,10 @@ int loss_init(struct loss_engine *l, const struct loss_config *cfg)
 	l->window_frames = cfg->window_frames;
 	l->max_ack_ranges = cfg->max_ack_ranges;
 	l->probe_margin_us = cfg->probe_margin_us;
+	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
 	/* A peer that thins its ACKs answers the last datagram of a stream
 	 * up to its ACK delay late: the RTO waits for that too (the probe:
-	 * probe_ack_delay). */
-	l->peer_ack_delay_us = cfg->peer_ack_delay_us;
-	rtt_init(&l->rtt, cfg->rto_initial_us, cfg->rto_min_us, cfg->rto_max_us);
+	 * probe_ack_delay reads the same field). */
 	l->rtt.ack_delay_us = cfg->peer_ack_delay_us;
 	reorder_init(&l->reorder);
 	/* Up to four windows of datagrams and of frame copies: ACKs come back
@@ -283,12 +282,13 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
 static uint64_t probe_ack_delay(const struct loss_engine *l, const struct sendq_frame *f)
 {
 	const struct sent_history *h = &l->sent;
+	uint64_t delay = l->rtt.ack_delay_us;
 	uint32_t prev;
 
-	if (!rtt_ack_delay_applies(&l->rtt, l->peer_ack_delay_us) || !h->sent_us)
+	if (!rtt_ack_delay_applies(&l->rtt, delay) || !h->sent_us)
 		return 0;
 	prev = h->sent_us[((f->last_dgram_seq - 1) & RUDP_WIRE_U24_MASK) & (h->size - 1)];
-	return (uint32_t)f->last_send_us - prev <= l->peer_ack_delay_us ? l->peer_ack_delay_us : 0;
+	return (uint32_t)f->last_send_us - prev <= delay ? delay : 0;
 }
 
 void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)

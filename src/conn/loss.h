@@ -168,7 +168,6 @@ struct loss_engine {
 	uint32_t window_frames;
 	uint32_t max_ack_ranges;
 	uint64_t probe_margin_us;
-	uint64_t peer_ack_delay_us; /* loss_config's */
 	uint32_t rel_unacked; /* sent frames not acked yet */
 	uint8_t probes_without_ack; /* tail-loss probes sent since the last ACK progress */
 	uint32_t nack_resends_since_ack; /* frames NACKs or loss inference marked for resend since then */
