@@ -10,7 +10,7 @@
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
  *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US]
  *             [rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N]
- *             [ack_delay=US]
+ *             [ack_delay=US] [game_hz=N]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -31,6 +31,9 @@
  * redundant=1 turns redundancy on for every channel at both ends
  * (rudp_conn_set_redundant_channels). ack_every=N and ack_delay=US set
  * the ACK thinning (rudp_conn_config; defaults as the library's).
+ * game_hz=N adds a game's stream to the client: a 200 B unreliable
+ * message N times a second beside the bulk, echoed like it, and prints
+ * its echo time over the base RTT (rudp-bench's row e, in virtual time).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +65,7 @@ struct bench_args {
 	uint64_t outstanding;
 	uint64_t ack_every;
 	uint64_t ack_delay_us;
+	uint64_t game_hz;
 };
 
 static struct bench_args args = {
@@ -77,6 +81,85 @@ static struct bench_args args = {
 	.ack_every = RUDP_DEFAULT_ACK_EVERY,
 	.ack_delay_us = RUDP_DEFAULT_ACK_DELAY_US,
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Runs the echo to its end with the game's stream beside it: each update is
+ * a message of the workload (so the echo window still counts right), and
+ * its echo time is when the client sees it come back. */
+static void run_with_game(struct sim *s)
+{
+	enum { GAME_SIZE = 200, MAX_UPDATES = 60000 };
+	const uint64_t tick_us = 1000000 / args.game_hz;
+	uint64_t *sent_at = calloc(MAX_UPDATES, sizeof(*sent_at));
+	uint64_t *echo_us = calloc(MAX_UPDATES, sizeof(*echo_us));
+	uint64_t *there_us = calloc(MAX_UPDATES, sizeof(*there_us));
+	const struct sim_stream_rx *arrived = &s->ep[1].rx[RUDP_WIRE_UNRELIABLE][0];
+	struct sim_endpoint *client = &s->ep[0];
+	const struct sim_stream_rx *echoed = &client->rx[RUDP_WIRE_UNRELIABLE][0];
+	uint8_t msg[GAME_SIZE];
+	uint32_t updates = 0, pending = 0, got = 0;
+	uint64_t next = s->now;
+
+	assert_non_null(sent_at);
+	assert_non_null(echo_us);
+	assert_non_null(there_us);
+	while (!sim_all_delivered(s)) {
+		if (s->now >= next && updates < MAX_UPDATES) {
+			sim_make_message(msg, GAME_SIZE, RUDP_WIRE_UNRELIABLE, 0, updates);
+			if (rudp_conn_send(client->c, msg, GAME_SIZE, RUDP_WIRE_UNRELIABLE, 0, s->now) == 0) {
+				client->tx_next[RUDP_WIRE_UNRELIABLE][0]++;
+				client->sent++;
+				client->work.count++;
+				sent_at[updates++] = s->now;
+			}
+			next += tick_us;
+		}
+		s->wake_at = next;
+		sim_step(s);
+		assert_false(s->stuck);
+		for (uint32_t i = pending; i < updates; i++) {
+			if (!there_us[i] && arrived->got[i])
+				there_us[i] = s->now - sent_at[i];
+			if (!echo_us[i] && echoed->got[i]) {
+				echo_us[i] = s->now - sent_at[i];
+				got++;
+			}
+		}
+		/* An update a second old is lost, not late. */
+		while (pending < updates && (echo_us[pending] || s->now - sent_at[pending] > 1000000))
+			pending++;
+	}
+	uint32_t n = 0;
+	uint64_t there_sum = 0, back_sum = 0;
+	for (uint32_t i = 0; i < updates; i++)
+		if (echo_us[i]) {
+			there_sum += there_us[i];
+			back_sum += echo_us[i] - there_us[i];
+			echo_us[n++] = echo_us[i];
+		}
+	qsort(echo_us, n, sizeof(*echo_us), cmp_u64);
+	double base_ms = 2.0 * (double)args.delay_us / 1000;
+	if (n) {
+		printf("  game: %u of %u updates echoed; echo over the base RTT p50 %.1f ms, p99 %.1f ms, "
+		       "max %.1f "
+		       "ms\n",
+		       got, updates, (double)echo_us[n / 2] / 1000 - base_ms,
+		       (double)echo_us[(size_t)n * 99 / 100] / 1000 - base_ms,
+		       (double)echo_us[n - 1] / 1000 - base_ms);
+		printf("  game: one way over the base, mean: to the server %.1f ms, back %.1f ms\n",
+		       (double)there_sum / n / 1000 - (double)args.delay_us / 1000,
+		       (double)back_sum / n / 1000 - (double)args.delay_us / 1000);
+	}
+	free(sent_at);
+	free(echo_us);
+	free(there_us);
+}
 
 static void run(void **state)
 {
@@ -122,7 +205,10 @@ static void run(void **state)
 		for (int i = 0; i < 2; i++)
 			rudp_conn_set_redundant_channels(s->ep[i].c, UINT32_MAX);
 	start = s->now;
-	assert_true(sim_run(s, sim_all_delivered, 3600ull * 1000000));
+	if (args.game_hz)
+		run_with_game(s);
+	else
+		assert_true(sim_run(s, sim_all_delivered, 3600ull * 1000000));
 	sim_assert_complete(s, 0);
 	sim_assert_complete(s, 1);
 	secs = (double)(s->now - start) / 1e6;
@@ -196,7 +282,8 @@ int main(int argc, char **argv)
 			 arg_u64(argv[i], "qms", &args.queue_ms) ||
 			 arg_u64(argv[i], "outstanding", &args.outstanding) ||
 			 arg_u64(argv[i], "ack_every", &args.ack_every) ||
-			 arg_u64(argv[i], "ack_delay", &args.ack_delay_us))
+			 arg_u64(argv[i], "ack_delay", &args.ack_delay_us) ||
+			 arg_u64(argv[i], "game_hz", &args.game_hz))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -207,13 +294,15 @@ int main(int argc, char **argv)
 				"usage: %s [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US] "
 				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US] "
 				"[redundant=0|1] "
-				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N] [ack_delay=US]\n",
+				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N] [ack_delay=US] "
+				"[game_hz=N]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (args.size < SIM_MSG_HEADER || args.messages > SIM_MAX_MSGS) {
-		fprintf(stderr, "size >= %d, messages <= %d\n", SIM_MSG_HEADER, SIM_MAX_MSGS);
+	if (args.size < SIM_MSG_HEADER || args.messages > SIM_MAX_MSGS || args.game_hz > 1000) {
+		fprintf(stderr, "size >= %d, messages <= %d, game_hz <= 1000\n", SIM_MSG_HEADER,
+			SIM_MAX_MSGS);
 		return 2;
 	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
