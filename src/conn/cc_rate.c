@@ -37,9 +37,22 @@
  *     receiver that acknowledges once a millisecond makes rounds longer
  *     than the minimum RTT, and a probe shorter than a round shows in no
  *     sample). STARTUP ends when three rounds in a row did not raise the
- *     estimate by a quarter, or on congestion. A cruise phase after a
- *     round whose RTT samples all stood above the minimum paces at 0.95
- *     instead of 0.99, to drain that standing queue.
+ *     estimate by a quarter, on congestion, or after a round that left a
+ *     standing queue (below): the rate has outgrown the path, and each
+ *     further round of doubling would add a round trip's worth of queue.
+ *   - A round whose RTT samples all stood above the minimum (by an
+ *     eighth of it, at least 1 ms) left a standing queue. The estimate
+ *     can read high: where traffic flows both ways, ACKs wait in the
+ *     return path's queue behind the peer's data and arrive bunched
+ *     when it shrinks, so a sample reads up to a tenth above what the
+ *     bottleneck delivers, and the maximum keeps it ten rounds. Until
+ *     the queue is gone, cruising paces at 0.95 instead of 0.99 and the
+ *     window shrinks to 0.9 BDP plus the batching allowance: a flight
+ *     that fills the path even with such an estimate, and for flows
+ *     sharing a queue a cut in proportion to each one's share, so they
+ *     drain it together. Not where the ACKs' batching exceeds a BDP (a
+ *     host or LAN whose receiver acknowledges in batches): there the RTT
+ *     above the minimum is that batching, which the window must cover.
  *   - The window is twice the BDP plus what the ACKs show arrives in
  *     batches beyond the estimated rate (the largest such excess of the
  *     last ten rounds). A receiver that reads and acknowledges in batches
@@ -105,10 +118,14 @@
 /* ...if it is more than a datagram or two: in a round of twenty
  * datagrams one loss is 5 %, and 1 % random loss gives that often. */
 #define LOSS_THRESH_MIN_DATAGRAMS 3u
-/* A round's smallest RTT this far above the minimum (or a quarter of it,
+/* A round's smallest RTT this far above the minimum (or this share of it,
  * if more) is a standing queue; below, the peer's ACK timing and the
  * path's jitter. */
 #define QUEUE_DELAY_MIN_US 1000u
+#define QUEUE_DELAY_SHARE 8u
+/* The window's cap while a queue stands, per mille of the BDP (plus the
+ * batching allowance). */
+#define STANDING_QUEUE_BDP_PM 900u
 /* A congested round caps the flight at this share of what was in flight
  * when its loss left, and takes at most this share off the bandwidth.
  * BBRv2's 0.7 cost the simulator's eight flows their fairness (an index
@@ -373,7 +390,7 @@ static bool round_queue_standing(const struct cc_rate *cc)
 
 	if (cc->min_rtt_us == 0 || cc->round_min_rtt_us == UINT64_MAX)
 		return false;
-	queue_floor = max_u64(cc->min_rtt_us / 4, QUEUE_DELAY_MIN_US);
+	queue_floor = max_u64(cc->min_rtt_us / QUEUE_DELAY_SHARE, QUEUE_DELAY_MIN_US);
 	return cc->round_min_rtt_us > cc->min_rtt_us + queue_floor;
 }
 
@@ -433,6 +450,8 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 		cc->congestion_rounds++;
 		if (cc->state == CC_RATE_STARTUP)
 			cc->full_bw_reached = true;
+	} else if (cc->state == CC_RATE_STARTUP && cc->queue_standing && cc->round_not_app_limited) {
+		cc->full_bw_reached = true;
 	} else if (cc->inflight_hi && cc->round_cwnd_limited && cc->state == CC_RATE_PROBE_BW &&
 		   cycle_gain_pm[cc->cycle_phase] > PM) {
 		/* Probing, held by the cap, and no congestion: the cap was low. */
@@ -619,6 +638,10 @@ static void update_cwnd(struct cc_rate *cc)
 		cc->cwnd = min_u64(cc->cwnd, cc->inflight_hi);
 	if (cc->state == CC_RATE_PROBE_RTT)
 		cc->cwnd = min_u64(cc->cwnd, probe_rtt_cwnd(cc));
+	if (cc->state == CC_RATE_PROBE_BW && cc->pacing_gain_pm <= PM && cc->queue_standing &&
+	    extra_acked(cc) < bdp(cc, PM))
+		cc->cwnd =
+			min_u64(cc->cwnd, bdp(cc, STANDING_QUEUE_BDP_PM) + extra_acked(cc) + 2ull * cc->mss);
 	cc->cwnd = max_u64(cc->cwnd, min_cwnd(cc));
 }
 

@@ -215,6 +215,28 @@ static void test_app_limited_samples_keep_the_estimate(void **state)
 	assert_true(cc_rate_send_allowance(&cc, f.now) >= 10 * DGRAM);
 }
 
+static void test_startup_ends_at_a_standing_queue(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+
+	(void)state;
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	/* The delivery rate doubling each round, so startup would go on... */
+	feed(&f, 250000, 20000, 0, 60000, 0, false);
+	feed(&f, 500000, 20000, 0, 20000, 0, false);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
+	/* ...but in the next rounds every RTT sample stood 5 ms above the
+	 * 20 ms minimum: the rate outgrew the path. No loss. */
+	feed(&f, 1000000, 25000, 0, 25000, 0, false);
+	feed(&f, 2000000, 25000, 0, 50000, 0, false);
+	assert_true(cc.full_bw_reached);
+	assert_int_not_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
+	assert_int_equal(cc.congestion_rounds, 0);
+	assert_int_equal(cc.lost, 0);
+}
+
 static void test_state_transitions(void **state)
 {
 	static struct feeder f;
@@ -293,6 +315,46 @@ static void test_standing_queue_paces_under_the_estimate(void **state)
 		}
 	}
 	assert_true(seen > 50);
+}
+
+/* The window's cap while a queue stands (cc_rate.c): 0.9 BDP plus the
+ * batching allowance and two datagrams. */
+static uint64_t standing_cap(const struct cc_rate *cc)
+{
+	uint64_t extra = cc->extra_acked[0] > cc->extra_acked[1] ? cc->extra_acked[0] : cc->extra_acked[1];
+
+	return cc_rate_bandwidth(cc) * cc_rate_min_rtt_us(cc) / 1000000 * 900 / 1000 + extra + 2 * DGRAM;
+}
+
+static void test_standing_queue_caps_the_window(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	uint32_t capped = 0;
+
+	(void)state;
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 1000000, 20000, 0, 500000, 0, false);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_PROBE_BW);
+	assert_true(cc_rate_cwnd(&cc) >= 2 * 19000);
+	/* Every sample 3 ms above the 20 ms minimum (more than an eighth of
+	 * it): a standing queue. Cruising, the window holds the flight to
+	 * 0.9 BDP plus the allowance, whatever the feeder sends. */
+	for (int i = 0; i < 500; i++) {
+		feed(&f, 1000000, 23000, 0, 2000, 0, false);
+		if (cc_rate_state(&cc) == CC_RATE_PROBE_BW && cc.pacing_gain_pm <= 1000 &&
+		    cc.queue_standing) {
+			assert_true(cc_rate_cwnd(&cc) <= standing_cap(&cc));
+			capped++;
+		}
+	}
+	assert_true(capped > 100);
+	assert_true(cc_rate_cwnd(&cc) < 2 * 19000);
+	/* The queue gone: the window is two BDPs again. */
+	feed(&f, 1000000, 20000, 0, 1000000, 0, false);
+	assert_false(cc.queue_standing);
+	assert_true(cc_rate_cwnd(&cc) >= 2 * 19000);
 }
 
 static void test_startup_exit_on_loss_with_queue(void **state)
@@ -520,7 +582,8 @@ static void test_growing_queue_limits_the_window(void **state)
 
 	/* Loss with a standing queue (10 ms above the minimum, 30 kB in
 	 * flight): the flight is capped below the window's two BDPs, not
-	 * below one. The control sees the same queue without loss. */
+	 * below one. The control sees the same queue without loss: no loss
+	 * cap, only the standing queue's (test_standing_queue_caps_the_window). */
 	for (int lossy = 0; lossy < 2; lossy++) {
 		struct cc_rate *c = lossy ? &cc : &control;
 
@@ -530,7 +593,8 @@ static void test_growing_queue_limits_the_window(void **state)
 		feed(&f, 1000000, 30000, 0, 1000000, lossy ? 50 : 0, false);
 	}
 	assert_int_equal(control.congestion_rounds, 0);
-	assert_true(cc_rate_cwnd(&control) >= 2 * 19000);
+	assert_int_equal(control.inflight_hi, 0);
+	assert_true(control.queue_standing);
 	assert_true(cc.congestion_rounds > 0);
 	assert_true(cc.inflight_hi > 0);
 	assert_true(cc_rate_cwnd(&cc) <= 30000 * 85 / 100 + DGRAM);
@@ -1191,9 +1255,11 @@ int main(void)
 		cmocka_unit_test(test_rate_sample_and_min_rtt),
 		cmocka_unit_test(test_bw_filter_is_a_windowed_max),
 		cmocka_unit_test(test_app_limited_samples_keep_the_estimate),
+		cmocka_unit_test(test_startup_ends_at_a_standing_queue),
 		cmocka_unit_test(test_state_transitions),
 		cmocka_unit_test(test_startup_exit_on_loss_with_queue),
 		cmocka_unit_test(test_standing_queue_paces_under_the_estimate),
+		cmocka_unit_test(test_standing_queue_caps_the_window),
 		cmocka_unit_test(test_can_send_is_allowance_open),
 		cmocka_unit_test(test_pacing_budget),
 		cmocka_unit_test(test_out_of_data_bursts_the_window),
