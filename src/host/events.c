@@ -220,13 +220,22 @@ static void pop_ping_head(rudp_event *o, uint8_t head_len)
 
 int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 {
+	/* The ring's indexes and counts in locals, stored once at the end:
+	 * the stores to out (uint8_t fields may alias anything) made the
+	 * compiler load and store them again for every event. */
+	const struct pending_event *items = q->items;
+	const struct body_ring arena = q->arena;
+	const uint32_t mask = q->cap - 1;
+	uint32_t head = q->head, count = q->count, non_receive = q->non_receive;
+	uint64_t bytes = q->bytes;
 	int n = 0;
-	while (n < max && q->count) {
-		struct pending_event *e = &q->items[q->head];
+
+	while (n < max && count) {
+		const struct pending_event *e = &items[head];
 		rudp_event *o = &out[n++];
 		o->type = e->type;
 		o->peer = e->peer;
-		o->data = e->len ? body_ring_at(&q->arena, e->data_pos) : NULL;
+		o->data = e->len ? body_ring_at(&arena, e->data_pos) : NULL;
 		o->len = e->len;
 		o->reliability = e->reliability;
 		o->channel = e->channel;
@@ -239,11 +248,15 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 			pop_ping_head(o, e->head_len);
 		if (e->type == RUDP_EVENT_DISCONNECT)
 			e->peer->event_seen = true;
-		q->non_receive -= e->type != RUDP_EVENT_RECEIVE;
-		q->bytes -= e->len;
-		q->head = (q->head + 1) & (q->cap - 1);
-		q->count--;
+		non_receive -= e->type != RUDP_EVENT_RECEIVE;
+		bytes -= e->len;
+		head = (head + 1) & mask;
+		count--;
 	}
+	q->head = head;
+	q->count = count;
+	q->non_receive = non_receive;
+	q->bytes = bytes;
 	return n;
 }
 
