@@ -131,7 +131,9 @@ struct rudp_conn_callbacks {
 	/* Optional (may be NULL: the owner always has room). Called before a
 	 * reliable frame counts as received, with what the frame may hand to
 	 * deliver (and connected) at once: its own message, those waiting
-	 * behind it on its channel, a connecting client's early ones. True:
+	 * behind it on its channel, a connecting client's early ones; or once
+	 * for all the frames of a datagram (those of a connected conn, none
+	 * split: each frame's own message, unreliable ones too). True:
 	 * the owner has made room for them all, so those calls cannot fail.
 	 * False (out of memory): the frame is not acknowledged and the peer
 	 * sends it again later; nothing acknowledged is ever lost. */

@@ -52,9 +52,13 @@ static inline void route_message(struct rudp_conn *c, const uint8_t *data, size_
  * Room with the owner for what reliable frame f may deliver at once, asked
  * before the frame counts as received: once the peer has its ACK it never
  * sends the frame again, so a message the owner then had no room for would
- * be lost. ch: f's channel when it is ordered or sequenced.
+ * be lost. ch: f's channel when it is ordered or sequenced. *dgram_room:
+ * the owner made room for every frame of f's datagram delivering its own
+ * body alone (conn_on_frame_set), and nothing beyond that was delivered
+ * since; a frame that may deliver more asks for itself and ends it.
  */
-static bool delivery_room(struct rudp_conn *c, const struct rudp_wire_frame *f, const struct recv_channel *ch)
+static bool delivery_room(struct rudp_conn *c, const struct rudp_wire_frame *f, const struct recv_channel *ch,
+			  bool *dgram_room)
 {
 	uint32_t messages = 1;
 	uint64_t bytes = f->body_len;
@@ -72,6 +76,9 @@ static bool delivery_room(struct rudp_conn *c, const struct rudp_wire_frame *f, 
 		messages += c->early_count + 1;
 		bytes += c->early_bytes;
 	}
+	if (*dgram_room && messages == 1 && bytes == f->body_len)
+		return true;
+	*dgram_room = false;
 	return c->cb.reserve_delivery(c->cb.ud, messages, bytes);
 }
 
@@ -120,7 +127,11 @@ static void on_fragment(struct rudp_conn *c, const struct rudp_wire_frame *f, ui
 	}
 }
 
-bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram, uint64_t now_us)
+/* Takes frame f of a datagram (dup_dgram: seen before); false when a
+ * reliable one is refused (its datagram is then not acknowledged).
+ * dgram_room: as for delivery_room. */
+static bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool dup_dgram,
+			    bool *dgram_room, uint64_t now_us)
 {
 	bool reliable = rudp_wire_is_reliable(f->reliability);
 
@@ -168,7 +179,7 @@ bool conn_recv_frame(struct rudp_conn *c, const struct rudp_wire_frame *f, bool 
 			return false;
 		if (c->state == RUDP_CONN_STATE_CONNECTING && !conn_reserve_answer(c, f))
 			return false;
-		if (c->cb.reserve_delivery && !delivery_room(c, f, ch))
+		if (c->cb.reserve_delivery && !delivery_room(c, f, ch, dgram_room))
 			return false;
 		recv_dedup_mark(&c->rx, f->reliable_index);
 	}
@@ -222,9 +233,10 @@ int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t 
 {
 	struct rudp_wire_dgram_header h;
 	struct rudp_wire_frame kept[FRAME_SET_KEEP], f;
-	bool ackable = true, dup;
+	bool ackable = true, dup, split = false, dgram_room = false;
 	enum dgram_seq_verdict verdict;
 	size_t off, nframes = 0, kept_end = 0;
+	uint64_t bytes = 0;
 	int rc;
 
 	rc = rudp_wire_decode_dgram_header(p, n, &h);
@@ -240,8 +252,14 @@ int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t 
 			c->stats.datagrams_dropped++;
 			return rc;
 		}
-		if (nframes < FRAME_SET_KEEP)
+		if (nframes < FRAME_SET_KEEP) {
 			kept_end = off + (size_t)rc;
+			bytes += kept[nframes].body_len;
+			split |= kept[nframes].split;
+		} else {
+			bytes += f.body_len;
+			split |= f.split;
+		}
 	}
 	verdict = acktr_on_dgram_seq(&c->acktr, h.seq);
 	if (verdict == DGRAM_FAR_AHEAD) {
@@ -250,6 +268,16 @@ int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t 
 	}
 	dup = verdict == DGRAM_SEEN;
 	c->last_recv_us = now_us;
+	/*
+	 * Room with the owner for the whole datagram at once, rather than a
+	 * call per reliable frame (delivery_room): when no frame is split
+	 * and the handshake is over, each frame delivers at most its own
+	 * body, unless it releases held messages (it then asks for itself).
+	 * Unreliable frames are counted too: their events take room as well.
+	 * Refused (out of memory), each frame asks for itself.
+	 */
+	if (nframes > 1 && !split && !dup && c->cb.reserve_delivery && c->state != RUDP_CONN_STATE_CONNECTING)
+		dgram_room = c->cb.reserve_delivery(c->cb.ud, (uint32_t)nframes, bytes);
 	off = kept_end;
 	for (size_t i = 0; i < nframes && c->state != RUDP_CONN_STATE_CLOSED; i++) {
 		const struct rudp_wire_frame *fr;
@@ -261,7 +289,7 @@ int conn_on_frame_set(struct rudp_conn *c, const uint8_t *p, size_t n, uint64_t 
 			off += (size_t)rc;
 			fr = &f;
 		}
-		if (!conn_recv_frame(c, fr, dup, now_us))
+		if (!conn_recv_frame(c, fr, dup, &dgram_room, now_us))
 			ackable = false;
 	}
 	if (c->state == RUDP_CONN_STATE_CLOSED)

@@ -85,8 +85,21 @@ int loss_scratch_grow(struct loss_engine *l, size_t want)
 
 /* ---- the sent history (sent_history.c keeps its storage) ---- */
 
-uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
-			  uint64_t now_us, uint32_t new_frames)
+/* Slot of the history now datagram seq's (loss_dgram_begin). */
+static inline uint32_t history_write(struct sent_history *h, uint32_t slot, uint32_t seq, uint64_t now_us)
+{
+	h->tag[slot] = seq | SENT_HISTORY_VALID;
+	h->first[slot] = h->ring_head;
+	h->count[slot] = 0;
+	h->sent_us[slot] = (uint32_t)now_us;
+	return slot;
+}
+
+/* loss_dgram_begin when the history may grow or a slot it passes or takes
+ * is in use: noinline, so the common case saves no registers for it. */
+static __attribute__((noinline)) uint32_t dgram_begin_any(struct loss_engine *l, const struct sendq *rel,
+							  uint32_t rel_sent, uint32_t seq, uint64_t now_us,
+							  uint32_t new_frames)
 {
 	struct sent_history *h = &l->sent;
 	uint32_t slot;
@@ -114,11 +127,21 @@ uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32
 	if (h->tag[slot] & SENT_HISTORY_VALID)
 		sent_history_note_untracked(h, h->tag[slot] & RUDP_WIRE_U24_MASK);
 	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
-	h->tag[slot] = seq | SENT_HISTORY_VALID;
-	h->first[slot] = h->ring_head;
-	h->count[slot] = 0;
-	h->sent_us[slot] = (uint32_t)now_us;
-	return slot;
+	return history_write(h, slot, seq, now_us);
+}
+
+uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
+			  uint64_t now_us, uint32_t new_frames)
+{
+	struct sent_history *h = &l->sent;
+	uint32_t slot = seq & (h->size - 1);
+
+	/* dgram_begin_any's common case: grown, nothing to note untracked. */
+	if (h->size < h->max_size || h->valid == 0 ||
+	    rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size || (h->tag[slot] & SENT_HISTORY_VALID))
+		return dgram_begin_any(l, rel, rel_sent, seq, now_us, new_frames);
+	h->valid++;
+	return history_write(h, slot, seq, now_us);
 }
 
 /* ---- per-datagram records ---- */
@@ -172,35 +195,54 @@ static void dgram_advance_oldest(struct dgram_log *d, uint32_t upto)
 		d->oldest = rudp_u24_add(d->oldest, 1);
 }
 
-uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
-			    struct dgram_evicted *ev)
+/* The record of datagram seq, written. */
+static inline uint32_t *dgram_write(struct dgram_log *d, struct dgram_rec *r, uint32_t seq, uint32_t bytes,
+				    uint64_t now_us)
 {
-	struct dgram_log *d = &l->dlog;
-	uint32_t slot = seq & (d->size - 1);
-	struct dgram_rec *r;
-
-	ev->any = false;
-	/* More datagrams unresolved than records: grow (out of memory keeps
-	 * the smaller log, and the datagram the record held counts as lost). */
-	if ((d->recs[slot].tag & SENT_HISTORY_VALID) && d->size < LOSS_DGRAM_LOG_MAX &&
-	    dgram_log_resize(d, d->size * 2) == 0)
-		slot = seq & (d->size - 1);
-	r = &d->recs[slot];
-	if (r->tag & SENT_HISTORY_VALID) {
-		ev->any = true;
-		ev->bytes = r->bytes;
-		memcpy(ev->data, r->data, sizeof(ev->data));
-		d->pending--;
-	}
 	if (d->pending == 0)
 		d->oldest = seq;
 	r->tag = seq | SENT_HISTORY_VALID;
 	r->bytes = bytes;
 	r->sent_us = (uint32_t)now_us;
 	d->pending++;
+	return r->data;
+}
+
+/* loss_dgram_record when seq's slot holds an unresolved record: noinline,
+ * so the common case saves no registers for it. */
+static __attribute__((noinline)) uint32_t *dgram_record_taken(struct dgram_log *d, uint32_t seq,
+							      uint32_t bytes, uint64_t now_us,
+							      struct dgram_evicted *ev)
+{
+	struct dgram_rec *r;
+
+	/* More datagrams unresolved than records: grow (out of memory keeps
+	 * the smaller log, and the datagram the record held counts as lost). */
+	if (d->size < LOSS_DGRAM_LOG_MAX)
+		dgram_log_resize(d, d->size * 2);
+	r = &d->recs[seq & (d->size - 1)];
+	if (r->tag & SENT_HISTORY_VALID) {
+		ev->any = true;
+		ev->bytes = r->bytes;
+		memcpy(ev->data, r->data, sizeof(ev->data));
+		d->pending--;
+	}
+	dgram_write(d, r, seq, bytes, now_us);
 	if (ev->any)
 		dgram_advance_oldest(d, seq);
 	return r->data;
+}
+
+uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
+			    struct dgram_evicted *ev)
+{
+	struct dgram_log *d = &l->dlog;
+	struct dgram_rec *r = &d->recs[seq & (d->size - 1)];
+
+	ev->any = false;
+	if (r->tag & SENT_HISTORY_VALID)
+		return dgram_record_taken(d, seq, bytes, now_us, ev);
+	return dgram_write(d, r, seq, bytes, now_us);
 }
 
 void loss_dgram_expire(struct loss_engine *l, uint32_t seq, uint32_t next_dgram_seq)

@@ -144,26 +144,62 @@ int event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes)
 	return bytes && !event_queue_arena_fits(q, bytes) ? arena_grow(q, bytes) : 0;
 }
 
+/* Copies an event's body of len > 0 bytes into the arena; 0 with its
+ * position in *pos, or RUDP_E_NOMEM (nothing changed). */
+static inline int push_body(struct event_queue *q, const uint8_t *data, uint64_t len, uint64_t *pos)
+{
+	if (!event_queue_arena_fits(q, len) && arena_grow(q, len) != 0)
+		return RUDP_E_NOMEM;
+	*pos = body_ring_push(&q->arena, data, len);
+	q->bytes += len;
+	if (q->bytes > q->bytes_peak)
+		q->bytes_peak = q->bytes;
+	if (q->arena.head - q->arena.tail > q->arena_peak)
+		q->arena_peak = q->arena.head - q->arena.tail;
+	return 0;
+}
+
+/* The slot of the next event (room made), counted in. */
+static inline struct pending_event *push_slot(struct event_queue *q)
+{
+	struct pending_event *slot = &q->items[(q->head + q->count) & (q->cap - 1)];
+
+	q->count++;
+	if (q->count > q->count_peak)
+		q->count_peak = q->count;
+	return slot;
+}
+
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data)
 {
 	if (q->count == q->cap && grow_items(q) != 0)
 		return RUDP_E_NOMEM;
 	struct pending_event ev = *e;
-	if (ev.len) {
-		if (!event_queue_arena_fits(q, ev.len) && arena_grow(q, ev.len) != 0)
-			return RUDP_E_NOMEM;
-		ev.data_pos = body_ring_push(&q->arena, data, ev.len);
-		q->bytes += ev.len;
-		if (q->bytes > q->bytes_peak)
-			q->bytes_peak = q->bytes;
-		if (q->arena.head - q->arena.tail > q->arena_peak)
-			q->arena_peak = q->arena.head - q->arena.tail;
-	}
-	q->items[(q->head + q->count) & (q->cap - 1)] = ev;
-	q->count++;
-	if (q->count > q->count_peak)
-		q->count_peak = q->count;
+	if (ev.len && push_body(q, data, ev.len, &ev.data_pos) != 0)
+		return RUDP_E_NOMEM;
+	*push_slot(q) = ev;
 	q->non_receive += ev.type != RUDP_EVENT_RECEIVE;
+	return 0;
+}
+
+int event_queue_push_receive(struct event_queue *q, struct rudp_peer *peer, const uint8_t *data, size_t len,
+			     uint8_t reliability, uint8_t channel)
+{
+	uint64_t pos = 0;
+
+	if (q->count == q->cap && grow_items(q) != 0)
+		return RUDP_E_NOMEM;
+	if (len && push_body(q, data, len, &pos) != 0)
+		return RUDP_E_NOMEM;
+	struct pending_event *e = push_slot(q);
+	e->type = RUDP_EVENT_RECEIVE;
+	e->reliability = reliability;
+	e->channel = channel;
+	e->head_len = 0;
+	e->reason = 0;
+	e->peer = peer;
+	e->data_pos = pos;
+	e->len = len;
 	return 0;
 }
 
@@ -184,13 +220,22 @@ static void pop_ping_head(rudp_event *o, uint8_t head_len)
 
 int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 {
+	/* The ring's indexes and counts in locals, stored once at the end:
+	 * the stores to out (uint8_t fields may alias anything) made the
+	 * compiler load and store them again for every event. */
+	const struct pending_event *items = q->items;
+	const struct body_ring arena = q->arena;
+	const uint32_t mask = q->cap - 1;
+	uint32_t head = q->head, count = q->count, non_receive = q->non_receive;
+	uint64_t bytes = q->bytes;
 	int n = 0;
-	while (n < max && q->count) {
-		struct pending_event *e = &q->items[q->head];
+
+	while (n < max && count) {
+		const struct pending_event *e = &items[head];
 		rudp_event *o = &out[n++];
 		o->type = e->type;
 		o->peer = e->peer;
-		o->data = e->len ? body_ring_at(&q->arena, e->data_pos) : NULL;
+		o->data = e->len ? body_ring_at(&arena, e->data_pos) : NULL;
 		o->len = e->len;
 		o->reliability = e->reliability;
 		o->channel = e->channel;
@@ -203,11 +248,15 @@ int event_queue_pop(struct event_queue *q, rudp_event *out, int max)
 			pop_ping_head(o, e->head_len);
 		if (e->type == RUDP_EVENT_DISCONNECT)
 			e->peer->event_seen = true;
-		q->non_receive -= e->type != RUDP_EVENT_RECEIVE;
-		q->bytes -= e->len;
-		q->head = (q->head + 1) & (q->cap - 1);
-		q->count--;
+		non_receive -= e->type != RUDP_EVENT_RECEIVE;
+		bytes -= e->len;
+		head = (head + 1) & mask;
+		count--;
 	}
+	q->head = head;
+	q->count = count;
+	q->non_receive = non_receive;
+	q->bytes = bytes;
 	return n;
 }
 

@@ -180,6 +180,11 @@ void event_queue_release(struct event_queue *q, uint64_t now_us);
  * After event_queue_reserve succeeded, pushes within what it reserved
  * cannot fail. */
 int event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
+/* The same for a received message's event, the one pushed per message
+ * (cb_deliver): its fields stored in place rather than copied through a
+ * struct pending_event. */
+int event_queue_push_receive(struct event_queue *q, struct rudp_peer *peer, const uint8_t *data, size_t len,
+			     uint8_t reliability, uint8_t channel);
 /* Whether a body of len bytes fits in the arena now. */
 static inline bool event_queue_arena_fits(const struct event_queue *q, uint64_t len)
 {

@@ -52,14 +52,9 @@ static uint8_t *cb_datagram_buffer(void *ud, size_t len)
 static void cb_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel)
 {
 	struct rudp_peer *p = ud;
-	struct pending_event e = {.type = RUDP_EVENT_RECEIVE,
-				  .peer = p,
-				  .len = len,
-				  .reliability = reliability,
-				  .channel = channel};
 	/* Reliable messages had their room made (cb_reserve_delivery); an
 	 * unreliable one may be dropped, as the network may drop it. */
-	if (event_queue_push(&p->host->events, &e, data) != 0)
+	if (event_queue_push_receive(&p->host->events, p, data, len, reliability, channel) != 0)
 		host_log(p->host, 1, "out of memory queueing an unreliable message; dropped");
 }
 

@@ -33,6 +33,11 @@ struct fake {
 	uint8_t msg[70000];
 	size_t msg_len;
 	int connected, closed;
+	/* reserve_delivery calls (fake_reserve), when a test installs it */
+	int reserves;
+	uint32_t reserve_messages[16];
+	uint64_t reserve_bytes[16];
+	uint32_t refuse_above; /* refuse asks for more messages than this (0: none) */
 };
 
 static int fake_send(void *ud, const uint8_t *data, size_t len)
@@ -71,6 +76,18 @@ static void fake_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reli
 	assert_true(len <= sizeof(fk->msg));
 	memcpy(fk->msg, data, len);
 	fk->msg_len = len;
+}
+
+static bool fake_reserve(void *ud, uint32_t messages, uint64_t bytes)
+{
+	struct fake *fk = ud;
+
+	if (fk->reserves < 16) {
+		fk->reserve_messages[fk->reserves] = messages;
+		fk->reserve_bytes[fk->reserves] = bytes;
+	}
+	fk->reserves++;
+	return fk->refuse_above == 0 || messages <= fk->refuse_above;
 }
 
 static void fake_connected(void *ud)
@@ -598,6 +615,77 @@ static void test_many_frames_in_one_datagram(void **state)
 		assert_int_equal(fk.delivered, 40);
 		assert_int_equal(stats_of(&fk).datagrams_dropped, 1);
 	}
+	rudp_conn_destroy(fk.c);
+}
+
+/* The room for what a datagram's frames deliver is asked of the owner
+ * once for the datagram, not once per reliable frame, when each frame
+ * delivers its own body alone; a frame that releases held messages asks
+ * for them itself, and so does every frame after it in that datagram;
+ * refused for the whole datagram, each frame asks for itself. */
+static void test_delivery_room_once_per_datagram(void **state)
+{
+	static const uint8_t b[8][3] = {{0xfe, 0}, {0xfe, 1, 1}, {0xfe, 2}, {0xfe, 3, 3},
+					{0xfe, 4}, {0xfe, 5, 5}, {0xfe, 6}, {0xfe, 7, 7}};
+	struct rudp_conn_config cfg;
+	struct fake fk;
+	struct rudp_wire_frame f[8];
+	uint32_t seq;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	fake_setup(&fk, &cfg);
+	fk.c->cb.reserve_delivery = fake_reserve;
+
+	/* Eight frames, reliable and not, ordered and not: one ask for all. */
+	for (int i = 0; i < 8; i++)
+		f[i] = fake_frame(&fk,
+				  i % 3 == 0   ? RUDP_WIRE_RELIABLE_ORDERED
+				  : i % 3 == 1 ? RUDP_WIRE_RELIABLE
+					       : RUDP_WIRE_UNRELIABLE,
+				  0, b[i], (uint16_t)(2 + i % 2));
+	assert_int_equal(fake_push(&fk, f, 8), 0);
+	assert_int_equal(fk.delivered, 8);
+	assert_int_equal(fk.reserves, 1);
+	assert_int_equal(fk.reserve_messages[0], 8);
+	assert_int_equal(fk.reserve_bytes[0], 4 * 2 + 4 * 3);
+
+	/* A message ahead of its turn is held; the frame in turn that comes
+	 * with it later releases it, so asks for both, and the frame after
+	 * it asks for itself. */
+	struct rudp_wire_frame ahead = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 1, b[1], 3);
+	struct rudp_wire_frame in_turn = fake_frame(&fk, RUDP_WIRE_RELIABLE_ORDERED, 1, b[0], 2);
+
+	ahead.order_index = 1;
+	in_turn.order_index = 0;
+	assert_int_equal(fake_push(&fk, &ahead, 1), 0); /* held */
+	assert_int_equal(fk.delivered, 8);
+	fk.reserves = 0;
+	f[0] = in_turn;
+	f[1] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, b[2], 2);
+	f[2] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, b[3], 3);
+	assert_int_equal(fake_push(&fk, f, 3), 0);
+	assert_int_equal(fk.delivered, 12);
+	assert_int_equal(fk.reserves, 4);
+	assert_int_equal(fk.reserve_messages[0], 3); /* the datagram */
+	assert_int_equal(fk.reserve_messages[1], 2); /* its turn and the held one */
+	assert_int_equal(fk.reserve_bytes[1], 3 + 2);
+	assert_int_equal(fk.reserve_messages[2], 1);
+	assert_int_equal(fk.reserve_messages[3], 1);
+
+	/* The whole datagram refused: each frame asks, and all are taken. */
+	fk.reserves = 0;
+	fk.refuse_above = 1;
+	for (int i = 0; i < 4; i++)
+		f[i] = fake_frame(&fk, RUDP_WIRE_RELIABLE, 0, b[i], 2);
+	seq = fk.seq;
+	assert_int_equal(fake_push(&fk, f, 4), 0);
+	assert_int_equal(fk.delivered, 16);
+	assert_int_equal(fk.reserves, 5);
+	fake_flush(&fk);
+	assert_true(fake_named(&fk, seq));
+
+	assert_int_equal(stats_of(&fk).frames_dropped, 0);
 	rudp_conn_destroy(fk.c);
 }
 
@@ -1840,6 +1928,7 @@ int main(void)
 		cmocka_unit_test(test_client_split_before_accept),
 		cmocka_unit_test(test_malformed_datagrams),
 		cmocka_unit_test(test_many_frames_in_one_datagram),
+		cmocka_unit_test(test_delivery_room_once_per_datagram),
 		cmocka_unit_test(test_hostile_acks),
 		cmocka_unit_test(test_ack_with_many_records),
 		cmocka_unit_test(test_window_and_duplicates),

@@ -504,6 +504,46 @@ static void test_sendq_idle_ring_pages_released(void **state)
 	sendq_free(&q);
 }
 
+/* The loss engine's per-datagram records: they grow while datagrams wait
+ * unresolved, up to LOSS_DGRAM_LOG_MAX; past it the oldest record is
+ * reused, and handed back as evicted with its bytes and data. */
+static void test_dgram_log_grows_then_evicts(void **state)
+{
+	struct loss_config cfg = {.window_frames = 64,
+				  .max_ack_ranges = 64,
+				  .rto_initial_us = 1000000,
+				  .rto_min_us = 200000,
+				  .rto_max_us = 8000000,
+				  .dgram_log = true};
+	struct loss_engine l;
+	struct dgram_evicted ev;
+	uint32_t *data;
+
+	(void)state;
+	assert_int_equal(loss_init(&l, &cfg), 0);
+	for (uint32_t seq = 0; seq < LOSS_DGRAM_LOG_MAX; seq++) {
+		data = loss_dgram_record(&l, seq, 100 + seq, 1000 + seq, &ev);
+		assert_false(ev.any);
+		data[0] = seq * 3;
+	}
+	assert_int_equal(l.dlog.size, LOSS_DGRAM_LOG_MAX);
+	assert_int_equal(l.dlog.pending, LOSS_DGRAM_LOG_MAX);
+	assert_int_equal(l.dlog.oldest, 0);
+	for (uint32_t seq = LOSS_DGRAM_LOG_MAX; seq < LOSS_DGRAM_LOG_MAX + 3; seq++) {
+		uint32_t old = seq - LOSS_DGRAM_LOG_MAX;
+
+		data = loss_dgram_record(&l, seq, 7, 9000, &ev);
+		assert_true(ev.any);
+		assert_int_equal(ev.bytes, 100 + old);
+		assert_int_equal(ev.data[0], old * 3);
+		assert_int_equal(l.dlog.pending, LOSS_DGRAM_LOG_MAX);
+		assert_int_equal(l.dlog.oldest, old + 1);
+		data[0] = 0;
+	}
+	assert_int_equal(l.dlog.size, LOSS_DGRAM_LOG_MAX);
+	loss_free(&l);
+}
+
 static void test_cc_slow_start_and_limits(void **state)
 {
 	struct congestion cc;
@@ -613,6 +653,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rtt_first_sample),
+		cmocka_unit_test(test_dgram_log_grows_then_evicts),
 		cmocka_unit_test(test_rtt_clamps_and_backoff),
 		cmocka_unit_test(test_ackq_coalesces),
 		cmocka_unit_test(test_ackq_wraps),

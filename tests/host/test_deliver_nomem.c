@@ -2,8 +2,8 @@
 /*
  * Out of memory where a received message is handed to the application.
  * Linked with --wrap for the allocator and for the host's event queue
- * calls (event_queue_push, event_queue_grow, which event_queue_reserve
- * calls when the room is not there yet): while the host queues an
+ * calls (event_queue_push, event_queue_push_receive, event_queue_grow,
+ * which event_queue_reserve calls when the room is not there yet): while the host queues an
  * event or makes room for one, two allocations in three fail. A client
  * sends reliable messages (ordered on four channels, some split, and
  * unordered) to a server whose application reads a few events per call,
@@ -33,6 +33,10 @@
 
 int __real_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
 int __wrap_event_queue_push(struct event_queue *q, const struct pending_event *e, const uint8_t *data);
+int __real_event_queue_push_receive(struct event_queue *q, struct rudp_peer *peer, const uint8_t *data,
+				    size_t len, uint8_t reliability, uint8_t channel);
+int __wrap_event_queue_push_receive(struct event_queue *q, struct rudp_peer *peer, const uint8_t *data,
+				    size_t len, uint8_t reliability, uint8_t channel);
 int __real_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes);
 int __wrap_event_queue_grow(struct event_queue *q, uint32_t events, uint64_t bytes);
 
@@ -57,6 +61,15 @@ int __wrap_event_queue_push(struct event_queue *q, const struct pending_event *e
 {
 	fp.in_delivery = true;
 	int r = __real_event_queue_push(q, e, data);
+	fp.in_delivery = false;
+	return r;
+}
+
+int __wrap_event_queue_push_receive(struct event_queue *q, struct rudp_peer *peer, const uint8_t *data,
+				    size_t len, uint8_t reliability, uint8_t channel)
+{
+	fp.in_delivery = true;
+	int r = __real_event_queue_push_receive(q, peer, data, len, reliability, channel);
 	fp.in_delivery = false;
 	return r;
 }
