@@ -389,14 +389,10 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 	if (c) {
 		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
 
-		if (q->frames_cap != 0) {
-			/* A record is longer than a line: its last byte's line too. */
-			const struct sendq_frame *f =
-				&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
-
-			__builtin_prefetch(f, 1);
-			__builtin_prefetch((const char *)(f + 1) - 1, 1);
-		}
+		/* A record is one line (sendq.h). */
+		if (q->frames_cap != 0)
+			__builtin_prefetch(
+				&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)], 1);
 	}
 }
 

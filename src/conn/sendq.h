@@ -22,6 +22,13 @@ enum sendq_frame_state {
 	FRAME_ACKED, /* done; stays in the ring until everything older is done too */
 };
 
+/* A record is one cache line, and the record array starts on one
+ * (sendq.c), so queueing a message writes one line of it: a server
+ * sending to many peers in a row (rudp_send_many) waits for each. Hence
+ * the wire's 24-bit numbers each share a word with a byte-sized field,
+ * and a shared body's pointer the words of a split frame's numbers. */
+#define SENDQ_FRAME_ALIGN 64u
+
 struct sendq_frame {
 	uint64_t body_pos; /* position of the body in the queue's byte ring */
 	uint64_t first_send_us; /* for "reliable data never acked" timeouts; while queued: when queued */
@@ -29,27 +36,41 @@ struct sendq_frame {
 	/* Reliable: retransmit when still unacked at this time. Unreliable:
 	 * drop when still unsent at this time (a lifetime); 0: never. */
 	uint64_t deadline_us;
-	uint32_t reliable_index;
-	uint32_t sequenced_index;
-	uint32_t order_index;
-	uint32_t split_count;
-	uint32_t split_index;
-	uint32_t last_dgram_seq; /* the datagram it was last sent in: ACKs name datagrams */
+	uint32_t reliable_index : 24;
+	uint32_t reliability : 8;
+	uint32_t sequenced_index : 24;
+	uint32_t channel : 8;
+	uint32_t order_index : 24;
+	uint32_t hdr_len : 8; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
+	uint32_t last_dgram_seq : 24; /* the datagram it was last sent in: ACKs name datagrams */
+	uint32_t transmissions : 8; /* saturates at 255 */
+	union {
+		/* split: which fragment of how many */
+		struct {
+			uint32_t split_count;
+			uint32_t split_index;
+		};
+		/* not split: not NULL when the body is this shared one
+		 * (rudp_send_many), not in the ring; body_pos is then the
+		 * ring's head when it was queued, so the ring's tail still
+		 * moves forward frame by frame. Read it through
+		 * sendq_frame_shared. */
+		struct shared_body *shared;
+	};
 	uint16_t split_id;
 	uint16_t body_len;
-	uint8_t reliability;
-	uint8_t channel;
 	uint8_t state; /* enum sendq_frame_state */
-	uint8_t transmissions; /* saturates at 255 */
 	uint8_t backoff; /* RTO doublings so far */
-	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
 	uint8_t resend_why; /* enum conn_resend_why (loss.h), while FRAME_NACKED */
 	bool split;
-	/* Not NULL: the body is this shared one (rudp_send_many), not in the
-	 * ring; body_pos is then the ring's head when it was queued, so the
-	 * ring's tail still moves forward frame by frame. */
-	struct shared_body *shared;
 };
+_Static_assert(sizeof(struct sendq_frame) == SENDQ_FRAME_ALIGN, "a frame record is one cache line");
+
+/* The shared body of f, NULL when its body is in the ring. */
+static inline struct shared_body *sendq_frame_shared(const struct sendq_frame *f)
+{
+	return f->split ? NULL : f->shared;
+}
 
 /*
  * A FIFO of frame records plus a byte ring holding their bodies in the same
@@ -60,7 +81,7 @@ struct sendq_frame {
  * memory only ever comes back in FIFO order, as the reliable window needs.
  */
 struct sendq {
-	struct sendq_frame *frames;
+	struct sendq_frame *frames; /* in frames_block, at its first SENDQ_FRAME_ALIGN boundary */
 	uint32_t frames_cap; /* power of two */
 	uint32_t frames_head;
 	uint32_t frames_count;
@@ -69,6 +90,7 @@ struct sendq {
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
 	uint64_t shared_bytes; /* of body_bytes, the bodies of frames on a shared body */
 	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
+	void *frames_block; /* what was allocated for frames, to free */
 };
 
 void sendq_init(struct sendq *q);
@@ -100,6 +122,8 @@ static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq
 	*f = *tmpl;
 	f->body_pos = pos;
 	f->body_len = len;
+	if (!f->split)
+		f->shared = NULL; /* the body is in the ring, whatever tmpl said */
 	q->frames_count++;
 	q->body_bytes += len;
 	q->wire_bytes += (uint64_t)len + f->hdr_len;
@@ -155,7 +179,9 @@ static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
 }
 static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
 {
-	return f->shared ? f->shared->bytes : body_ring_at(&q->ring, f->body_pos);
+	struct shared_body *b = sendq_frame_shared(f);
+
+	return b ? b->bytes : body_ring_at(&q->ring, f->body_pos);
 }
 void sendq_pop_front(struct sendq *q);
 /* Removes every frame with a deadline_us at or before now_us (unreliable
