@@ -28,6 +28,13 @@ static inline size_t conn_frag_count(const struct rudp_conn *c, size_t len)
 	return (len + c->frag_body_max - 1) / c->frag_body_max;
 }
 
+void conn_send_init(struct rudp_conn *c)
+{
+	c->one_frame_max =
+		c->frag_body_max < c->cfg.max_message_size ? c->frag_body_max : c->cfg.max_message_size;
+	c->queue_max_bytes = c->cfg.max_queue_bytes;
+}
+
 uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
 {
 	uint8_t rel = rudp_wire_plain_reliability(reliability);
@@ -179,12 +186,12 @@ static int queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, u
 		size_t nfrags = conn_frag_count(c, len);
 		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
 		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
-		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+		uint64_t max_records = c->queue_max_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
 		int rc = rudp_conn_check_size(c, len);
 
 		if (rc < 0)
 			return rc;
-		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
+		if (queued + len > c->queue_max_bytes || records + nfrags > max_records)
 			return RUDP_CONN_E_QUEUE_FULL;
 	}
 	return queue_frames(c, data, len, rel, channel, NULL, extra);
@@ -296,8 +303,9 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return RUDP_CONN_E_STATE;
 	if (m->now_us > c->now_us)
 		c->now_us = m->now_us;
-	/* A message to split is copied (queue_frames): the general path. */
-	if (len > c->frag_body_max) {
+	/* A message to split is copied (queue_frames), and one too large is
+	 * refused there: the general path. */
+	if (len > c->one_frame_max) {
 		uint64_t before = rudp_conn_memory_bytes(c);
 		int rc = rudp_conn_send_shared(c, m->body, m->reliability, m->channel, m->priority, m->now_us,
 					       m->expire_us);
@@ -306,12 +314,10 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return rc;
 	}
 	/* One fragment: max_split_count is at least 1 (conn.c clamps it). */
-	if (len > c->cfg.max_message_size)
-		return RUDP_CONN_E_TOO_LARGE;
 	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
 	uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
-	uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
-	if (queued + len > c->cfg.max_queue_bytes || records + 1 > max_records)
+	uint64_t max_records = c->queue_max_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+	if (queued + len > c->queue_max_bytes || records + 1 > max_records)
 		return RUDP_CONN_E_QUEUE_FULL;
 	if ((uint64_t)c->rel.frames_count + 1 >= (1u << 22))
 		return RUDP_CONN_E_QUEUE_FULL;
@@ -369,21 +375,15 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 	const struct rudp_conn *c = lines_of;
 
 	if (c) {
-		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
-
-		/* What rudp_conn_send_shared_prepared reads and writes, field by
-		 * field (a line already asked for costs one instruction): state,
-		 * limits and times; both queues' counts (the queue budget); the
-		 * chosen queue's ring head; the channel's indexes. */
+		/* What rudp_conn_send_shared_prepared reads and writes, by line
+		 * (conn_internal.h): the send fields with channels 0 and 1, each
+		 * queue's first line (the chosen one's and the other's counts,
+		 * for the queue budget), and a channel past 1's indexes. */
 		__builtin_prefetch(&c->state, 1);
-		__builtin_prefetch(&c->cfg.max_message_size);
-		__builtin_prefetch(&c->cfg.max_queue_bytes);
-		__builtin_prefetch(&c->messages_sent, 1);
-		__builtin_prefetch(&c->next_reliable_index, 1);
-		__builtin_prefetch(&c->rel.frames_count, 1);
-		__builtin_prefetch(&c->unrel.frames_count, 1);
-		__builtin_prefetch(&q->ring.head, 1);
-		__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
+		__builtin_prefetch(&c->rel, 1);
+		__builtin_prefetch(&c->unrel, 1);
+		if (m->channel > 1)
+			__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
 	}
 	c = record_of;
 	if (c) {

@@ -10,6 +10,7 @@
 #define RUDP_CONN_SENDQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/body_ring.h"
@@ -81,17 +82,21 @@ static inline struct shared_body *sendq_frame_shared(const struct sendq_frame *f
  * memory only ever comes back in FIFO order, as the reliable window needs.
  */
 struct sendq {
+	/* What a send of a shared body reads and writes, the ring's head
+	 * with it (its first field): the first 56 bytes, one cache line for
+	 * a queue that starts on one (conn_internal.h). */
 	struct sendq_frame *frames; /* in frames_block, at its first SENDQ_FRAME_ALIGN boundary */
 	uint32_t frames_cap; /* power of two */
 	uint32_t frames_head;
 	uint32_t frames_count;
-	/* With the counts above, what a send reads: in one cache line. */
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
 	uint64_t shared_bytes; /* of body_bytes, the bodies of frames on a shared body */
 	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
 	void *frames_block; /* what was allocated for frames, to free */
 };
+_Static_assert(offsetof(struct sendq, ring.head) + sizeof(uint64_t) <= SENDQ_FRAME_ALIGN,
+	       "a send's fields of the queue fit in one line");
 
 void sendq_init(struct sendq *q);
 void sendq_free(struct sendq *q);

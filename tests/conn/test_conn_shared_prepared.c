@@ -151,13 +151,19 @@ static void test_same_as_send_shared(void **state)
 			assert_int_equal(send_both(a, b, ca->frag_body_max + 1, kinds[k], ch, 0, now), 0);
 		}
 	}
-	/* Over max_message_size, yet in one frame. */
+	/* Over max_message_size, yet in one frame. A conn's cfg is set when
+	 * it is made: changed here, the send path's copies are taken again. */
 	ca->cfg.max_message_size = cb->cfg.max_message_size = 100;
+	conn_send_init(ca);
+	conn_send_init(cb);
 	assert_int_equal(send_both(a, b, 101, RUDP_WIRE_RELIABLE_ORDERED, 0, 0, now), RUDP_CONN_E_TOO_LARGE);
+	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_RELIABLE_ORDERED, 0, 0, now), 0);
 	ca->cfg.max_message_size = cb->cfg.max_message_size = 1u << 20;
 	/* A full queue, by bytes. */
 	uint64_t held = ca->rel.body_bytes + ca->unrel.body_bytes;
 	ca->cfg.max_queue_bytes = cb->cfg.max_queue_bytes = held + 150;
+	conn_send_init(ca);
+	conn_send_init(cb);
 	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_UNRELIABLE, 0, 0, now), 0);
 	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_UNRELIABLE, 0, 0, now), RUDP_CONN_E_QUEUE_FULL);
 	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_RELIABLE, 0, 0, now), RUDP_CONN_E_QUEUE_FULL);
@@ -218,11 +224,46 @@ static void test_init_checks_arguments(void **state)
 	shared_body_pool_destroy(&pool);
 }
 
+/* A conn and its two queues start on cache lines, whatever malloc gives
+ * (conn_internal.h lays the send fields out by line), and its send
+ * path's limits come from its config: a message over max_message_size,
+ * though it fits one frame, is refused by the path as by the general one. */
+static void test_conn_on_lines(void **state)
+{
+	struct rudp_conn_config cfg;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	cfg.max_message_size = 100;
+	cfg.max_queue_bytes = 5000;
+	for (int i = 0; i < 8; i++) {
+		struct sim *s = malloc(sizeof(*s));
+
+		assert_non_null(s);
+		sim_init(s, (uint64_t)i, &cfg, &clean_link);
+		s->ep[0].work.count = 0;
+		s->ep[1].work.count = 0;
+		sim_start(s);
+		for (int e = 0; e < 2; e++) {
+			const struct rudp_conn *c = s->ep[e].c;
+
+			assert_int_equal((uintptr_t)c % 64, 0);
+			assert_int_equal((uintptr_t)&c->state % 64, 0);
+			assert_int_equal((uintptr_t)&c->rel % 64, 0);
+			assert_int_equal((uintptr_t)&c->unrel % 64, 0);
+			assert_int_equal(c->one_frame_max, 100);
+			assert_int_equal(c->queue_max_bytes, 5000);
+		}
+		sim_delete(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_send_shared),
 		cmocka_unit_test(test_init_checks_arguments),
+		cmocka_unit_test(test_conn_on_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
