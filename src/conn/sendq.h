@@ -46,7 +46,8 @@ struct sendq_frame {
 	uint32_t last_dgram_seq : 24; /* the datagram it was last sent in: ACKs name datagrams */
 	uint32_t transmissions : 8; /* saturates at 255 */
 	union {
-		/* split: which fragment of how many */
+		/* split: which fragment of how many (a frame not split has
+		 * other bits here; the encoder reads these only when split) */
 		struct {
 			uint32_t split_count;
 			uint32_t split_index;
