@@ -122,8 +122,8 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	c->frag_body_max = body_max > CONN_MAX_FRAME_BODY ? CONN_MAX_FRAME_BODY : body_max;
 	conn_send_init(c);
 
-	sendq_init(&c->rel);
-	sendq_init(&c->unrel);
+	sendq_init(&c->rel, &c->queued);
+	sendq_init(&c->unrel, &c->queued);
 	c->unrel_expiry_min = UINT64_MAX;
 	/* A full window of full datagrams is the most the window could ever use. */
 	cc_init(&c->cc, c->cfg.congestion_control == RUDP_CONN_CC_AIMD, c->payload_max,

@@ -70,11 +70,10 @@ struct rudp_conn {
 
 	/* send side. What a send of a message in one frame reads and writes
 	 * (rudp_conn_send_shared_prepared) is this line, from state to the
-	 * indexes of channels 0 and 1, the chosen queue's first line and the
-	 * other queue's (its counts, for the queue budget): three lines, which
-	 * a server sending to many peers in a row (rudp_send_many) waits for.
-	 * The conn starts on a line (rudp_conn_create), and so does each
-	 * queue. */
+	 * indexes of channel 0, with the queue budget's totals, and the chosen
+	 * queue's first line: two lines, which a server sending to many peers
+	 * in a row (rudp_send_many) waits for. The conn starts on a line
+	 * (rudp_conn_create), and so does each queue. */
 	_Alignas(CONN_LINE) enum rudp_conn_state state;
 	/* The largest message sent in one frame: frag_body_max, or less when
 	 * cfg.max_message_size is; and cfg.max_queue_bytes, both set once by
@@ -85,9 +84,7 @@ struct rudp_conn {
 	uint64_t now_us; /* latest time passed in; next_deadline() is const and needs it */
 	uint64_t messages_sent; /* stats.messages_sent, kept here (rudp_conn_get_stats) */
 	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
-	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
-	 * a flush at or past it drops the expired ones (conn_flush.c) */
-	uint64_t unrel_expiry_min;
+	struct sendq_totals queued; /* what rel and unrel hold together */
 	/* per channel, the next order and sequenced index to give: side by
 	 * side, as a sequenced send reads both */
 	struct conn_channel_write {
@@ -96,6 +93,9 @@ struct rudp_conn {
 	} chan_write[CONN_CHANNELS];
 	_Alignas(CONN_LINE) struct sendq rel; /* reliable frames, oldest unacked first */
 	_Alignas(CONN_LINE) struct sendq unrel; /* unreliable frames, released when sent */
+	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
+	 * a flush at or past it drops the expired ones (conn_flush.c) */
+	uint64_t unrel_expiry_min;
 	uint32_t frag_body_max; /* largest body we put in one frame */
 	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
 	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
@@ -155,8 +155,8 @@ struct rudp_conn {
 	uint8_t *early_handoff;
 	void *block; /* what was allocated for the conn, to free (rudp_conn_create) */
 };
-_Static_assert(offsetof(struct rudp_conn, chan_write[2]) - offsetof(struct rudp_conn, state) == CONN_LINE,
-	       "a send's conn fields and channels 0 and 1 fill one line");
+_Static_assert(offsetof(struct rudp_conn, chan_write[1]) - offsetof(struct rudp_conn, state) == CONN_LINE,
+	       "a send's conn fields and channel 0 fill one line");
 
 #define CONN_STATUS_BUCKET_US 1000000u
 

@@ -184,8 +184,8 @@ static int queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, u
 
 	if (enforce_budget) {
 		size_t nfrags = conn_frag_count(c, len);
-		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
+		uint64_t queued = c->queued.body_bytes;
+		uint64_t records = c->queued.records;
 		uint64_t max_records = c->queue_max_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
 		int rc = rudp_conn_check_size(c, len);
 
@@ -314,12 +314,14 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return rc;
 	}
 	/* One fragment: max_split_count is at least 1 (conn.c clamps it). */
-	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-	uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
+	uint64_t queued = c->queued.body_bytes;
+	uint64_t records = c->queued.records;
 	uint64_t max_records = c->queue_max_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
 	if (queued + len > c->queue_max_bytes || records + 1 > max_records)
 		return RUDP_CONN_E_QUEUE_FULL;
-	if ((uint64_t)c->rel.frames_count + 1 >= (1u << 22))
+	/* queue_frames' bound on reliable records, whatever the queue; the
+	 * reliable queue's own line is read only when the total comes near. */
+	if (records + 1 >= (1u << 22) && (uint64_t)c->rel.frames_count + 1 >= (1u << 22))
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	struct sendq *q = m->reliable ? &c->rel : &c->unrel;
@@ -355,7 +357,6 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		.hdr_len = m->hdr_len,
 		.shared = m->body,
 	};
-	q->body_bytes += len;
 	q->wire_bytes += (uint64_t)len + m->hdr_len;
 	c->messages_sent++;
 	/* The body is its pool's: this conn holds one more record. */
@@ -376,13 +377,11 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 
 	if (c) {
 		/* What rudp_conn_send_shared_prepared reads and writes, by line
-		 * (conn_internal.h): the send fields with channels 0 and 1, each
-		 * queue's first line (the chosen one's and the other's counts,
-		 * for the queue budget), and a channel past 1's indexes. */
+		 * (conn_internal.h): the send fields with channel 0, the chosen
+		 * queue's first line, and a channel past 0's indexes. */
 		__builtin_prefetch(&c->state, 1);
-		__builtin_prefetch(&c->rel, 1);
-		__builtin_prefetch(&c->unrel, 1);
-		if (m->channel > 1)
+		__builtin_prefetch(m->reliable ? &c->rel : &c->unrel, 1);
+		if (m->channel > 0)
 			__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
 	}
 	c = record_of;

@@ -24,9 +24,10 @@ static uint64_t round_up_pow2(uint64_t v)
 	return p;
 }
 
-void sendq_init(struct sendq *q)
+void sendq_init(struct sendq *q, struct sendq_totals *totals)
 {
 	memset(q, 0, sizeof(*q));
+	q->totals = totals;
 }
 
 void sendq_free(struct sendq *q)
@@ -37,9 +38,15 @@ void sendq_free(struct sendq *q)
 		if (sendq_frame_shared(f))
 			shared_body_release(f->shared);
 	}
+	struct sendq_totals *totals = q->totals;
+
+	if (totals) {
+		totals->records -= q->frames_count;
+		totals->body_bytes -= q->body_bytes;
+	}
 	free(q->frames_block);
 	body_ring_free(&q->ring);
-	memset(q, 0, sizeof(*q));
+	sendq_init(q, totals); /* empty again */
 }
 
 static int sendq_grow_frames(struct sendq *q, uint32_t need)
@@ -132,6 +139,8 @@ void sendq_pop_front(struct sendq *q)
 	}
 	q->body_bytes -= f->body_len;
 	q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
+	q->totals->records--;
+	q->totals->body_bytes -= f->body_len;
 	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
 	q->frames_count--;
 	if (q->frames_count == 0) {
@@ -156,6 +165,8 @@ uint32_t sendq_drop_expired(struct sendq *q, uint64_t now_us, uint64_t *next_dea
 			}
 			q->body_bytes -= f->body_len;
 			q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
+			q->totals->records--;
+			q->totals->body_bytes -= f->body_len;
 			dropped++;
 			continue;
 		}

@@ -74,6 +74,14 @@ static inline struct shared_body *sendq_frame_shared(const struct sendq_frame *f
 	return f->split ? NULL : f->shared;
 }
 
+/* What the queues of one owner (a conn's two) hold together, kept by each
+ * queue as it changes: a send checks its owner's queue budget here
+ * without reading the other queue's line. */
+struct sendq_totals {
+	uint64_t body_bytes; /* sum of the queues' body_bytes */
+	uint64_t records; /* sum of their frames_count */
+};
+
 /*
  * A FIFO of frame records plus a byte ring holding their bodies in the same
  * order. Positions in the byte ring grow forever (uint64); the physical
@@ -93,13 +101,16 @@ struct sendq {
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
 	uint64_t shared_bytes; /* of body_bytes, the bodies of frames on a shared body */
+	struct sendq_totals *totals; /* given to sendq_init */
 	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
 	void *frames_block; /* what was allocated for frames, to free */
 };
 _Static_assert(offsetof(struct sendq, ring.head) + sizeof(uint64_t) <= SENDQ_FRAME_ALIGN,
 	       "a send's fields of the queue fit in one line");
 
-void sendq_init(struct sendq *q);
+/* An empty queue whose changes are also counted in totals (shared with
+ * other queues; not NULL). */
+void sendq_init(struct sendq *q, struct sendq_totals *totals);
 void sendq_free(struct sendq *q);
 int sendq_reserve_slow(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body,
 		       uint64_t now_us);
@@ -132,6 +143,8 @@ static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq
 		f->shared = NULL; /* the body is in the ring, whatever tmpl said */
 	q->frames_count++;
 	q->body_bytes += len;
+	q->totals->records++;
+	q->totals->body_bytes += len;
 	q->wire_bytes += (uint64_t)len + f->hdr_len;
 	return f;
 }
@@ -150,21 +163,26 @@ static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struc
 	shared_body_ref(body);
 	q->frames_count++;
 	q->body_bytes += body->len;
+	q->totals->records++;
+	q->totals->body_bytes += body->len;
 	q->shared_bytes += body->len;
 	q->wire_bytes += (uint64_t)body->len + f->hdr_len;
 	return f;
 }
-/* The record sendq_push_shared would fill, counted as pushed and holding
- * a reference on body; the caller writes the whole record (shared = body,
- * body_pos = the ring's head, body_len = body->len) and adds to body_bytes
- * and wire_bytes. Room must be reserved. */
+/* The record sendq_push_shared would fill, counted as pushed (but for
+ * wire_bytes) and holding a reference on body; the caller writes the
+ * whole record (shared = body, body_pos = the ring's head, body_len =
+ * body->len) and adds to wire_bytes. Room must be reserved. */
 static inline struct sendq_frame *sendq_push_shared_slot(struct sendq *q, struct shared_body *body)
 {
 	struct sendq_frame *f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
 
 	shared_body_ref(body);
 	q->frames_count++;
+	q->body_bytes += body->len;
 	q->shared_bytes += body->len;
+	q->totals->records++;
+	q->totals->body_bytes += body->len;
 	return f;
 }
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)

@@ -88,6 +88,10 @@ static void same_conn(const struct rudp_conn *a, const struct rudp_conn *b)
 	assert_int_equal(a->unrel_expiry_min, b->unrel_expiry_min);
 	assert_int_equal(a->next_reliable_index, b->next_reliable_index);
 	assert_int_equal(a->next_split_id, b->next_split_id);
+	assert_int_equal(a->queued.records, (uint64_t)a->rel.frames_count + a->unrel.frames_count);
+	assert_int_equal(a->queued.body_bytes, a->rel.body_bytes + a->unrel.body_bytes);
+	assert_int_equal(b->queued.records, (uint64_t)b->rel.frames_count + b->unrel.frames_count);
+	assert_int_equal(b->queued.body_bytes, b->rel.body_bytes + b->unrel.body_bytes);
 	assert_memory_equal(a->chan_write, b->chan_write, sizeof(a->chan_write));
 }
 

@@ -280,11 +280,12 @@ static void ring_check(const struct sendq *q, uint32_t oldest)
 static void test_sendq_ring_grows_while_wrapped(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1400];
 	uint32_t next = 0, oldest = 0, grows = 0, grows_lapped = 0;
 
 	(void)state;
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t backlog = 3; backlog <= 300; backlog = backlog * 2 + 1) {
 		for (int lap = 0; lap < 150; lap++) {
 			while (next - oldest < backlog) {
@@ -318,19 +319,21 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 /* A frame record is one cache line and each starts on one (sendq.h), at
  * every size the record array grows to; what a record holds survives the
  * moves, the 24-bit numbers at their largest beside their byte fields,
- * a split frame's numbers and a shared frame's body. */
+ * a split frame's numbers and a shared frame's body. The totals two
+ * queues share follow every push, drop, pop and free. */
 static void test_sendq_records_on_lines(void **state)
 {
 	struct shared_body_pool pool = {0};
 	static const uint8_t msg[] = {0x86, 1, 2, 3};
 	struct shared_body *body = shared_body_new(&pool, msg, sizeof(msg));
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t bytes[8] = {0x86};
 	uint32_t grows = 0;
 
 	(void)state;
 	assert_non_null(body);
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t i = 0; i < 300; i++) {
 		struct sendq_frame tmpl;
 		uint32_t cap = q.frames_cap;
@@ -344,6 +347,7 @@ static void test_sendq_records_on_lines(void **state)
 		tmpl.hdr_len = 0xff;
 		tmpl.last_dgram_seq = RUDP_WIRE_U24_MASK;
 		tmpl.transmissions = 0xff;
+		tmpl.deadline_us = i % 5 == 0 ? 10 : 0;
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(bytes), sizeof(bytes), 0), 0);
 		if (q.frames_cap != cap) {
 			grows++;
@@ -388,8 +392,32 @@ static void test_sendq_records_on_lines(void **state)
 		}
 	}
 	assert_int_equal(body->refs, 1 + 100);
+	assert_int_equal(totals.records, 300);
+	assert_int_equal(totals.body_bytes, q.body_bytes);
+
+	struct sendq other;
+	uint64_t next;
+	sendq_init(&other, &totals);
+	assert_int_equal(sendq_reserve(&other, 1, sizeof(bytes), sizeof(bytes), 0), 0);
+	struct sendq_frame tmpl = {0};
+	sendq_push(&other, &tmpl, bytes, 5);
+	assert_int_equal(totals.records, 301);
+	assert_int_equal(totals.body_bytes, q.body_bytes + 5);
+	assert_int_equal(sendq_drop_expired(&q, 10, &next), 60);
+	assert_int_equal(totals.records, 241);
+	assert_int_equal(totals.body_bytes, q.body_bytes + 5);
+	for (int i = 0; i < 10; i++)
+		sendq_pop_front(&q);
+	assert_int_equal(q.frames_count, 230);
+	assert_int_equal(totals.records, 231);
+	assert_int_equal(totals.body_bytes, q.body_bytes + 5);
 	sendq_free(&q);
 	assert_int_equal(body->refs, 1);
+	assert_int_equal(totals.records, 1);
+	assert_int_equal(totals.body_bytes, 5);
+	sendq_free(&other);
+	assert_int_equal(totals.records, 0);
+	assert_int_equal(totals.body_bytes, 0);
 	shared_body_release(body);
 	shared_body_pool_destroy(&pool);
 }
@@ -404,13 +432,14 @@ static void test_sendq_records_on_lines(void **state)
 static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1200];
 	struct sendq_frame tmpl;
 	uint32_t next = 0, oldest = 0;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	assert_int_equal(sendq_reserve(&q, 16, 16 * 800, 1200, 0), 0);
 	assert_int_equal(q.ring.cap, 16384);
 	for (int i = 0; i < 500; i++) {
@@ -446,13 +475,14 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 static void test_sendq_idle_ring_shrinks(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1000];
 	struct sendq_frame tmpl;
 	uint64_t block;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (int round = 0; round < 2; round++) {
 		for (uint32_t i = 0; i < 60; i++) {
 			/* Grown at 5 s (conn time), by the reserve's own stamp. */
@@ -497,13 +527,14 @@ static void test_sendq_idle_ring_shrinks(void **state)
 static void test_sendq_busy_ring_shrinks_but_keeps_pages(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1000];
 	struct sendq_frame tmpl;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
 	memset(body, 3, sizeof(body));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t i = 0; i < 60; i++) {
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 5000000), 0);
 		sendq_push(&q, &tmpl, body, sizeof(body));
@@ -545,12 +576,13 @@ static size_t resident_pages(const uint8_t *from, const uint8_t *to)
 static void test_sendq_idle_ring_pages_released(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[800];
 	struct sendq_frame tmpl;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t i = 0; i < 20; i++) {
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 5000000), 0);
 		memset(body, (int)i + 1, sizeof(body));
