@@ -56,24 +56,29 @@ struct conn_status_mark {
 };
 
 struct rudp_conn {
-	struct rudp_conn_config cfg;
-	struct rudp_conn_callbacks cb;
-	struct rudp_conn_identity id;
-	enum rudp_conn_role role;
-
-	uint64_t created_us;
-	uint64_t last_recv_us;
-	uint64_t last_send_us;
-	uint64_t disconnect_start_us;
-
-	uint32_t payload_max; /* UDP payload bytes per datagram */
-
-	/* send side. What a send of a message in one frame reads and writes
-	 * (rudp_conn_send_shared_prepared) is this line, from state to the
-	 * indexes of channel 0, with the queue budget's totals, and the chosen
-	 * queue's first line: two lines, which a server sending to many peers
-	 * in a row (rudp_send_many) waits for. The conn starts on a line
-	 * (rudp_conn_create), and so does each queue. */
+	/* send side, first and in consecutive lines: a server sending to
+	 * many peers in a row (rudp_send_many) waits for each line of each
+	 * conn it touches, and lines side by side are the ones the hardware
+	 * fetches ahead. The conn starts on a line (rudp_conn_create). A send
+	 * of a message in one frame (rudp_conn_send_shared_prepared) touches
+	 * two: the chosen queue's first line and the send line, from state to
+	 * channel 0's indexes, with the queue budget's totals; a copied send
+	 * (rudp_conn_send) also the rest of the chosen queue (its byte ring),
+	 * the other queue's first line (the memory gauge) and the line between
+	 * (frag_body_max). */
+	_Alignas(CONN_LINE) struct sendq rel; /* reliable frames, oldest unacked first */
+	_Alignas(CONN_LINE) struct sendq unrel; /* unreliable frames, released when sent */
+	uint32_t frag_body_max; /* largest body we put in one frame */
+	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
+	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
+	 * a flush at or past it drops the expired ones (conn_flush.c) */
+	uint64_t unrel_expiry_min;
+	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
+	/* When both a new reliable and an unreliable frame are ready, whose
+	 * turn it is (conn_flush.c: they alternate). */
+	bool unrel_turn;
+	uint32_t next_dgram_seq;
+	uint16_t next_split_id;
 	_Alignas(CONN_LINE) enum rudp_conn_state state;
 	/* The largest message sent in one frame: frag_body_max, or less when
 	 * cfg.max_message_size is; and cfg.max_queue_bytes, both set once by
@@ -91,19 +96,19 @@ struct rudp_conn {
 		uint32_t order;
 		uint32_t sequenced;
 	} chan_write[CONN_CHANNELS];
-	_Alignas(CONN_LINE) struct sendq rel; /* reliable frames, oldest unacked first */
-	_Alignas(CONN_LINE) struct sendq unrel; /* unreliable frames, released when sent */
-	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
-	 * a flush at or past it drops the expired ones (conn_flush.c) */
-	uint64_t unrel_expiry_min;
-	uint32_t frag_body_max; /* largest body we put in one frame */
-	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
-	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
-	/* When both a new reliable and an unreliable frame are ready, whose
-	 * turn it is (conn_flush.c: they alternate). */
-	bool unrel_turn;
-	uint32_t next_dgram_seq;
-	uint16_t next_split_id;
+
+	struct rudp_conn_config cfg;
+	struct rudp_conn_callbacks cb;
+	struct rudp_conn_identity id;
+	enum rudp_conn_role role;
+
+	uint64_t created_us;
+	uint64_t last_recv_us;
+	uint64_t last_send_us;
+	uint64_t disconnect_start_us;
+
+	uint32_t payload_max; /* UDP payload bytes per datagram */
+
 	/* payload_max bytes, made on first use: only when the owner gives no
 	 * datagram_buffer (conn_datagram_buffer) */
 	uint8_t *dgram_buf;
@@ -155,8 +160,11 @@ struct rudp_conn {
 	uint8_t *early_handoff;
 	void *block; /* what was allocated for the conn, to free (rudp_conn_create) */
 };
-_Static_assert(offsetof(struct rudp_conn, chan_write[1]) - offsetof(struct rudp_conn, state) == CONN_LINE,
-	       "a send's conn fields and channel 0 fill one line");
+_Static_assert(
+	sizeof(struct sendq) == 2 * CONN_LINE && offsetof(struct rudp_conn, state) == 5 * CONN_LINE &&
+		offsetof(struct rudp_conn, chan_write[1]) == 6 * CONN_LINE,
+	"the send side: the two queues in two lines each, a line of the rest, then the send line up to "
+	"channel 0's indexes");
 
 #define CONN_STATUS_BUCKET_US 1000000u
 

@@ -52,6 +52,10 @@ uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, u
 
 int rudp_conn_check_size(const struct rudp_conn *c, size_t len)
 {
+	/* In one frame and within max_message_size (max_split_count is at
+	 * least 1): the send line says so, without cfg's. */
+	if (len <= c->one_frame_max)
+		return 0;
 	size_t nfrags = conn_frag_count(c, len);
 
 	if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
