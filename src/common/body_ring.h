@@ -46,10 +46,12 @@
  * bytes are at buf + (pos & (cap - 1)).
  */
 struct body_ring {
+	/* position after the newest body; first, as the send queue reads it
+	 * with its own counts (conn/sendq.h) */
+	uint64_t head;
 	uint8_t *buf; /* the block, `block` bytes */
 	uint64_t cap; /* power of two; 0: no block yet */
 	uint64_t block; /* the ring may double inside it */
-	uint64_t head; /* position after the newest body */
 	uint64_t tail; /* position of the oldest body (head when empty) */
 	uint64_t grown_us; /* owner's time of the last growth (body_ring_trim_idle) */
 	uint64_t used_us; /* owner's time of the last reservation (body_ring_trim_idle) */

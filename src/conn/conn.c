@@ -95,11 +95,14 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 				   enum rudp_conn_role role, const struct rudp_conn_identity *id,
 				   uint64_t now_us)
 {
-	struct rudp_conn *c = calloc(1, sizeof(*c));
+	/* On a cache line, as its send fields are laid out (conn_internal.h). */
+	uint8_t *block = calloc(1, sizeof(struct rudp_conn) + CONN_LINE - 1);
 	uint32_t body_max;
 
-	if (!c)
+	if (!block)
 		return NULL;
+	struct rudp_conn *c = (struct rudp_conn *)(block + (-(uintptr_t)block & (CONN_LINE - 1)));
+	c->block = block;
 	c->cfg = *cfg;
 	sanitize_config(&c->cfg);
 	c->cb = *cb;
@@ -117,9 +120,10 @@ struct rudp_conn *rudp_conn_create(const struct rudp_conn_config *cfg, const str
 	c->payload_max = (uint32_t)c->cfg.mtu - c->cfg.ip_udp_overhead;
 	body_max = c->payload_max - RUDP_WIRE_DGRAM_HEADER_LEN - RUDP_WIRE_FRAME_HEADER_MAX;
 	c->frag_body_max = body_max > CONN_MAX_FRAME_BODY ? CONN_MAX_FRAME_BODY : body_max;
+	conn_send_init(c);
 
-	sendq_init(&c->rel);
-	sendq_init(&c->unrel);
+	sendq_init(&c->rel, &c->queued);
+	sendq_init(&c->unrel, &c->queued);
 	c->unrel_expiry_min = UINT64_MAX;
 	/* A full window of full datagrams is the most the window could ever use. */
 	cc_init(&c->cc, c->cfg.congestion_control == RUDP_CONN_CC_AIMD, c->payload_max,
@@ -184,7 +188,7 @@ void rudp_conn_destroy(struct rudp_conn *c)
 	free(c->dgram_buf);
 	loss_free(&c->loss);
 	free(c->flush_refs);
-	free(c);
+	free(c->block);
 }
 
 /* ---- state ---- */

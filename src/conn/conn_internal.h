@@ -38,9 +38,12 @@
 #include "conn/sendq.h"
 #include "rudp_version.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define CONN_CHANNELS RUDP_WIRE_ORDER_CHANNELS
+/* A cache line: what the send path's layout counts in (struct rudp_conn). */
+#define CONN_LINE 64
 
 /* ---- the connection ---- */
 
@@ -53,6 +56,47 @@ struct conn_status_mark {
 };
 
 struct rudp_conn {
+	/* send side, first and in consecutive lines: a server sending to
+	 * many peers in a row (rudp_send_many) waits for each line of each
+	 * conn it touches, and lines side by side are the ones the hardware
+	 * fetches ahead. The conn starts on a line (rudp_conn_create). A send
+	 * of a message in one frame (rudp_conn_send_shared_prepared) touches
+	 * two: the chosen queue's first line and the send line, from state to
+	 * channel 0's indexes, with the queue budget's totals; a copied send
+	 * (rudp_conn_send) also the rest of the chosen queue (its byte ring),
+	 * the other queue's first line (the memory gauge) and the line between
+	 * (frag_body_max). */
+	_Alignas(CONN_LINE) struct sendq rel; /* reliable frames, oldest unacked first */
+	_Alignas(CONN_LINE) struct sendq unrel; /* unreliable frames, released when sent */
+	uint32_t frag_body_max; /* largest body we put in one frame */
+	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
+	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
+	 * a flush at or past it drops the expired ones (conn_flush.c) */
+	uint64_t unrel_expiry_min;
+	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
+	/* When both a new reliable and an unreliable frame are ready, whose
+	 * turn it is (conn_flush.c: they alternate). */
+	bool unrel_turn;
+	uint32_t next_dgram_seq;
+	uint16_t next_split_id;
+	_Alignas(CONN_LINE) enum rudp_conn_state state;
+	/* The largest message sent in one frame: frag_body_max, or less when
+	 * cfg.max_message_size is; and cfg.max_queue_bytes, both set once by
+	 * conn_send_init, here for the send path. */
+	uint32_t one_frame_max;
+	uint32_t queue_max_bytes;
+	uint32_t next_reliable_index;
+	uint64_t now_us; /* latest time passed in; next_deadline() is const and needs it */
+	uint64_t messages_sent; /* stats.messages_sent, kept here (rudp_conn_get_stats) */
+	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
+	struct sendq_totals queued; /* what rel and unrel hold together */
+	/* per channel, the next order and sequenced index to give: side by
+	 * side, as a sequenced send reads both */
+	struct conn_channel_write {
+		uint32_t order;
+		uint32_t sequenced;
+	} chan_write[CONN_CHANNELS];
+
 	struct rudp_conn_config cfg;
 	struct rudp_conn_callbacks cb;
 	struct rudp_conn_identity id;
@@ -65,34 +109,6 @@ struct rudp_conn {
 
 	uint32_t payload_max; /* UDP payload bytes per datagram */
 
-	/* send side. The fields from here to the queues are what every send
-	 * touches, with the queues' heads: together they take four cache
-	 * lines instead of eight, which a server sending to many peers in a
-	 * row (rudp_send_many) waits for. */
-	enum rudp_conn_state state;
-	uint32_t frag_body_max; /* largest body we put in one frame */
-	uint64_t now_us; /* latest time passed in; next_deadline() is const and needs it */
-	uint64_t messages_sent; /* stats.messages_sent, kept here (rudp_conn_get_stats) */
-	uint64_t rel_unsent_wire; /* encoded bytes of rel[rel_sent ..): queued, never sent */
-	uint32_t redundant_channels; /* rudp_conn_set_redundant_channels */
-	uint32_t next_reliable_index;
-	/* earliest lifetime end of the unreliable frames (UINT64_MAX: none);
-	 * a flush at or past it drops the expired ones (conn_flush.c) */
-	uint64_t unrel_expiry_min;
-	struct sendq rel; /* reliable frames, oldest unacked first */
-	struct sendq unrel; /* unreliable frames, released when sent */
-	uint32_t rel_sent; /* frames [0, rel_sent) of rel were sent at least once */
-	/* When both a new reliable and an unreliable frame are ready, whose
-	 * turn it is (conn_flush.c: they alternate). */
-	bool unrel_turn;
-	uint32_t next_dgram_seq;
-	uint16_t next_split_id;
-	/* per channel, the next order and sequenced index to give: side by
-	 * side, as a sequenced send reads both */
-	struct conn_channel_write {
-		uint32_t order;
-		uint32_t sequenced;
-	} chan_write[CONN_CHANNELS];
 	/* payload_max bytes, made on first use: only when the owner gives no
 	 * datagram_buffer (conn_datagram_buffer) */
 	uint8_t *dgram_buf;
@@ -142,7 +158,13 @@ struct rudp_conn {
 	 * may take instead of a copy (its room was set aside when its first
 	 * fragment came); NULL once taken, or when there is none. */
 	uint8_t *early_handoff;
+	void *block; /* what was allocated for the conn, to free (rudp_conn_create) */
 };
+_Static_assert(
+	sizeof(struct sendq) == 2 * CONN_LINE && offsetof(struct rudp_conn, state) == 5 * CONN_LINE &&
+		offsetof(struct rudp_conn, chan_write[1]) == 6 * CONN_LINE,
+	"the send side: the two queues in two lines each, a line of the rest, then the send line up to "
+	"channel 0's indexes");
 
 #define CONN_STATUS_BUCKET_US 1000000u
 
@@ -209,6 +231,9 @@ static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
 
 /* ---- conn_send.c ---- */
 
+/* Sets the send path's copies of limits (one_frame_max, queue_max_bytes)
+ * once cfg and frag_body_max are final. */
+void conn_send_init(struct rudp_conn *c);
 /* Queues a message without the checks rudp_conn_send does for the app
  * (state, control first byte, queue budget). */
 int conn_queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,

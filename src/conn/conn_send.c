@@ -28,6 +28,13 @@ static inline size_t conn_frag_count(const struct rudp_conn *c, size_t len)
 	return (len + c->frag_body_max - 1) / c->frag_body_max;
 }
 
+void conn_send_init(struct rudp_conn *c)
+{
+	c->one_frame_max =
+		c->frag_body_max < c->cfg.max_message_size ? c->frag_body_max : c->cfg.max_message_size;
+	c->queue_max_bytes = c->cfg.max_queue_bytes;
+}
+
 uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, uint8_t reliability)
 {
 	uint8_t rel = rudp_wire_plain_reliability(reliability);
@@ -45,6 +52,10 @@ uint8_t rudp_conn_effective_reliability(const struct rudp_conn *c, size_t len, u
 
 int rudp_conn_check_size(const struct rudp_conn *c, size_t len)
 {
+	/* In one frame and within max_message_size (max_split_count is at
+	 * least 1): the send line says so, without cfg's. */
+	if (len <= c->one_frame_max)
+		return 0;
 	size_t nfrags = conn_frag_count(c, len);
 
 	if (len > c->cfg.max_message_size || nfrags > c->cfg.max_split_count || nfrags > UINT32_MAX)
@@ -177,14 +188,14 @@ static int queue_message(struct rudp_conn *c, const uint8_t *data, size_t len, u
 
 	if (enforce_budget) {
 		size_t nfrags = conn_frag_count(c, len);
-		uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-		uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
-		uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+		uint64_t queued = c->queued.body_bytes;
+		uint64_t records = c->queued.records;
+		uint64_t max_records = c->queue_max_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
 		int rc = rudp_conn_check_size(c, len);
 
 		if (rc < 0)
 			return rc;
-		if (queued + len > c->cfg.max_queue_bytes || records + nfrags > max_records)
+		if (queued + len > c->queue_max_bytes || records + nfrags > max_records)
 			return RUDP_CONN_E_QUEUE_FULL;
 	}
 	return queue_frames(c, data, len, rel, channel, NULL, extra);
@@ -296,8 +307,9 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return RUDP_CONN_E_STATE;
 	if (m->now_us > c->now_us)
 		c->now_us = m->now_us;
-	/* A message to split is copied (queue_frames): the general path. */
-	if (len > c->frag_body_max) {
+	/* A message to split is copied (queue_frames), and one too large is
+	 * refused there: the general path. */
+	if (len > c->one_frame_max) {
 		uint64_t before = rudp_conn_memory_bytes(c);
 		int rc = rudp_conn_send_shared(c, m->body, m->reliability, m->channel, m->priority, m->now_us,
 					       m->expire_us);
@@ -306,14 +318,14 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		return rc;
 	}
 	/* One fragment: max_split_count is at least 1 (conn.c clamps it). */
-	if (len > c->cfg.max_message_size)
-		return RUDP_CONN_E_TOO_LARGE;
-	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
-	uint64_t records = (uint64_t)c->rel.frames_count + c->unrel.frames_count;
-	uint64_t max_records = c->cfg.max_queue_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
-	if (queued + len > c->cfg.max_queue_bytes || records + 1 > max_records)
+	uint64_t queued = c->queued.body_bytes;
+	uint64_t records = c->queued.records;
+	uint64_t max_records = c->queue_max_bytes / SENDQ_BYTES_PER_RECORD + SENDQ_MIN_RECORDS;
+	if (queued + len > c->queue_max_bytes || records + 1 > max_records)
 		return RUDP_CONN_E_QUEUE_FULL;
-	if ((uint64_t)c->rel.frames_count + 1 >= (1u << 22))
+	/* queue_frames' bound on reliable records, whatever the queue; the
+	 * reliable queue's own line is read only when the total comes near. */
+	if (records + 1 >= (1u << 22) && (uint64_t)c->rel.frames_count + 1 >= (1u << 22))
 		return RUDP_CONN_E_QUEUE_FULL;
 
 	struct sendq *q = m->reliable ? &c->rel : &c->unrel;
@@ -349,7 +361,6 @@ int rudp_conn_send_shared_prepared(struct rudp_conn *c, const struct rudp_conn_s
 		.hdr_len = m->hdr_len,
 		.shared = m->body,
 	};
-	q->body_bytes += len;
 	q->wire_bytes += (uint64_t)len + m->hdr_len;
 	c->messages_sent++;
 	/* The body is its pool's: this conn holds one more record. */
@@ -369,34 +380,22 @@ void rudp_conn_prefetch_send(const struct rudp_conn *lines_of, const struct rudp
 	const struct rudp_conn *c = lines_of;
 
 	if (c) {
-		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
-
-		/* What rudp_conn_send_shared_prepared reads and writes, field by
-		 * field (a line already asked for costs one instruction): state,
-		 * limits and times; both queues' counts (the queue budget); the
-		 * chosen queue's ring head; the channel's indexes. */
+		/* What rudp_conn_send_shared_prepared reads and writes, by line
+		 * (conn_internal.h): the send fields with channel 0, the chosen
+		 * queue's first line, and a channel past 0's indexes. */
 		__builtin_prefetch(&c->state, 1);
-		__builtin_prefetch(&c->cfg.max_message_size);
-		__builtin_prefetch(&c->cfg.max_queue_bytes);
-		__builtin_prefetch(&c->messages_sent, 1);
-		__builtin_prefetch(&c->next_reliable_index, 1);
-		__builtin_prefetch(&c->rel.frames_count, 1);
-		__builtin_prefetch(&c->unrel.frames_count, 1);
-		__builtin_prefetch(&q->ring.head, 1);
-		__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
+		__builtin_prefetch(m->reliable ? &c->rel : &c->unrel, 1);
+		if (m->channel > 0)
+			__builtin_prefetch(&c->chan_write[m->channel & (CONN_CHANNELS - 1)], 1);
 	}
 	c = record_of;
 	if (c) {
 		const struct sendq *q = m->reliable ? &c->rel : &c->unrel;
 
-		if (q->frames_cap != 0) {
-			/* A record is longer than a line: its last byte's line too. */
-			const struct sendq_frame *f =
-				&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
-
-			__builtin_prefetch(f, 1);
-			__builtin_prefetch((const char *)(f + 1) - 1, 1);
-		}
+		/* A record is one line (sendq.h). */
+		if (q->frames_cap != 0)
+			__builtin_prefetch(
+				&q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)], 1);
 	}
 }
 

@@ -24,9 +24,10 @@ static uint64_t round_up_pow2(uint64_t v)
 	return p;
 }
 
-void sendq_init(struct sendq *q)
+void sendq_init(struct sendq *q, struct sendq_totals *totals)
 {
 	memset(q, 0, sizeof(*q));
+	q->totals = totals;
 }
 
 void sendq_free(struct sendq *q)
@@ -34,24 +35,34 @@ void sendq_free(struct sendq *q)
 	for (uint32_t i = 0; i < q->frames_count; i++) {
 		struct sendq_frame *f = sendq_at(q, i);
 
-		if (f->shared)
+		if (sendq_frame_shared(f))
 			shared_body_release(f->shared);
 	}
-	free(q->frames);
+	struct sendq_totals *totals = q->totals;
+
+	if (totals) {
+		totals->records -= q->frames_count;
+		totals->body_bytes -= q->body_bytes;
+	}
+	free(q->frames_block);
 	body_ring_free(&q->ring);
-	memset(q, 0, sizeof(*q));
+	sendq_init(q, totals); /* empty again */
 }
 
 static int sendq_grow_frames(struct sendq *q, uint32_t need)
 {
 	uint32_t cap = (uint32_t)round_up_pow2(need < SENDQ_MIN_FRAMES ? SENDQ_MIN_FRAMES : need);
-	struct sendq_frame *frames = malloc((size_t)cap * sizeof(*frames));
+	/* malloc's alignment is smaller than a line: room to move up to one. */
+	uint8_t *block = malloc((size_t)cap * sizeof(struct sendq_frame) + SENDQ_FRAME_ALIGN - 1);
 
-	if (!frames)
+	if (!block)
 		return RUDP_CONN_E_NOMEM;
+	struct sendq_frame *frames =
+		(struct sendq_frame *)(block + (-(uintptr_t)block & (uintptr_t)(SENDQ_FRAME_ALIGN - 1)));
 	for (uint32_t i = 0; i < q->frames_count; i++)
 		frames[i] = *sendq_at(q, i);
-	free(q->frames);
+	free(q->frames_block);
+	q->frames_block = block;
 	q->frames = frames;
 	q->frames_cap = cap;
 	q->frames_head = 0;
@@ -122,12 +133,14 @@ void sendq_pop_front(struct sendq *q)
 {
 	struct sendq_frame *f = sendq_at(q, 0);
 
-	if (f->shared) {
+	if (sendq_frame_shared(f)) {
 		shared_body_release(f->shared);
 		q->shared_bytes -= f->body_len;
 	}
 	q->body_bytes -= f->body_len;
 	q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
+	q->totals->records--;
+	q->totals->body_bytes -= f->body_len;
 	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
 	q->frames_count--;
 	if (q->frames_count == 0) {
@@ -146,12 +159,14 @@ uint32_t sendq_drop_expired(struct sendq *q, uint64_t now_us, uint64_t *next_dea
 		struct sendq_frame *f = sendq_at(q, i);
 
 		if (f->deadline_us != 0 && f->deadline_us <= now_us) {
-			if (f->shared) {
+			if (sendq_frame_shared(f)) {
 				shared_body_release(f->shared);
 				q->shared_bytes -= f->body_len;
 			}
 			q->body_bytes -= f->body_len;
 			q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
+			q->totals->records--;
+			q->totals->body_bytes -= f->body_len;
 			dropped++;
 			continue;
 		}

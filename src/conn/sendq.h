@@ -10,6 +10,7 @@
 #define RUDP_CONN_SENDQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/body_ring.h"
@@ -22,6 +23,13 @@ enum sendq_frame_state {
 	FRAME_ACKED, /* done; stays in the ring until everything older is done too */
 };
 
+/* A record is one cache line, and the record array starts on one
+ * (sendq.c), so queueing a message writes one line of it: a server
+ * sending to many peers in a row (rudp_send_many) waits for each. Hence
+ * the wire's 24-bit numbers each share a word with a byte-sized field,
+ * and a shared body's pointer the words of a split frame's numbers. */
+#define SENDQ_FRAME_ALIGN 64u
+
 struct sendq_frame {
 	uint64_t body_pos; /* position of the body in the queue's byte ring */
 	uint64_t first_send_us; /* for "reliable data never acked" timeouts; while queued: when queued */
@@ -29,26 +37,49 @@ struct sendq_frame {
 	/* Reliable: retransmit when still unacked at this time. Unreliable:
 	 * drop when still unsent at this time (a lifetime); 0: never. */
 	uint64_t deadline_us;
-	uint32_t reliable_index;
-	uint32_t sequenced_index;
-	uint32_t order_index;
-	uint32_t split_count;
-	uint32_t split_index;
-	uint32_t last_dgram_seq; /* the datagram it was last sent in: ACKs name datagrams */
+	uint32_t reliable_index : 24;
+	uint32_t reliability : 8;
+	uint32_t sequenced_index : 24;
+	uint32_t channel : 8;
+	uint32_t order_index : 24;
+	uint32_t hdr_len : 8; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
+	uint32_t last_dgram_seq : 24; /* the datagram it was last sent in: ACKs name datagrams */
+	uint32_t transmissions : 8; /* saturates at 255 */
+	union {
+		/* split: which fragment of how many (a frame not split has
+		 * other bits here; the encoder reads these only when split) */
+		struct {
+			uint32_t split_count;
+			uint32_t split_index;
+		};
+		/* not split: not NULL when the body is this shared one
+		 * (rudp_send_many), not in the ring; body_pos is then the
+		 * ring's head when it was queued, so the ring's tail still
+		 * moves forward frame by frame. Read it through
+		 * sendq_frame_shared. */
+		struct shared_body *shared;
+	};
 	uint16_t split_id;
 	uint16_t body_len;
-	uint8_t reliability;
-	uint8_t channel;
 	uint8_t state; /* enum sendq_frame_state */
-	uint8_t transmissions; /* saturates at 255 */
 	uint8_t backoff; /* RTO doublings so far */
-	uint8_t hdr_len; /* encoded frame header bytes: body_len + hdr_len is its size on the wire */
 	uint8_t resend_why; /* enum conn_resend_why (loss.h), while FRAME_NACKED */
 	bool split;
-	/* Not NULL: the body is this shared one (rudp_send_many), not in the
-	 * ring; body_pos is then the ring's head when it was queued, so the
-	 * ring's tail still moves forward frame by frame. */
-	struct shared_body *shared;
+};
+_Static_assert(sizeof(struct sendq_frame) == SENDQ_FRAME_ALIGN, "a frame record is one cache line");
+
+/* The shared body of f, NULL when its body is in the ring. */
+static inline struct shared_body *sendq_frame_shared(const struct sendq_frame *f)
+{
+	return f->split ? NULL : f->shared;
+}
+
+/* What the queues of one owner (a conn's two) hold together, kept by each
+ * queue as it changes: a send checks its owner's queue budget here
+ * without reading the other queue's line. */
+struct sendq_totals {
+	uint64_t body_bytes; /* sum of the queues' body_bytes */
+	uint64_t records; /* sum of their frames_count */
 };
 
 /*
@@ -60,18 +91,26 @@ struct sendq_frame {
  * memory only ever comes back in FIFO order, as the reliable window needs.
  */
 struct sendq {
-	struct sendq_frame *frames;
+	/* What a send of a shared body reads and writes, the ring's head
+	 * with it (its first field): the first 56 bytes, one cache line for
+	 * a queue that starts on one (conn_internal.h). */
+	struct sendq_frame *frames; /* in frames_block, at its first SENDQ_FRAME_ALIGN boundary */
 	uint32_t frames_cap; /* power of two */
 	uint32_t frames_head;
 	uint32_t frames_count;
-	/* With the counts above, what a send reads: in one cache line. */
 	uint64_t body_bytes; /* sum of body_len of the frames held */
 	uint64_t wire_bytes; /* the same with frame headers: what the frames take on the wire */
 	uint64_t shared_bytes; /* of body_bytes, the bodies of frames on a shared body */
+	struct sendq_totals *totals; /* given to sendq_init */
 	struct body_ring ring; /* the bodies; its times are conn time (sendq_trim_idle) */
+	void *frames_block; /* what was allocated for frames, to free */
 };
+_Static_assert(offsetof(struct sendq, ring.head) + sizeof(uint64_t) <= SENDQ_FRAME_ALIGN,
+	       "a send's fields of the queue fit in one line");
 
-void sendq_init(struct sendq *q);
+/* An empty queue whose changes are also counted in totals (shared with
+ * other queues; not NULL). */
+void sendq_init(struct sendq *q, struct sendq_totals *totals);
 void sendq_free(struct sendq *q);
 int sendq_reserve_slow(struct sendq *q, uint32_t nframes, uint64_t nbytes, uint32_t max_body,
 		       uint64_t now_us);
@@ -100,8 +139,12 @@ static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq
 	*f = *tmpl;
 	f->body_pos = pos;
 	f->body_len = len;
+	if (!f->split)
+		f->shared = NULL; /* the body is in the ring, whatever tmpl said */
 	q->frames_count++;
 	q->body_bytes += len;
+	q->totals->records++;
+	q->totals->body_bytes += len;
 	q->wire_bytes += (uint64_t)len + f->hdr_len;
 	return f;
 }
@@ -120,21 +163,26 @@ static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struc
 	shared_body_ref(body);
 	q->frames_count++;
 	q->body_bytes += body->len;
+	q->totals->records++;
+	q->totals->body_bytes += body->len;
 	q->shared_bytes += body->len;
 	q->wire_bytes += (uint64_t)body->len + f->hdr_len;
 	return f;
 }
-/* The record sendq_push_shared would fill, counted as pushed and holding
- * a reference on body; the caller writes the whole record (shared = body,
- * body_pos = the ring's head, body_len = body->len) and adds to body_bytes
- * and wire_bytes. Room must be reserved. */
+/* The record sendq_push_shared would fill, counted as pushed (but for
+ * wire_bytes) and holding a reference on body; the caller writes the
+ * whole record (shared = body, body_pos = the ring's head, body_len =
+ * body->len) and adds to wire_bytes. Room must be reserved. */
 static inline struct sendq_frame *sendq_push_shared_slot(struct sendq *q, struct shared_body *body)
 {
 	struct sendq_frame *f = &q->frames[(q->frames_head + q->frames_count) & (q->frames_cap - 1)];
 
 	shared_body_ref(body);
 	q->frames_count++;
+	q->body_bytes += body->len;
 	q->shared_bytes += body->len;
+	q->totals->records++;
+	q->totals->body_bytes += body->len;
 	return f;
 }
 static inline struct sendq_frame *sendq_at(const struct sendq *q, uint32_t i)
@@ -155,7 +203,9 @@ static inline uint32_t sendq_frame_wire_bytes(const struct sendq_frame *f)
 }
 static inline const uint8_t *sendq_body(const struct sendq *q, const struct sendq_frame *f)
 {
-	return f->shared ? f->shared->bytes : body_ring_at(&q->ring, f->body_pos);
+	struct shared_body *b = sendq_frame_shared(f);
+
+	return b ? b->bytes : body_ring_at(&q->ring, f->body_pos);
 }
 void sendq_pop_front(struct sendq *q);
 /* Removes every frame with a deadline_us at or before now_us (unreliable

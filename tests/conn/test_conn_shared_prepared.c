@@ -48,8 +48,6 @@ static void same_frame(const struct sendq_frame *a, const struct sendq_frame *b)
 	assert_int_equal(a->reliable_index, b->reliable_index);
 	assert_int_equal(a->sequenced_index, b->sequenced_index);
 	assert_int_equal(a->order_index, b->order_index);
-	assert_int_equal(a->split_count, b->split_count);
-	assert_int_equal(a->split_index, b->split_index);
 	assert_int_equal(a->last_dgram_seq, b->last_dgram_seq);
 	assert_int_equal(a->split_id, b->split_id);
 	assert_int_equal(a->body_len, b->body_len);
@@ -61,8 +59,12 @@ static void same_frame(const struct sendq_frame *a, const struct sendq_frame *b)
 	assert_int_equal(a->hdr_len, b->hdr_len);
 	assert_int_equal(a->resend_why, b->resend_why);
 	assert_int_equal(a->split, b->split);
-	assert_int_equal(a->shared != NULL, b->shared != NULL);
-	if (a->shared)
+	if (a->split) {
+		assert_int_equal(a->split_count, b->split_count);
+		assert_int_equal(a->split_index, b->split_index);
+	}
+	assert_int_equal(sendq_frame_shared(a) != NULL, sendq_frame_shared(b) != NULL);
+	if (sendq_frame_shared(a))
 		assert_memory_equal(a->shared->bytes, b->shared->bytes, a->body_len);
 }
 
@@ -86,6 +88,10 @@ static void same_conn(const struct rudp_conn *a, const struct rudp_conn *b)
 	assert_int_equal(a->unrel_expiry_min, b->unrel_expiry_min);
 	assert_int_equal(a->next_reliable_index, b->next_reliable_index);
 	assert_int_equal(a->next_split_id, b->next_split_id);
+	assert_int_equal(a->queued.records, (uint64_t)a->rel.frames_count + a->unrel.frames_count);
+	assert_int_equal(a->queued.body_bytes, a->rel.body_bytes + a->unrel.body_bytes);
+	assert_int_equal(b->queued.records, (uint64_t)b->rel.frames_count + b->unrel.frames_count);
+	assert_int_equal(b->queued.body_bytes, b->rel.body_bytes + b->unrel.body_bytes);
 	assert_memory_equal(a->chan_write, b->chan_write, sizeof(a->chan_write));
 }
 
@@ -149,13 +155,19 @@ static void test_same_as_send_shared(void **state)
 			assert_int_equal(send_both(a, b, ca->frag_body_max + 1, kinds[k], ch, 0, now), 0);
 		}
 	}
-	/* Over max_message_size, yet in one frame. */
+	/* Over max_message_size, yet in one frame. A conn's cfg is set when
+	 * it is made: changed here, the send path's copies are taken again. */
 	ca->cfg.max_message_size = cb->cfg.max_message_size = 100;
+	conn_send_init(ca);
+	conn_send_init(cb);
 	assert_int_equal(send_both(a, b, 101, RUDP_WIRE_RELIABLE_ORDERED, 0, 0, now), RUDP_CONN_E_TOO_LARGE);
+	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_RELIABLE_ORDERED, 0, 0, now), 0);
 	ca->cfg.max_message_size = cb->cfg.max_message_size = 1u << 20;
 	/* A full queue, by bytes. */
 	uint64_t held = ca->rel.body_bytes + ca->unrel.body_bytes;
 	ca->cfg.max_queue_bytes = cb->cfg.max_queue_bytes = held + 150;
+	conn_send_init(ca);
+	conn_send_init(cb);
 	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_UNRELIABLE, 0, 0, now), 0);
 	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_UNRELIABLE, 0, 0, now), RUDP_CONN_E_QUEUE_FULL);
 	assert_int_equal(send_both(a, b, 100, RUDP_WIRE_RELIABLE, 0, 0, now), RUDP_CONN_E_QUEUE_FULL);
@@ -216,11 +228,46 @@ static void test_init_checks_arguments(void **state)
 	shared_body_pool_destroy(&pool);
 }
 
+/* A conn and its two queues start on cache lines, whatever malloc gives
+ * (conn_internal.h lays the send fields out by line), and its send
+ * path's limits come from its config: a message over max_message_size,
+ * though it fits one frame, is refused by the path as by the general one. */
+static void test_conn_on_lines(void **state)
+{
+	struct rudp_conn_config cfg;
+
+	(void)state;
+	rudp_conn_config_init(&cfg);
+	cfg.max_message_size = 100;
+	cfg.max_queue_bytes = 5000;
+	for (int i = 0; i < 8; i++) {
+		struct sim *s = malloc(sizeof(*s));
+
+		assert_non_null(s);
+		sim_init(s, (uint64_t)i, &cfg, &clean_link);
+		s->ep[0].work.count = 0;
+		s->ep[1].work.count = 0;
+		sim_start(s);
+		for (int e = 0; e < 2; e++) {
+			const struct rudp_conn *c = s->ep[e].c;
+
+			assert_int_equal((uintptr_t)c % 64, 0);
+			assert_int_equal((uintptr_t)&c->state % 64, 0);
+			assert_int_equal((uintptr_t)&c->rel % 64, 0);
+			assert_int_equal((uintptr_t)&c->unrel % 64, 0);
+			assert_int_equal(c->one_frame_max, 100);
+			assert_int_equal(c->queue_max_bytes, 5000);
+		}
+		sim_delete(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_send_shared),
 		cmocka_unit_test(test_init_checks_arguments),
+		cmocka_unit_test(test_conn_on_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,11 +280,12 @@ static void ring_check(const struct sendq *q, uint32_t oldest)
 static void test_sendq_ring_grows_while_wrapped(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1400];
 	uint32_t next = 0, oldest = 0, grows = 0, grows_lapped = 0;
 
 	(void)state;
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t backlog = 3; backlog <= 300; backlog = backlog * 2 + 1) {
 		for (int lap = 0; lap < 150; lap++) {
 			while (next - oldest < backlog) {
@@ -315,6 +316,112 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 	sendq_free(&q);
 }
 
+/* A frame record is one cache line and each starts on one (sendq.h), at
+ * every size the record array grows to; what a record holds survives the
+ * moves, the 24-bit numbers at their largest beside their byte fields,
+ * a split frame's numbers and a shared frame's body. The totals two
+ * queues share follow every push, drop, pop and free. */
+static void test_sendq_records_on_lines(void **state)
+{
+	struct shared_body_pool pool = {0};
+	static const uint8_t msg[] = {0x86, 1, 2, 3};
+	struct shared_body *body = shared_body_new(&pool, msg, sizeof(msg));
+	struct sendq q;
+	struct sendq_totals totals = {0};
+	uint8_t bytes[8] = {0x86};
+	uint32_t grows = 0;
+
+	(void)state;
+	assert_non_null(body);
+	sendq_init(&q, &totals);
+	for (uint32_t i = 0; i < 300; i++) {
+		struct sendq_frame tmpl;
+		uint32_t cap = q.frames_cap;
+
+		memset(&tmpl, 0, sizeof(tmpl));
+		tmpl.reliable_index = RUDP_WIRE_U24_MASK - i;
+		tmpl.reliability = 0xa5;
+		tmpl.sequenced_index = RUDP_WIRE_U24_MASK;
+		tmpl.channel = 31;
+		tmpl.order_index = i;
+		tmpl.hdr_len = 0xff;
+		tmpl.last_dgram_seq = RUDP_WIRE_U24_MASK;
+		tmpl.transmissions = 0xff;
+		tmpl.deadline_us = i % 5 == 0 ? 10 : 0;
+		assert_int_equal(sendq_reserve(&q, 1, sizeof(bytes), sizeof(bytes), 0), 0);
+		if (q.frames_cap != cap) {
+			grows++;
+			assert_int_equal((uintptr_t)q.frames % 64, 0);
+		}
+		if (i % 3 == 0) {
+			sendq_push_shared(&q, &tmpl, body);
+		} else if (i % 3 == 1) {
+			tmpl.split = true;
+			tmpl.split_count = 0x400000;
+			tmpl.split_index = i;
+			sendq_push(&q, &tmpl, bytes, sizeof(bytes));
+		} else {
+			tmpl.shared = body; /* a copy's template may say anything here */
+			sendq_push(&q, &tmpl, bytes, sizeof(bytes));
+		}
+	}
+	assert_int_equal(sizeof(struct sendq_frame), 64);
+	assert_true(grows >= 5);
+	for (uint32_t i = 0; i < q.frames_count; i++) {
+		const struct sendq_frame *f = sendq_at(&q, i);
+
+		assert_int_equal((uintptr_t)f % 64, 0);
+		assert_int_equal(f->reliable_index, RUDP_WIRE_U24_MASK - i);
+		assert_int_equal(f->reliability, 0xa5);
+		assert_int_equal(f->sequenced_index, RUDP_WIRE_U24_MASK);
+		assert_int_equal(f->channel, 31);
+		assert_int_equal(f->order_index, i);
+		assert_int_equal(f->hdr_len, 0xff);
+		assert_int_equal(f->last_dgram_seq, RUDP_WIRE_U24_MASK);
+		assert_int_equal(f->transmissions, 0xff);
+		if (i % 3 == 0) {
+			assert_ptr_equal(sendq_frame_shared(f), body);
+			assert_ptr_equal(sendq_body(&q, f), body->bytes);
+		} else {
+			assert_null(sendq_frame_shared(f));
+			assert_memory_equal(sendq_body(&q, f), bytes, sizeof(bytes));
+		}
+		if (i % 3 == 1) {
+			assert_int_equal(f->split_count, 0x400000);
+			assert_int_equal(f->split_index, i);
+		}
+	}
+	assert_int_equal(body->refs, 1 + 100);
+	assert_int_equal(totals.records, 300);
+	assert_int_equal(totals.body_bytes, q.body_bytes);
+
+	struct sendq other;
+	uint64_t next;
+	sendq_init(&other, &totals);
+	assert_int_equal(sendq_reserve(&other, 1, sizeof(bytes), sizeof(bytes), 0), 0);
+	struct sendq_frame tmpl = {0};
+	sendq_push(&other, &tmpl, bytes, 5);
+	assert_int_equal(totals.records, 301);
+	assert_int_equal(totals.body_bytes, q.body_bytes + 5);
+	assert_int_equal(sendq_drop_expired(&q, 10, &next), 60);
+	assert_int_equal(totals.records, 241);
+	assert_int_equal(totals.body_bytes, q.body_bytes + 5);
+	for (int i = 0; i < 10; i++)
+		sendq_pop_front(&q);
+	assert_int_equal(q.frames_count, 230);
+	assert_int_equal(totals.records, 231);
+	assert_int_equal(totals.body_bytes, q.body_bytes + 5);
+	sendq_free(&q);
+	assert_int_equal(body->refs, 1);
+	assert_int_equal(totals.records, 1);
+	assert_int_equal(totals.body_bytes, 5);
+	sendq_free(&other);
+	assert_int_equal(totals.records, 0);
+	assert_int_equal(totals.body_bytes, 0);
+	shared_body_release(body);
+	shared_body_pool_destroy(&pool);
+}
+
 /* A ring grows only when the bodies would not fit where they will be put:
  * at a steady 20 unacknowledged 800 B messages, 16 KiB holds them on every
  * lap (the 384 B left at the ring's end are skipped), so it stays 16 KiB.
@@ -325,13 +432,14 @@ static void test_sendq_ring_grows_while_wrapped(void **state)
 static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1200];
 	struct sendq_frame tmpl;
 	uint32_t next = 0, oldest = 0;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	assert_int_equal(sendq_reserve(&q, 16, 16 * 800, 1200, 0), 0);
 	assert_int_equal(q.ring.cap, 16384);
 	for (int i = 0; i < 500; i++) {
@@ -367,13 +475,14 @@ static void test_sendq_grows_only_when_bodies_do_not_fit(void **state)
 static void test_sendq_idle_ring_shrinks(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1000];
 	struct sendq_frame tmpl;
 	uint64_t block;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (int round = 0; round < 2; round++) {
 		for (uint32_t i = 0; i < 60; i++) {
 			/* Grown at 5 s (conn time), by the reserve's own stamp. */
@@ -418,13 +527,14 @@ static void test_sendq_idle_ring_shrinks(void **state)
 static void test_sendq_busy_ring_shrinks_but_keeps_pages(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[1000];
 	struct sendq_frame tmpl;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
 	memset(body, 3, sizeof(body));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t i = 0; i < 60; i++) {
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 5000000), 0);
 		sendq_push(&q, &tmpl, body, sizeof(body));
@@ -466,12 +576,13 @@ static size_t resident_pages(const uint8_t *from, const uint8_t *to)
 static void test_sendq_idle_ring_pages_released(void **state)
 {
 	struct sendq q;
+	struct sendq_totals totals = {0};
 	uint8_t body[800];
 	struct sendq_frame tmpl;
 
 	(void)state;
 	memset(&tmpl, 0, sizeof(tmpl));
-	sendq_init(&q);
+	sendq_init(&q, &totals);
 	for (uint32_t i = 0; i < 20; i++) {
 		assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 5000000), 0);
 		memset(body, (int)i + 1, sizeof(body));
@@ -661,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_acktr_in_order_fast_path),
 		cmocka_unit_test(test_ackq_grows_to_max),
 		cmocka_unit_test(test_sendq_ring_grows_while_wrapped),
+		cmocka_unit_test(test_sendq_records_on_lines),
 		cmocka_unit_test(test_sendq_grows_only_when_bodies_do_not_fit),
 		cmocka_unit_test(test_sendq_idle_ring_shrinks),
 		cmocka_unit_test(test_sendq_idle_ring_pages_released),
