@@ -409,11 +409,12 @@ static bool round_congested(const struct cc_rate *cc, uint64_t round_delivered, 
 	return cc->queue_standing && cc->round_not_app_limited;
 }
 
-/* The least in flight the estimated rate needs: one BDP, the batching
- * allowance, and two datagrams for the rounding of both. */
-static uint64_t inflight_floor(const struct cc_rate *cc)
+/* The least in flight the estimated rate needs: one BDP (times bdp_pm /
+ * 1000), the batching allowance, and two datagrams for the rounding of
+ * both. */
+static uint64_t inflight_floor(const struct cc_rate *cc, uint32_t bdp_pm)
 {
-	return bdp(cc, PM) + extra_acked(cc) + 2ull * cc->mss;
+	return bdp(cc, bdp_pm) + extra_acked(cc) + 2ull * cc->mss;
 }
 
 /* A congested round: the flows through the queue together believe in
@@ -444,7 +445,7 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 	if (round_congested(cc, rd, rl)) {
 		uint64_t hi = (uint64_t)cc->round_lost_in_flight * INFLIGHT_HI_BETA_PM / PM;
 
-		cc->inflight_hi = max_u64(hi, inflight_floor(cc));
+		cc->inflight_hi = max_u64(hi, inflight_floor(cc, PM));
 		cc->inflight_hi_step = cc->mss;
 		lower_bw(cc, now_us);
 		cc->congestion_rounds++;
@@ -640,8 +641,7 @@ static void update_cwnd(struct cc_rate *cc)
 		cc->cwnd = min_u64(cc->cwnd, probe_rtt_cwnd(cc));
 	if (cc->state == CC_RATE_PROBE_BW && cc->pacing_gain_pm <= PM && cc->queue_standing &&
 	    extra_acked(cc) < bdp(cc, PM))
-		cc->cwnd =
-			min_u64(cc->cwnd, bdp(cc, STANDING_QUEUE_BDP_PM) + extra_acked(cc) + 2ull * cc->mss);
+		cc->cwnd = min_u64(cc->cwnd, inflight_floor(cc, STANDING_QUEUE_BDP_PM));
 	cc->cwnd = max_u64(cc->cwnd, min_cwnd(cc));
 }
 
