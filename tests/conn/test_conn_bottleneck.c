@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Two conns through the simulator's byte-rate bottleneck (a router's link:
- * bytes a second and a drop-tail queue in bytes, sim_link.rate_bps and
- * queue_bytes): the link itself, and the figures of a bulk transfer over
- * the path of issue 44 (5 Mbit/s, 20 ms RTT, a 30 ms queue) with the
- * conn's congestion control off and with its AIMD window, printed as the
- * baseline a rate-based controller is measured against.
+ * Congestion control through the simulator's byte-rate bottleneck (a
+ * router's link: bytes a second and a drop-tail queue): the link itself,
+ * a bulk transfer on issue 44's path with each controller, and several
+ * flows sharing a link (the mf model below), one-way and echoed as
+ * rudp-bench's path rows run. Each prints its figures: goodput, resends,
+ * fairness, the queue others meet.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,6 +146,7 @@ static void test_byte_rate_queue_drops_the_tail(void **state)
 #define MF_HIST_US 100u /* queue-wait histogram bucket */
 #define MF_HIST_BUCKETS 4096u
 #define MF_BACKLOG (256u << 10) /* unsent reliable bytes each client keeps queued */
+#define MF_ECHO_OUTSTANDING 1024u /* echo mode: messages a client has awaiting their echo */
 
 struct mf_path {
 	uint64_t rate; /* bytes/s, wire bytes with the IP/UDP overhead */
@@ -172,6 +173,8 @@ struct mf_ep {
 	uint64_t rx_bytes, rx_bytes_at_start;
 	uint64_t wake_at;
 	uint64_t errors;
+	uint32_t echo_due; /* a server in echo mode: messages received, not yet sent back */
+	uint32_t echo_next_seq;
 };
 
 struct mf {
@@ -182,6 +185,7 @@ struct mf {
 	struct mf_pkt **heap;
 	size_t heap_n, heap_cap;
 	int flows;
+	bool echo; /* servers send every message back, as rudp-bench's path rows */
 	struct mf_ep ep[2 * MF_MAX_FLOWS];
 	bool measuring;
 	uint64_t fwd_dgrams, queue_drops, random_drops;
@@ -300,6 +304,8 @@ static void mf_deliver(void *ud, const uint8_t *data, size_t len, uint8_t reliab
 		e->errors++;
 	e->next_recv_seq = seq + 1;
 	e->rx_bytes += len;
+	if (e->m->echo && (e->idx & 1))
+		e->echo_due++;
 }
 
 static void mf_connected(void *ud)
@@ -312,15 +318,23 @@ static void mf_service(struct mf *m, struct mf_ep *e)
 {
 	uint64_t d;
 
-	if ((e->idx & 1) == 0 && e->connected) {
-		uint8_t msg[MSG] = {0xa5}; /* not a control message's first byte */
+	uint8_t msg[MSG] = {0xa5}; /* not a control message's first byte */
 
-		while (rudp_conn_reliable_unsent_bytes(e->c) < MF_BACKLOG) {
+	if ((e->idx & 1) == 0 && e->connected) {
+		/* One-way, a backlog always queued; echo, a window of messages
+		 * awaiting their echo (next_recv_seq counts the echoes). */
+		while (m->echo ? e->next_send_seq - e->next_recv_seq < MF_ECHO_OUTSTANDING
+			       : rudp_conn_reliable_unsent_bytes(e->c) < MF_BACKLOG) {
 			memcpy(msg + 1, &e->next_send_seq, sizeof(e->next_send_seq));
 			assert_int_equal(
 				rudp_conn_send(e->c, msg, MSG, RUDP_WIRE_RELIABLE_ORDERED, 0, m->now), 0);
 			e->next_send_seq++;
 		}
+	}
+	for (; e->echo_due > 0; e->echo_due--) {
+		memcpy(msg + 1, &e->echo_next_seq, sizeof(e->echo_next_seq));
+		assert_int_equal(rudp_conn_send(e->c, msg, MSG, RUDP_WIRE_RELIABLE_ORDERED, 0, m->now), 0);
+		e->echo_next_seq++;
 	}
 	rudp_conn_flush(e->c, m->now);
 	d = rudp_conn_next_deadline(e->c);
@@ -366,9 +380,10 @@ static double mf_wait_percentile_ms(const struct mf *m, uint32_t pm)
 }
 
 /* flows bulk senders with congestion control cc over path, seeded, for
- * warmup_us and then measure_us of measured window. */
-static struct mf_result mf_bulk(uint8_t cc, int flows, const struct mf_path *path, uint64_t seed,
-				uint64_t warmup_us, uint64_t measure_us)
+ * warmup_us and then measure_us of measured window; with echo, each server
+ * sends every message back and the figures are the echoes'. */
+static struct mf_result mf_run(uint8_t cc, int flows, const struct mf_path *path, uint64_t seed,
+			       uint64_t warmup_us, uint64_t measure_us, bool echo)
 {
 	struct mf *m = calloc(1, sizeof(*m));
 	struct rudp_conn_config cfg;
@@ -381,6 +396,7 @@ static struct mf_result mf_bulk(uint8_t cc, int flows, const struct mf_path *pat
 	m->path = *path;
 	m->queue_bytes = path->rate * path->queue_us / SEC;
 	m->flows = flows;
+	m->echo = echo;
 	rudp_conn_config_init(&cfg);
 	cfg.congestion_control = cc;
 	for (int i = 0; i < 2 * flows; i++) {
@@ -412,17 +428,20 @@ static struct mf_result mf_bulk(uint8_t cc, int flows, const struct mf_path *pat
 	r.pacing_min = UINT64_MAX;
 	for (int f = 0; f < flows; f++) {
 		struct mf_ep *srv = &m->ep[2 * f + 1];
-		struct rudp_conn_stats st;
-		double x = (double)(srv->rx_bytes - srv->rx_bytes_at_start);
+		/* What the flow delivered: to the server, or its echoes back. */
+		struct mf_ep *got = echo ? &m->ep[2 * f] : srv;
+		struct rudp_conn_stats st, srv_st;
+		double x = (double)(got->rx_bytes - got->rx_bytes_at_start);
 
 		assert_true(m->ep[2 * f].connected && srv->connected);
-		assert_int_equal(srv->errors, 0);
-		delivered += srv->rx_bytes - srv->rx_bytes_at_start;
-		msgs += srv->rx_bytes / MSG;
+		assert_int_equal(srv->errors + m->ep[2 * f].errors, 0);
+		delivered += got->rx_bytes - got->rx_bytes_at_start;
+		msgs += (srv->rx_bytes + (echo ? m->ep[2 * f].rx_bytes : 0)) / MSG;
 		sum += x;
 		sum_sq += x * x;
 		rudp_conn_get_stats(m->ep[2 * f].c, &st);
-		resent += st.frames_retransmitted;
+		rudp_conn_get_stats(srv->c, &srv_st);
+		resent += st.frames_retransmitted + (echo ? srv_st.frames_retransmitted : 0);
 		r.congested_rounds += st.cc_reductions;
 		if (st.bandwidth_bytes_per_s < r.bw_min)
 			r.bw_min = st.bandwidth_bytes_per_s;
@@ -438,18 +457,18 @@ static struct mf_result mf_bulk(uint8_t cc, int flows, const struct mf_path *pat
 	r.wait_p50_ms = mf_wait_percentile_ms(m, 500);
 	r.wait_p99_ms = mf_wait_percentile_ms(m, 990);
 	print_message(
-		"%s, %d flow(s), %llu B/s, %llu ms RTT, queue %llu ms, random loss %.2f %%, seed %llu: "
+		"%s, %d %sflow(s), %llu B/s, %llu ms RTT, queue %llu ms, random loss %.2f %%, seed %llu: "
 		"goodput %.3f of the link, resent %.2f %% of delivered, Jain %.3f, queue drops %.2f %%, "
 		"queue wait p50 %.2f ms p99 %.2f ms, bandwidth estimates %llu-%llu B/s, "
 		"congested rounds %llu\n",
 		cc == RUDP_CONN_CC_RATE   ? "rate controller"
 		: cc == RUDP_CONN_CC_AIMD ? "AIMD window"
 					  : "no congestion control",
-		flows, (unsigned long long)path->rate, (unsigned long long)(2 * path->delay_us / MS),
-		(unsigned long long)(path->queue_us / MS), path->loss_ppm / 10000.0, (unsigned long long)seed,
-		r.goodput, 100 * r.resent, r.jain, 100 * r.drop_share, r.wait_p50_ms, r.wait_p99_ms,
-		(unsigned long long)r.bw_min, (unsigned long long)r.bw_max,
-		(unsigned long long)r.congested_rounds);
+		flows, echo ? "echo " : "", (unsigned long long)path->rate,
+		(unsigned long long)(2 * path->delay_us / MS), (unsigned long long)(path->queue_us / MS),
+		path->loss_ppm / 10000.0, (unsigned long long)seed, r.goodput, 100 * r.resent, r.jain,
+		100 * r.drop_share, r.wait_p50_ms, r.wait_p99_ms, (unsigned long long)r.bw_min,
+		(unsigned long long)r.bw_max, (unsigned long long)r.congested_rounds);
 	for (int i = 0; i < 2 * flows; i++)
 		rudp_conn_destroy(m->ep[i].c);
 	while (m->heap_n > 0)
@@ -457,6 +476,12 @@ static struct mf_result mf_bulk(uint8_t cc, int flows, const struct mf_path *pat
 	free(m->heap);
 	free(m);
 	return r;
+}
+
+static struct mf_result mf_bulk(uint8_t cc, int flows, const struct mf_path *path, uint64_t seed,
+				uint64_t warmup_us, uint64_t measure_us)
+{
+	return mf_run(cc, flows, path, seed, warmup_us, measure_us, false);
 }
 
 #define RATE_20MBIT (20000000ull / 8)
@@ -591,6 +616,34 @@ static void test_rate_unreliable_beside_bulk(void **state)
 	free(s);
 }
 
+/* rudp-bench's path rows a-c as it runs them, every message echoed: data
+ * and the other side's ACKs share each direction's queue, so ACKs wait
+ * behind data and arrive bunched (what one-way flows never meet). The
+ * bounds sit under what seeds 1-12 gave (MF_SEEDS=12 prints them). */
+static void test_rate_echo_rows(void **state)
+{
+	const struct mf_path a = {.rate = RATE_5MBIT, .delay_us = 10 * MS, .queue_us = 30 * MS};
+	const struct mf_path b = {.rate = RATE_20MBIT, .delay_us = 20 * MS, .queue_us = 50 * MS};
+	const struct mf_path c = {
+		.rate = RATE_20MBIT, .delay_us = 30 * MS, .queue_us = 60 * MS, .loss_ppm = 5000};
+	uint64_t seeds = getenv("MF_SEEDS") ? strtoull(getenv("MF_SEEDS"), NULL, 10) : SEEDS;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= seeds; seed++) {
+		struct mf_result ra = mf_run(RUDP_CONN_CC_RATE, 1, &a, seed, 2 * SEC, 12 * SEC, true);
+		struct mf_result rb = mf_run(RUDP_CONN_CC_RATE, 8, &b, seed, 3 * SEC, 20 * SEC, true);
+		struct mf_result rc = mf_run(RUDP_CONN_CC_RATE, 4, &c, seed, 3 * SEC, 12 * SEC, true);
+
+		assert_true(ra.goodput >= 0.84);
+		assert_true(ra.resent <= 0.01);
+		assert_true(ra.wait_p50_ms <= 5.0);
+		assert_true(rb.goodput >= 0.85);
+		assert_true(rb.resent <= 0.01);
+		assert_true(rb.jain >= 0.95);
+		assert_true(rc.goodput >= 0.78);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -601,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_rate_four_flows_random_loss),
 		cmocka_unit_test(test_rate_random_loss_keeps_the_rate),
 		cmocka_unit_test(test_rate_unreliable_beside_bulk),
+		cmocka_unit_test(test_rate_echo_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
