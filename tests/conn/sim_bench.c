@@ -10,7 +10,7 @@
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
  *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US]
  *             [rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N]
- *             [ack_delay=US] [game_hz=N]
+ *             [ack_delay=US] [game_hz=N] [seq=N]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -34,6 +34,8 @@
  * game_hz=N adds a game's stream to the client: a 200 B unreliable
  * message N times a second beside the bulk, echoed like it, and prints
  * its echo time over the base RTT (rudp-bench's row e, in virtual time).
+ * seq=N first echoes N messages one at a time, untimed, as rudp-bench's
+ * single rows do (warm-up and RTT samples) before their timed burst.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,6 +68,7 @@ struct bench_args {
 	uint64_t ack_every;
 	uint64_t ack_delay_us;
 	uint64_t game_hz;
+	uint64_t seq;
 };
 
 static struct bench_args args = {
@@ -81,6 +84,13 @@ static struct bench_args args = {
 	.ack_every = RUDP_DEFAULT_ACK_EVERY,
 	.ack_delay_us = RUDP_DEFAULT_ACK_DELAY_US,
 };
+
+static uint32_t seq_target;
+
+static bool seq_done(struct sim *s)
+{
+	return s->ep[0].rx_messages >= seq_target;
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -191,7 +201,7 @@ static void run(void **state)
 	s->timer_granularity_us = args.timer_us;
 	s->cpu_us = args.cpu_us;
 	s->ep[0].work = (struct sim_workload){
-		.count = args.messages,
+		.count = args.messages + (uint32_t)args.seq,
 		.min_size = args.size,
 		.max_size = args.size,
 		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
@@ -204,6 +214,13 @@ static void run(void **state)
 	if (args.redundant)
 		for (int i = 0; i < 2; i++)
 			rudp_conn_set_redundant_channels(s->ep[i].c, UINT32_MAX);
+	if (args.seq) {
+		/* rudp-bench's sequential phase: one echo at a time, untimed. */
+		s->ep[0].work.max_outstanding = 1;
+		seq_target = (uint32_t)args.seq;
+		assert_true(sim_run(s, seq_done, 3600ull * 1000000));
+		s->ep[0].work.max_outstanding = (uint32_t)args.outstanding;
+	}
 	start = s->now;
 	if (args.game_hz)
 		run_with_game(s);
@@ -283,7 +300,7 @@ int main(int argc, char **argv)
 			 arg_u64(argv[i], "outstanding", &args.outstanding) ||
 			 arg_u64(argv[i], "ack_every", &args.ack_every) ||
 			 arg_u64(argv[i], "ack_delay", &args.ack_delay_us) ||
-			 arg_u64(argv[i], "game_hz", &args.game_hz))
+			 arg_u64(argv[i], "game_hz", &args.game_hz) || arg_u64(argv[i], "seq", &args.seq))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -295,7 +312,7 @@ int main(int argc, char **argv)
 				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US] "
 				"[redundant=0|1] "
 				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N] [ack_delay=US] "
-				"[game_hz=N]\n",
+				"[game_hz=N] [seq=N]\n",
 				argv[0]);
 			return 2;
 		}
