@@ -130,6 +130,13 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 			start + s->link.delay_us + rng_below(&s->rng, (uint32_t)s->link.jitter_us + 1);
 		if (rng_below(&s->rng, 1000) < s->link.reorder_pm)
 			p->deliver_at += rng_below(&s->rng, (uint32_t)s->link.reorder_us + 1);
+		if (s->link.late_us) {
+			if (!s->link.late_pm || rng_below(&s->rng, 1000) < s->link.late_pm)
+				p->deliver_at += rng_below(&s->rng, (uint32_t)s->link.late_us + 1);
+			if (p->deliver_at < s->late_last[to])
+				p->deliver_at = s->late_last[to];
+			s->late_last[to] = p->deliver_at;
+		}
 		p->serial = s->serial++;
 		p->to = to;
 		p->len = (uint16_t)len;

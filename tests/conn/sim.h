@@ -38,6 +38,13 @@ struct sim_link {
 	uint64_t delay_us;
 	uint64_t jitter_us;
 	uint64_t reorder_us;
+	/* Up to this much extra delay per datagram that never lets it
+	 * overtake one sent before it the same way: a host or emulator late
+	 * in its scheduling, which delays what queues behind too (jitter_us
+	 * reorders instead). late_pm: the share of datagrams that are late
+	 * (0: all). */
+	uint64_t late_us;
+	uint32_t late_pm;
 	/* Per direction, the link is busy this long per datagram (0: no limit):
 	 * a bottleneck like a host's per-datagram cost, so goodput is finite. */
 	uint64_t tx_us;
@@ -116,6 +123,7 @@ struct sim {
 	uint64_t timer_granularity_us;
 	uint64_t link_free[2]; /* per receiving side: when the link is free again */
 	uint64_t rate_free[2]; /* the same for the byte-rate bottleneck */
+	uint64_t late_last[2]; /* with link.late_us: the latest delivery time to each side */
 	/* Each endpoint is one thread that spends this long per datagram it
 	 * reads or sends (0: no cost, and both flush at every step). Datagrams
 	 * arriving while it is busy wait and are then read as one batch, one

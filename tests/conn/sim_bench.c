@@ -10,7 +10,7 @@
  *   sim_bench [loss=PM] [delay=US] [n=MESSAGES] [size=B] [tx=US] [cpu=US]
  *             [timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US]
  *             [rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N]
- *             [ack_delay=US] [game_hz=N] [seq=N]
+ *             [ack_delay=US] [game_hz=N] [seq=N] [late=US] [late_pm=PM]
  *
  * Defaults: 10 per mille loss each way, 25 us one way (a loopback-like RTT
  * of 50 us plus what the load adds), 50,000 x 800 B, 64 outstanding, 5 us
@@ -27,7 +27,10 @@
  * bytes a second per direction with a drop-tail buffer of qms= ms at
  * that rate (0: unbounded), and prints its queue wait; outstanding= sets
  * the echo window (64). jitter=US adds up to that much
- * random delay per datagram (so datagrams also arrive out of order).
+ * random delay per datagram (so datagrams also arrive out of order);
+ * late=US up to that much without reordering (a late host or emulator
+ * holds back what follows too, as rudp-bench's TUN link does), for
+ * late_pm per mille of the datagrams (default: all).
  * redundant=1 turns redundancy on for every channel at both ends
  * (rudp_conn_set_redundant_channels). ack_every=N and ack_delay=US set
  * the ACK thinning (rudp_conn_config; defaults as the library's).
@@ -61,6 +64,8 @@ struct bench_args {
 	uint64_t queue;
 	uint64_t cc;
 	uint64_t jitter_us;
+	uint64_t late_us;
+	uint64_t late_pm;
 	uint64_t redundant;
 	uint64_t rate_bps;
 	uint64_t queue_ms;
@@ -178,6 +183,8 @@ static void run(void **state)
 				.delay_us = args.delay_us,
 				.tx_us = args.tx_us,
 				.jitter_us = args.jitter_us,
+				.late_us = args.late_us,
+				.late_pm = (uint32_t)args.late_pm,
 				.rate_bps = args.rate_bps,
 				.queue_bytes = args.rate_bps * args.queue_ms / 1000};
 	struct rudp_conn_stats st[2];
@@ -300,7 +307,9 @@ int main(int argc, char **argv)
 			 arg_u64(argv[i], "outstanding", &args.outstanding) ||
 			 arg_u64(argv[i], "ack_every", &args.ack_every) ||
 			 arg_u64(argv[i], "ack_delay", &args.ack_delay_us) ||
-			 arg_u64(argv[i], "game_hz", &args.game_hz) || arg_u64(argv[i], "seq", &args.seq))
+			 arg_u64(argv[i], "game_hz", &args.game_hz) || arg_u64(argv[i], "seq", &args.seq) ||
+			 arg_u64(argv[i], "late", &args.late_us) ||
+			 arg_u64(argv[i], "late_pm", &args.late_pm))
 			continue;
 		else if (arg_u64(argv[i], "n", &v))
 			args.messages = (uint32_t)v;
@@ -312,7 +321,7 @@ int main(int argc, char **argv)
 				"[timer=US] [seed=N] [queue=DATAGRAMS] [cc=0|1|2] [jitter=US] "
 				"[redundant=0|1] "
 				"[rate=BYTES_PER_S] [qms=MS] [outstanding=N] [ack_every=N] [ack_delay=US] "
-				"[game_hz=N] [seq=N]\n",
+				"[game_hz=N] [seq=N] [late=US] [late_pm=PM]\n",
 				argv[0]);
 			return 2;
 		}
