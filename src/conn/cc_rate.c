@@ -191,6 +191,8 @@ static uint64_t min_cwnd(const struct cc_rate *cc)
 	return (uint64_t)MIN_CWND_DATAGRAMS * cc->mss;
 }
 
+static void note_burst_cap(struct cc_rate *cc);
+
 void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t now_us)
 {
 	memset(cc, 0, sizeof(*cc));
@@ -208,6 +210,7 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
 	cc->ack_min_rtt_us = UINT64_MAX;
 	cc->tokens_us = now_us;
 	cc->tokens = INT64_MAX; /* clipped to one quantum on first use */
+	note_burst_cap(cc);
 }
 
 /* ---- pacing budget ---- */
@@ -229,10 +232,17 @@ static int64_t burst_cap(const struct cc_rate *cc)
 	return (int64_t)cap;
 }
 
+/* After any change to what burst_cap reads: the pacing rate, the window,
+ * the app-limited mark. */
+static void note_burst_cap(struct cc_rate *cc)
+{
+	cc->tokens_cap = burst_cap(cc);
+}
+
 /* The budget at now_us, in byte-µs. */
 static int64_t tokens_at(const struct cc_rate *cc, uint64_t now_us)
 {
-	int64_t cap = burst_cap(cc), t = cc->tokens;
+	int64_t cap = cc->tokens_cap, t = cc->tokens;
 	uint64_t elapsed = now_us > cc->tokens_us ? now_us - cc->tokens_us : 0;
 
 	if (t >= cap)
@@ -305,12 +315,14 @@ void cc_rate_on_app_limited(struct cc_rate *cc)
 
 	cc->app_limited_until = until ? until : 1;
 	cc->out_of_data = false;
+	note_burst_cap(cc);
 }
 
 void cc_rate_on_out_of_data(struct cc_rate *cc)
 {
 	cc_rate_on_app_limited(cc);
 	cc->out_of_data = true;
+	note_burst_cap(cc);
 }
 
 static void leave_flight(struct cc_rate *cc, uint32_t bytes)
@@ -318,36 +330,31 @@ static void leave_flight(struct cc_rate *cc, uint32_t bytes)
 	cc->in_flight = bytes < cc->in_flight ? cc->in_flight - bytes : 0;
 }
 
+/* Called once per datagram an ACK covers, so it keeps to what must be
+ * done per datagram (the delivered count, which dates a round's end, and
+ * the choice of the sample); the rest waits for cc_rate_on_ack_end. */
 void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
 		      uint64_t now_us)
 {
 	uint64_t prior = unwrap_delivered(cc, snap->delivered);
 	uint64_t rtt = (uint32_t)((uint32_t)now_us - snap->sent_us);
 
-	leave_flight(cc, bytes);
 	cc->delivered += bytes;
 	cc->delivered_us = now_us;
 	cc->ack_acked += bytes;
-	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
-		cc->app_limited_until = 0;
-		cc->out_of_data = false;
-	}
-	if (rtt < cc->round_min_rtt_us)
-		cc->round_min_rtt_us = rtt;
 	if (rtt < cc->ack_min_rtt_us)
 		cc->ack_min_rtt_us = rtt;
 	if (prior >= cc->next_round_delivered) {
 		cc->ack_round_start = true;
 		cc->next_round_delivered = cc->delivered;
 	}
-	/* The sample comes from the newest datagram this ACK covers. */
-	if (!cc->ack_has_sample || prior >= unwrap_delivered(cc, cc->ack_prior_delivered)) {
+	/* The sample comes from the newest datagram this ACK covers (the
+	 * first one always: ack_prior_delivered is 0 then). */
+	if (prior >= cc->ack_prior_delivered) {
 		cc->ack_has_sample = true;
-		cc->ack_prior_delivered = snap->delivered;
-		cc->ack_ack_elapsed_us = (uint32_t)((uint32_t)now_us - snap->delivered_us);
-		cc->ack_send_elapsed_us = (uint32_t)(snap->sent_us - snap->first_sent_us);
-		cc->ack_app_limited = snap->app_limited;
-		cc->first_sent_us = now_us - rtt;
+		cc->ack_prior_delivered = prior;
+		cc->ack_snap = *snap;
+		cc->ack_now_us = now_us;
 	}
 }
 
@@ -647,27 +654,42 @@ static void update_cwnd(struct cc_rate *cc)
 
 void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 {
-	uint64_t prior_in_flight = (uint64_t)cc->in_flight + cc->ack_acked + cc->ack_lost;
-	bool sample_app_limited = cc->ack_app_limited;
+	uint64_t prior_in_flight;
+	bool ack_app_limited = cc->ack_has_sample && cc->ack_snap.app_limited;
+	bool sample_app_limited = ack_app_limited;
 	uint64_t rate = 0;
 
+	/* What cc_rate_on_acked left for once per ACK. */
+	cc->in_flight = cc->ack_acked < cc->in_flight ? cc->in_flight - (uint32_t)cc->ack_acked : 0;
+	if (cc->ack_min_rtt_us < cc->round_min_rtt_us)
+		cc->round_min_rtt_us = cc->ack_min_rtt_us;
+	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
+		cc->app_limited_until = 0;
+		cc->out_of_data = false;
+		note_burst_cap(cc);
+	}
 	if (cc->ack_acked == 0 && cc->ack_lost == 0)
 		return;
+	prior_in_flight = (uint64_t)cc->in_flight + cc->ack_acked + cc->ack_lost;
 	update_min_rtt(cc, now_us);
 	if (cc->ack_has_sample) {
-		uint64_t got = cc->delivered - unwrap_delivered(cc, cc->ack_prior_delivered);
-		uint64_t interval = max_u64(cc->ack_send_elapsed_us, cc->ack_ack_elapsed_us);
+		const struct cc_rate_snapshot *s = &cc->ack_snap;
+		uint64_t got = cc->delivered - cc->ack_prior_delivered;
+		uint64_t ack_elapsed = (uint32_t)((uint32_t)cc->ack_now_us - s->delivered_us);
+		uint64_t send_elapsed = (uint32_t)(s->sent_us - s->first_sent_us);
+		uint64_t interval = max_u64(send_elapsed, ack_elapsed);
 
+		cc->first_sent_us = cc->ack_now_us - (uint32_t)((uint32_t)cc->ack_now_us - s->sent_us);
 		if (interval > 0 && interval >= cc->min_rtt_us)
 			rate = got * US_PER_S / interval;
 		else
 			sample_app_limited = true; /* no sample: says nothing for startup's exit */
-		if (rate && !cc->ack_app_limited)
+		if (rate && !ack_app_limited)
 			cc->round_not_app_limited = true;
 	}
 	if (cc->ack_round_start)
 		on_round_end(cc, sample_app_limited, now_us);
-	if (rate && (!cc->ack_app_limited || rate >= cc->bw)) {
+	if (rate && (!ack_app_limited || rate >= cc->bw)) {
 		if (rate > cc->bw_round[cc->bw_slot])
 			cc->bw_round[cc->bw_slot] = rate;
 		if (rate > cc->bw)
@@ -677,8 +699,10 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	update_state(cc, now_us, prior_in_flight);
 	update_pacing_rate(cc);
 	update_cwnd(cc);
+	note_burst_cap(cc);
 
 	cc->ack_has_sample = false;
+	cc->ack_prior_delivered = 0;
 	cc->ack_round_start = false;
 	cc->ack_acked = 0;
 	cc->ack_lost = 0;

@@ -85,14 +85,16 @@ struct cc_rate {
 	uint64_t lost; /* bytes declared lost since creation */
 	uint32_t in_flight;
 
-	/* the ACK being processed: its newest datagram's snapshot */
+	/* The ACK being processed. Per datagram acknowledged, only what
+	 * cannot wait is done: the sample's snapshot is kept as it is, and
+	 * in_flight, the round's RTT minimum and the app-limited mark are
+	 * brought up to date once, in cc_rate_on_ack_end. */
 	bool ack_has_sample;
 	bool ack_round_start;
-	uint32_t ack_prior_delivered;
-	uint64_t ack_ack_elapsed_us;
-	uint64_t ack_send_elapsed_us;
-	bool ack_app_limited;
-	uint64_t ack_acked; /* bytes this ACK acknowledged */
+	struct cc_rate_snapshot ack_snap; /* of its newest datagram */
+	uint64_t ack_prior_delivered; /* that snapshot's delivered count, in full; 0: no sample yet */
+	uint64_t ack_now_us; /* when that datagram was acknowledged */
+	uint64_t ack_acked; /* bytes this ACK acknowledged (still in in_flight) */
 	uint64_t ack_lost; /* bytes it declared lost */
 	uint64_t ack_min_rtt_us; /* its smallest RTT sample; UINT64_MAX: none */
 
@@ -152,6 +154,9 @@ struct cc_rate {
 	 * rates lose no fractions; negative: the last datagram overran it */
 	int64_t tokens;
 	uint64_t tokens_us;
+	/* The most the budget holds (cc_rate.c burst_cap), kept up to date
+	 * where its inputs change rather than worked out at every send. */
+	int64_t tokens_cap;
 };
 
 /* Sets up *cc from *cfg. */
