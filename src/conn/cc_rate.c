@@ -191,7 +191,7 @@ static uint64_t min_cwnd(const struct cc_rate *cc)
 	return (uint64_t)MIN_CWND_DATAGRAMS * cc->mss;
 }
 
-static void note_burst_cap(struct cc_rate *cc);
+static void set_pacing_rate(struct cc_rate *cc, uint64_t rate);
 
 void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t now_us)
 {
@@ -203,14 +203,13 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
 	cc->pacing_gain_pm = STARTUP_GAIN_PM;
 	cc->cwnd_gain_pm = STARTUP_GAIN_PM;
 	cc->cwnd = cfg->initial_cwnd ? cfg->initial_cwnd : initial_cwnd(cc);
-	cc->pacing_rate = cc->cwnd * US_PER_S / NO_RTT_US * STARTUP_GAIN_PM / PM;
+	set_pacing_rate(cc, cc->cwnd * US_PER_S / NO_RTT_US * STARTUP_GAIN_PM / PM);
 	cc->delivered_us = now_us;
 	cc->first_sent_us = now_us;
 	cc->round_min_rtt_us = UINT64_MAX;
 	cc->ack_min_rtt_us = UINT64_MAX;
 	cc->tokens_us = now_us;
 	cc->tokens = INT64_MAX; /* clipped to one quantum on first use */
-	note_burst_cap(cc);
 }
 
 /* ---- pacing budget ---- */
@@ -225,24 +224,25 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
  * into a queue shared with other flows were what overflowed it. */
 static int64_t burst_cap(const struct cc_rate *cc)
 {
-	uint64_t cap = max_u64(cc->pacing_rate * cc->quantum_us, 2ull * cc->mss * US_PER_S);
+	uint64_t cap = cc->quantum_cap;
 
 	if (cc->app_limited_until && cc->out_of_data)
 		cap = max_u64(cap, cc->cwnd * US_PER_S);
 	return (int64_t)cap;
 }
 
-/* After any change to what burst_cap reads: the pacing rate, the window,
- * the app-limited mark. */
-static void note_burst_cap(struct cc_rate *cc)
+/* The pacing rate, and the quantum's share of burst_cap that follows from
+ * it (worked out here, not at every send: the rate rarely changes). */
+static void set_pacing_rate(struct cc_rate *cc, uint64_t rate)
 {
-	cc->tokens_cap = burst_cap(cc);
+	cc->pacing_rate = rate;
+	cc->quantum_cap = max_u64(rate * cc->quantum_us, 2ull * cc->mss * US_PER_S);
 }
 
 /* The budget at now_us, in byte-µs. */
 static int64_t tokens_at(const struct cc_rate *cc, uint64_t now_us)
 {
-	int64_t cap = cc->tokens_cap, t = cc->tokens;
+	int64_t cap = burst_cap(cc), t = cc->tokens;
 	uint64_t elapsed = now_us > cc->tokens_us ? now_us - cc->tokens_us : 0;
 
 	if (t >= cap)
@@ -315,14 +315,12 @@ void cc_rate_on_app_limited(struct cc_rate *cc)
 
 	cc->app_limited_until = until ? until : 1;
 	cc->out_of_data = false;
-	note_burst_cap(cc);
 }
 
 void cc_rate_on_out_of_data(struct cc_rate *cc)
 {
 	cc_rate_on_app_limited(cc);
 	cc->out_of_data = true;
-	note_burst_cap(cc);
 }
 
 static void leave_flight(struct cc_rate *cc, uint32_t bytes)
@@ -626,7 +624,7 @@ static void update_pacing_rate(struct cc_rate *cc)
 	}
 	/* In startup early samples are small: the rate only rises there. */
 	if (cc->full_bw_reached || rate > cc->pacing_rate)
-		cc->pacing_rate = rate ? rate : 1;
+		set_pacing_rate(cc, rate ? rate : 1);
 }
 
 static void update_cwnd(struct cc_rate *cc)
@@ -655,7 +653,8 @@ static void update_cwnd(struct cc_rate *cc)
 void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 {
 	uint64_t prior_in_flight;
-	bool ack_app_limited = cc->ack_has_sample && cc->ack_snap.app_limited;
+	/* Read only where there is a sample (a round starts with one). */
+	bool ack_app_limited = cc->ack_snap.app_limited;
 	bool sample_app_limited = ack_app_limited;
 	uint64_t rate = 0;
 
@@ -666,7 +665,6 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
 		cc->app_limited_until = 0;
 		cc->out_of_data = false;
-		note_burst_cap(cc);
 	}
 	if (cc->ack_acked == 0 && cc->ack_lost == 0)
 		return;
@@ -699,7 +697,6 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	update_state(cc, now_us, prior_in_flight);
 	update_pacing_rate(cc);
 	update_cwnd(cc);
-	note_burst_cap(cc);
 
 	cc->ack_has_sample = false;
 	cc->ack_prior_delivered = 0;

@@ -154,9 +154,7 @@ struct cc_rate {
 	 * rates lose no fractions; negative: the last datagram overran it */
 	int64_t tokens;
 	uint64_t tokens_us;
-	/* The most the budget holds (cc_rate.c burst_cap), kept up to date
-	 * where its inputs change rather than worked out at every send. */
-	int64_t tokens_cap;
+	uint64_t quantum_cap; /* the budget's cap from the quantum (cc_rate.c burst_cap) */
 };
 
 /* Sets up *cc from *cfg. */

@@ -661,6 +661,9 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 	const uint32_t mask = d->size - 1, next_dgram_seq = x->next_dgram_seq;
 	const uint32_t verdict_flag = nack ? LOSS_DGRAM_LOST : 0;
 	uint32_t pending = d->pending, nverdicts = d->nverdicts;
+	/* An ACK's walk that went down to the oldest record resolved every
+	 * one up to this key: oldest moves past them without a second walk. */
+	int32_t resolved_to = INT32_MIN;
 
 	if (!recs || pending == 0)
 		return;
@@ -668,8 +671,9 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 		floor = oldest_key;
 	for (uint32_t r = nkeys; r-- > 0 && pending > 0 && keys[r].hi >= floor;) {
 		int32_t lo = keys[r].lo < floor ? floor : keys[r].lo;
+		int32_t k;
 
-		for (int32_t k = keys[r].hi; k >= lo && pending > 0; k--) {
+		for (k = keys[r].hi; k >= lo && pending > 0; k--) {
 			uint32_t seq = (next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
 			uint32_t slot = seq & mask;
 
@@ -685,9 +689,13 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 			pending--;
 			verdicts[nverdicts++] = slot | verdict_flag;
 		}
+		if (!nack && lo == oldest_key && k < lo)
+			resolved_to = keys[r].hi;
 	}
 	d->pending = pending;
 	d->nverdicts = nverdicts;
+	if (resolved_to != INT32_MIN)
+		d->oldest = (next_dgram_seq + (uint32_t)resolved_to + 1) & RUDP_WIRE_U24_MASK;
 	dgram_advance_oldest(d, next_dgram_seq);
 }
 
