@@ -710,13 +710,11 @@ static void dgram_log_infer(struct loss_ctx *x, uint64_t window, bool by_count)
 	struct dgram_log *d = &x->l->dlog;
 	int32_t newest_key = x->v->sample.newest_key;
 	uint32_t newest = (x->next_dgram_seq + (uint32_t)newest_key) & RUDP_WIRE_U24_MASK;
-	const struct dgram_rec *nr;
-	bool timed;
+	const struct dgram_rec *nr = NULL;
+	bool timed = false;
 
 	if (!d->recs || d->pending == 0 || !x->v->named)
 		return;
-	nr = &d->recs[newest & (d->size - 1)];
-	timed = (nr->tag & RUDP_WIRE_U24_MASK) == newest && (nr->tag & (SENT_HISTORY_VALID | DGRAM_RESOLVED));
 	for (uint32_t s = d->oldest; d->pending > 0 && rudp_u24_diff(s, x->next_dgram_seq) < newest_key;
 	     s = rudp_u24_add(s, 1)) {
 		uint32_t slot = s & (d->size - 1);
@@ -725,9 +723,17 @@ static void dgram_log_infer(struct loss_ctx *x, uint64_t window, bool by_count)
 		if (r->tag != (s | SENT_HISTORY_VALID))
 			continue;
 		if (!(by_count &&
-		      newest_key - rudp_u24_diff(s, x->next_dgram_seq) >= INFER_DGRAM_THRESHOLD) &&
-		    !(timed && (int32_t)(nr->sent_us - r->sent_us) > (int32_t)window))
-			break;
+		      newest_key - rudp_u24_diff(s, x->next_dgram_seq) >= INFER_DGRAM_THRESHOLD)) {
+			/* The newest's record, looked up only now: on most ACKs
+			 * no record older than the newest waits. */
+			if (!nr) {
+				nr = &d->recs[newest & (d->size - 1)];
+				timed = (nr->tag & RUDP_WIRE_U24_MASK) == newest &&
+					(nr->tag & (SENT_HISTORY_VALID | DGRAM_RESOLVED));
+			}
+			if (!(timed && (int32_t)(nr->sent_us - r->sent_us) > (int32_t)window))
+				break;
+		}
 		dgram_resolve(d, slot, true);
 	}
 	dgram_advance_oldest(d, x->next_dgram_seq);
