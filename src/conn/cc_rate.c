@@ -149,10 +149,11 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* What rate (bytes/s) delivers in us µs, without overflow for any elapsed time. */
-static uint64_t bytes_in(uint64_t rate, uint64_t us)
+/* What the bandwidth estimate delivers in us µs, without overflow for any
+ * elapsed time. */
+static uint64_t bw_bytes_in(const struct cc_rate *cc, uint64_t us)
 {
-	return rate / US_PER_S * us + rate % US_PER_S * us / US_PER_S;
+	return cc->bw_whole * us + cc->bw_frac * us / US_PER_S;
 }
 
 static uint32_t next_random(struct cc_rate *cc)
@@ -172,13 +173,23 @@ static uint64_t initial_cwnd(const struct cc_rate *cc)
 	return (uint64_t)INITIAL_CWND_DATAGRAMS * cc->mss;
 }
 
+/* After any change to bw or min_rtt_us: what follows from them. */
+static void note_model(struct cc_rate *cc)
+{
+	if (cc->bw == 0 || cc->min_rtt_us == 0)
+		cc->bdp_base = initial_cwnd(cc);
+	else
+		cc->bdp_base = cc->bw * cc->min_rtt_us / US_PER_S;
+	cc->bw_whole = cc->bw / US_PER_S;
+	cc->bw_frac = cc->bw % US_PER_S;
+	cc->extra_acked_max = cc->bw * EXTRA_ACKED_MAX_US / US_PER_S;
+}
+
 /* The estimated bandwidth-delay product times gain_pm / 1000; before both
  * estimates exist, the initial window. */
 static uint64_t bdp(const struct cc_rate *cc, uint32_t gain_pm)
 {
-	if (cc->bw == 0 || cc->min_rtt_us == 0)
-		return initial_cwnd(cc) * gain_pm / PM;
-	return cc->bw * cc->min_rtt_us / US_PER_S * gain_pm / PM;
+	return cc->bdp_base * gain_pm / PM;
 }
 
 static uint64_t extra_acked(const struct cc_rate *cc)
@@ -210,6 +221,7 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
 	cc->ack_min_rtt_us = UINT64_MAX;
 	cc->tokens_us = now_us;
 	cc->tokens = INT64_MAX; /* clipped to one quantum on first use */
+	note_model(cc);
 }
 
 /* ---- pacing budget ---- */
@@ -374,7 +386,10 @@ static void bw_filter_refresh(struct cc_rate *cc)
 
 	for (uint32_t i = 0; i < CC_RATE_BW_ROUNDS; i++)
 		m = max_u64(m, cc->bw_round[i]);
-	cc->bw = m;
+	if (m != cc->bw) {
+		cc->bw = m;
+		note_model(cc);
+	}
 }
 
 static void enter_probe_bw(struct cc_rate *cc, uint64_t now_us)
@@ -500,7 +515,7 @@ static void update_ack_aggregation(struct cc_rate *cc, uint64_t now_us)
 
 	if (cc->bw == 0 || cc->ack_acked == 0)
 		return;
-	expected = bytes_in(cc->bw, now_us - cc->agg_epoch_us);
+	expected = bw_bytes_in(cc, now_us - cc->agg_epoch_us);
 	/* Deliveries caught up with the rate: a new epoch starts here. */
 	if (cc->agg_epoch_acked <= expected) {
 		cc->agg_epoch_us = now_us;
@@ -509,7 +524,7 @@ static void update_ack_aggregation(struct cc_rate *cc, uint64_t now_us)
 	}
 	cc->agg_epoch_acked += cc->ack_acked;
 	extra = cc->agg_epoch_acked - min_u64(expected, cc->agg_epoch_acked);
-	extra = min_u64(extra, cc->bw * EXTRA_ACKED_MAX_US / US_PER_S);
+	extra = min_u64(extra, cc->extra_acked_max);
 	extra = min_u64(extra, cc->cwnd);
 	if (extra > cc->extra_acked[cc->extra_acked_slot])
 		cc->extra_acked[cc->extra_acked_slot] = extra;
@@ -521,7 +536,12 @@ static void update_min_rtt(struct cc_rate *cc, uint64_t now_us)
 
 	if (cc->ack_min_rtt_us != UINT64_MAX &&
 	    (cc->min_rtt_us == 0 || cc->ack_min_rtt_us <= cc->min_rtt_us || expired)) {
-		cc->min_rtt_us = cc->ack_min_rtt_us ? cc->ack_min_rtt_us : 1;
+		uint64_t rtt = cc->ack_min_rtt_us ? cc->ack_min_rtt_us : 1;
+
+		if (rtt != cc->min_rtt_us) {
+			cc->min_rtt_us = rtt;
+			note_model(cc);
+		}
 		cc->min_rtt_stamp_us = now_us;
 	}
 	if (expired && cc->state != CC_RATE_PROBE_RTT) {
@@ -690,8 +710,10 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	if (rate && (!ack_app_limited || rate >= cc->bw)) {
 		if (rate > cc->bw_round[cc->bw_slot])
 			cc->bw_round[cc->bw_slot] = rate;
-		if (rate > cc->bw)
+		if (rate > cc->bw) {
 			cc->bw = rate;
+			note_model(cc);
+		}
 	}
 	update_ack_aggregation(cc, now_us);
 	update_state(cc, now_us, prior_in_flight);

@@ -114,6 +114,12 @@ struct cc_rate {
 	uint64_t bw_round[CC_RATE_BW_ROUNDS];
 	uint32_t bw_slot;
 	uint64_t bw; /* bytes/s, max of bw_round; 0: no sample yet */
+	/* From bw and min_rtt_us, worked out when either changes rather than
+	 * at every ACK (cc_rate.c note_model). */
+	uint64_t bdp_base; /* the BDP in bytes; the initial window before both exist */
+	uint64_t bw_whole; /* bw / 10^6: bytes per µs... */
+	uint64_t bw_frac; /* ...and the rest, in bytes per 10^6 µs */
+	uint64_t extra_acked_max; /* the batching allowance's ceiling, bytes */
 
 	/* minimum RTT, renewed when it expires (PROBE_RTT) */
 	uint64_t min_rtt_us; /* 0: no sample yet */
