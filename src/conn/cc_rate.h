@@ -220,7 +220,8 @@ void cc_rate_on_app_limited(struct cc_rate *cc);
 void cc_rate_on_out_of_data(struct cc_rate *cc);
 
 /* One datagram, sent with *snap, was acknowledged (first time only, and
- * not after cc_rate_on_lost for it). */
+ * not after cc_rate_on_lost for it). Its bytes leave in_flight at the
+ * cc_rate_on_ack_end that follows, with the rest of the ACK's. */
 void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
 		      uint64_t now_us);
 

@@ -189,8 +189,7 @@ static void dgram_advance_oldest(struct dgram_log *d, uint32_t upto)
 		d->oldest = upto;
 		return;
 	}
-	/* In locals: the store to oldest made the compiler load the others
-	 * again at every step. */
+	/* In locals: each store to oldest made the compiler load the rest again. */
 	const struct dgram_rec *recs = d->recs;
 	const uint32_t size = d->size, mask = size - 1;
 	uint32_t oldest = d->oldest;
@@ -201,8 +200,7 @@ static void dgram_advance_oldest(struct dgram_log *d, uint32_t upto)
 	d->oldest = oldest;
 }
 
-/* loss_dgram_record's rare case (seq's slot holds an unresolved record),
- * out of line so that the common one inlines small. */
+/* loss_dgram_record's rare case, out of line so that the common one inlines small. */
 uint32_t *loss_dgram_record_taken(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
 				  struct dgram_evicted *ev)
 {
@@ -653,16 +651,14 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 	struct dgram_log *d = &x->l->dlog;
 	int32_t floor = -(int32_t)d->size;
 	int32_t oldest_key = rudp_u24_diff(d->oldest, x->next_dgram_seq);
-	/* In locals: a store to a record's tag (uint32_t, as the counts
-	 * are) made the compiler load all of these again for every seq. */
+	/* In locals: each store to a tag (uint32_t, as the counts) reloaded them. */
 	struct dgram_rec *const recs = d->recs;
 	uint32_t *const verdicts = d->verdicts;
 	const struct ack_key_range *const keys = x->l->ack_keys;
 	const uint32_t mask = d->size - 1, next_dgram_seq = x->next_dgram_seq;
 	const uint32_t verdict_flag = nack ? LOSS_DGRAM_LOST : 0;
 	uint32_t pending = d->pending, nverdicts = d->nverdicts;
-	/* An ACK's walk that went down to the oldest record resolved every
-	 * one up to this key: oldest moves past them without a second walk. */
+	/* An ACK's walk down to the oldest resolved all up to here: no second walk. */
 	int32_t resolved_to = INT32_MIN;
 
 	if (!recs || pending == 0)
@@ -670,8 +666,7 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 	if (oldest_key > floor)
 		floor = oldest_key;
 	for (uint32_t r = nkeys; r-- > 0 && pending > 0 && keys[r].hi >= floor;) {
-		int32_t lo = keys[r].lo < floor ? floor : keys[r].lo;
-		int32_t k;
+		int32_t lo = keys[r].lo < floor ? floor : keys[r].lo, k;
 
 		for (k = keys[r].hi; k >= lo && pending > 0; k--) {
 			uint32_t seq = (next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
@@ -684,8 +679,7 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 			/* With reordering, left to the time rule (dgram_log_infer). */
 			if (nack && reorder_seen(&x->l->reorder, x->now_us))
 				continue;
-			/* As dgram_resolve, on the locals. */
-			recs[slot].tag = seq | DGRAM_RESOLVED;
+			recs[slot].tag = seq | DGRAM_RESOLVED; /* as dgram_resolve does */
 			pending--;
 			verdicts[nverdicts++] = slot | verdict_flag;
 		}
@@ -724,8 +718,7 @@ static void dgram_log_infer(struct loss_ctx *x, uint64_t window, bool by_count)
 			continue;
 		if (!(by_count &&
 		      newest_key - rudp_u24_diff(s, x->next_dgram_seq) >= INFER_DGRAM_THRESHOLD)) {
-			/* The newest's record, looked up only now: on most ACKs
-			 * no record older than the newest waits. */
+			/* Looked up only now: on most ACKs no older record waits. */
 			if (!nr) {
 				nr = &d->recs[newest & (d->size - 1)];
 				timed = (nr->tag & RUDP_WIRE_U24_MASK) == newest &&
