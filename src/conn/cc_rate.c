@@ -149,10 +149,11 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* What rate (bytes/s) delivers in us µs, without overflow for any elapsed time. */
-static uint64_t bytes_in(uint64_t rate, uint64_t us)
+/* What the bandwidth estimate delivers in us µs, without overflow for any
+ * elapsed time. */
+static uint64_t bw_bytes_in(const struct cc_rate *cc, uint64_t us)
 {
-	return rate / US_PER_S * us + rate % US_PER_S * us / US_PER_S;
+	return cc->bw_whole * us + cc->bw_frac * us / US_PER_S;
 }
 
 static uint32_t next_random(struct cc_rate *cc)
@@ -172,13 +173,23 @@ static uint64_t initial_cwnd(const struct cc_rate *cc)
 	return (uint64_t)INITIAL_CWND_DATAGRAMS * cc->mss;
 }
 
+/* After any change to bw or min_rtt_us: what follows from them. */
+static void note_model(struct cc_rate *cc)
+{
+	if (cc->bw == 0 || cc->min_rtt_us == 0)
+		cc->bdp_base = initial_cwnd(cc);
+	else
+		cc->bdp_base = cc->bw * cc->min_rtt_us / US_PER_S;
+	cc->bw_whole = cc->bw / US_PER_S;
+	cc->bw_frac = cc->bw % US_PER_S;
+	cc->extra_acked_max = cc->bw * EXTRA_ACKED_MAX_US / US_PER_S;
+}
+
 /* The estimated bandwidth-delay product times gain_pm / 1000; before both
  * estimates exist, the initial window. */
 static uint64_t bdp(const struct cc_rate *cc, uint32_t gain_pm)
 {
-	if (cc->bw == 0 || cc->min_rtt_us == 0)
-		return initial_cwnd(cc) * gain_pm / PM;
-	return cc->bw * cc->min_rtt_us / US_PER_S * gain_pm / PM;
+	return cc->bdp_base * gain_pm / PM;
 }
 
 static uint64_t extra_acked(const struct cc_rate *cc)
@@ -191,6 +202,8 @@ static uint64_t min_cwnd(const struct cc_rate *cc)
 	return (uint64_t)MIN_CWND_DATAGRAMS * cc->mss;
 }
 
+static void set_pacing_rate(struct cc_rate *cc, uint64_t rate);
+
 void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t now_us)
 {
 	memset(cc, 0, sizeof(*cc));
@@ -201,13 +214,14 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
 	cc->pacing_gain_pm = STARTUP_GAIN_PM;
 	cc->cwnd_gain_pm = STARTUP_GAIN_PM;
 	cc->cwnd = cfg->initial_cwnd ? cfg->initial_cwnd : initial_cwnd(cc);
-	cc->pacing_rate = cc->cwnd * US_PER_S / NO_RTT_US * STARTUP_GAIN_PM / PM;
+	set_pacing_rate(cc, cc->cwnd * US_PER_S / NO_RTT_US * STARTUP_GAIN_PM / PM);
 	cc->delivered_us = now_us;
 	cc->first_sent_us = now_us;
 	cc->round_min_rtt_us = UINT64_MAX;
 	cc->ack_min_rtt_us = UINT64_MAX;
 	cc->tokens_us = now_us;
 	cc->tokens = INT64_MAX; /* clipped to one quantum on first use */
+	note_model(cc);
 }
 
 /* ---- pacing budget ---- */
@@ -222,11 +236,19 @@ void cc_rate_init(struct cc_rate *cc, const struct cc_rate_config *cfg, uint64_t
  * into a queue shared with other flows were what overflowed it. */
 static int64_t burst_cap(const struct cc_rate *cc)
 {
-	uint64_t cap = max_u64(cc->pacing_rate * cc->quantum_us, 2ull * cc->mss * US_PER_S);
+	uint64_t cap = cc->quantum_cap;
 
 	if (cc->app_limited_until && cc->out_of_data)
 		cap = max_u64(cap, cc->cwnd * US_PER_S);
 	return (int64_t)cap;
+}
+
+/* The pacing rate, and the quantum's share of burst_cap that follows from
+ * it (worked out here, not at every send: the rate rarely changes). */
+static void set_pacing_rate(struct cc_rate *cc, uint64_t rate)
+{
+	cc->pacing_rate = rate;
+	cc->quantum_cap = max_u64(rate * cc->quantum_us, 2ull * cc->mss * US_PER_S);
 }
 
 /* The budget at now_us, in byte-µs. */
@@ -318,36 +340,31 @@ static void leave_flight(struct cc_rate *cc, uint32_t bytes)
 	cc->in_flight = bytes < cc->in_flight ? cc->in_flight - bytes : 0;
 }
 
+/* Called once per datagram an ACK covers, so it keeps to what must be
+ * done per datagram (the delivered count, which dates a round's end, and
+ * the choice of the sample); the rest waits for cc_rate_on_ack_end. */
 void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
 		      uint64_t now_us)
 {
 	uint64_t prior = unwrap_delivered(cc, snap->delivered);
 	uint64_t rtt = (uint32_t)((uint32_t)now_us - snap->sent_us);
 
-	leave_flight(cc, bytes);
 	cc->delivered += bytes;
 	cc->delivered_us = now_us;
 	cc->ack_acked += bytes;
-	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
-		cc->app_limited_until = 0;
-		cc->out_of_data = false;
-	}
-	if (rtt < cc->round_min_rtt_us)
-		cc->round_min_rtt_us = rtt;
 	if (rtt < cc->ack_min_rtt_us)
 		cc->ack_min_rtt_us = rtt;
 	if (prior >= cc->next_round_delivered) {
 		cc->ack_round_start = true;
 		cc->next_round_delivered = cc->delivered;
 	}
-	/* The sample comes from the newest datagram this ACK covers. */
-	if (!cc->ack_has_sample || prior >= unwrap_delivered(cc, cc->ack_prior_delivered)) {
+	/* The sample comes from the newest datagram this ACK covers (the
+	 * first one always: ack_prior_delivered is 0 then). */
+	if (prior >= cc->ack_prior_delivered) {
 		cc->ack_has_sample = true;
-		cc->ack_prior_delivered = snap->delivered;
-		cc->ack_ack_elapsed_us = (uint32_t)((uint32_t)now_us - snap->delivered_us);
-		cc->ack_send_elapsed_us = (uint32_t)(snap->sent_us - snap->first_sent_us);
-		cc->ack_app_limited = snap->app_limited;
-		cc->first_sent_us = now_us - rtt;
+		cc->ack_prior_delivered = prior;
+		cc->ack_snap = *snap;
+		cc->ack_now_us = now_us;
 	}
 }
 
@@ -369,7 +386,10 @@ static void bw_filter_refresh(struct cc_rate *cc)
 
 	for (uint32_t i = 0; i < CC_RATE_BW_ROUNDS; i++)
 		m = max_u64(m, cc->bw_round[i]);
-	cc->bw = m;
+	if (m != cc->bw) {
+		cc->bw = m;
+		note_model(cc);
+	}
 }
 
 static void enter_probe_bw(struct cc_rate *cc, uint64_t now_us)
@@ -495,7 +515,7 @@ static void update_ack_aggregation(struct cc_rate *cc, uint64_t now_us)
 
 	if (cc->bw == 0 || cc->ack_acked == 0)
 		return;
-	expected = bytes_in(cc->bw, now_us - cc->agg_epoch_us);
+	expected = bw_bytes_in(cc, now_us - cc->agg_epoch_us);
 	/* Deliveries caught up with the rate: a new epoch starts here. */
 	if (cc->agg_epoch_acked <= expected) {
 		cc->agg_epoch_us = now_us;
@@ -504,7 +524,7 @@ static void update_ack_aggregation(struct cc_rate *cc, uint64_t now_us)
 	}
 	cc->agg_epoch_acked += cc->ack_acked;
 	extra = cc->agg_epoch_acked - min_u64(expected, cc->agg_epoch_acked);
-	extra = min_u64(extra, cc->bw * EXTRA_ACKED_MAX_US / US_PER_S);
+	extra = min_u64(extra, cc->extra_acked_max);
 	extra = min_u64(extra, cc->cwnd);
 	if (extra > cc->extra_acked[cc->extra_acked_slot])
 		cc->extra_acked[cc->extra_acked_slot] = extra;
@@ -516,7 +536,12 @@ static void update_min_rtt(struct cc_rate *cc, uint64_t now_us)
 
 	if (cc->ack_min_rtt_us != UINT64_MAX &&
 	    (cc->min_rtt_us == 0 || cc->ack_min_rtt_us <= cc->min_rtt_us || expired)) {
-		cc->min_rtt_us = cc->ack_min_rtt_us ? cc->ack_min_rtt_us : 1;
+		uint64_t rtt = cc->ack_min_rtt_us ? cc->ack_min_rtt_us : 1;
+
+		if (rtt != cc->min_rtt_us) {
+			cc->min_rtt_us = rtt;
+			note_model(cc);
+		}
 		cc->min_rtt_stamp_us = now_us;
 	}
 	if (expired && cc->state != CC_RATE_PROBE_RTT) {
@@ -619,7 +644,7 @@ static void update_pacing_rate(struct cc_rate *cc)
 	}
 	/* In startup early samples are small: the rate only rises there. */
 	if (cc->full_bw_reached || rate > cc->pacing_rate)
-		cc->pacing_rate = rate ? rate : 1;
+		set_pacing_rate(cc, rate ? rate : 1);
 }
 
 static void update_cwnd(struct cc_rate *cc)
@@ -647,31 +672,48 @@ static void update_cwnd(struct cc_rate *cc)
 
 void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 {
-	uint64_t prior_in_flight = (uint64_t)cc->in_flight + cc->ack_acked + cc->ack_lost;
-	bool sample_app_limited = cc->ack_app_limited;
+	uint64_t prior_in_flight;
+	/* Read only where there is a sample (a round starts with one). */
+	bool ack_app_limited = cc->ack_snap.app_limited;
+	bool sample_app_limited = ack_app_limited;
 	uint64_t rate = 0;
 
+	/* What cc_rate_on_acked left for once per ACK. */
+	cc->in_flight = cc->ack_acked < cc->in_flight ? cc->in_flight - (uint32_t)cc->ack_acked : 0;
+	if (cc->ack_min_rtt_us < cc->round_min_rtt_us)
+		cc->round_min_rtt_us = cc->ack_min_rtt_us;
+	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
+		cc->app_limited_until = 0;
+		cc->out_of_data = false;
+	}
 	if (cc->ack_acked == 0 && cc->ack_lost == 0)
 		return;
+	prior_in_flight = (uint64_t)cc->in_flight + cc->ack_acked + cc->ack_lost;
 	update_min_rtt(cc, now_us);
 	if (cc->ack_has_sample) {
-		uint64_t got = cc->delivered - unwrap_delivered(cc, cc->ack_prior_delivered);
-		uint64_t interval = max_u64(cc->ack_send_elapsed_us, cc->ack_ack_elapsed_us);
+		const struct cc_rate_snapshot *s = &cc->ack_snap;
+		uint64_t got = cc->delivered - cc->ack_prior_delivered;
+		uint64_t ack_elapsed = (uint32_t)((uint32_t)cc->ack_now_us - s->delivered_us);
+		uint64_t send_elapsed = (uint32_t)(s->sent_us - s->first_sent_us);
+		uint64_t interval = max_u64(send_elapsed, ack_elapsed);
 
+		cc->first_sent_us = cc->ack_now_us - (uint32_t)((uint32_t)cc->ack_now_us - s->sent_us);
 		if (interval > 0 && interval >= cc->min_rtt_us)
 			rate = got * US_PER_S / interval;
 		else
 			sample_app_limited = true; /* no sample: says nothing for startup's exit */
-		if (rate && !cc->ack_app_limited)
+		if (rate && !ack_app_limited)
 			cc->round_not_app_limited = true;
 	}
 	if (cc->ack_round_start)
 		on_round_end(cc, sample_app_limited, now_us);
-	if (rate && (!cc->ack_app_limited || rate >= cc->bw)) {
+	if (rate && (!ack_app_limited || rate >= cc->bw)) {
 		if (rate > cc->bw_round[cc->bw_slot])
 			cc->bw_round[cc->bw_slot] = rate;
-		if (rate > cc->bw)
+		if (rate > cc->bw) {
 			cc->bw = rate;
+			note_model(cc);
+		}
 	}
 	update_ack_aggregation(cc, now_us);
 	update_state(cc, now_us, prior_in_flight);
@@ -679,6 +721,7 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	update_cwnd(cc);
 
 	cc->ack_has_sample = false;
+	cc->ack_prior_delivered = 0;
 	cc->ack_round_start = false;
 	cc->ack_acked = 0;
 	cc->ack_lost = 0;

@@ -85,14 +85,16 @@ struct cc_rate {
 	uint64_t lost; /* bytes declared lost since creation */
 	uint32_t in_flight;
 
-	/* the ACK being processed: its newest datagram's snapshot */
+	/* The ACK being processed. Per datagram acknowledged, only what
+	 * cannot wait is done: the sample's snapshot is kept as it is, and
+	 * in_flight, the round's RTT minimum and the app-limited mark are
+	 * brought up to date once, in cc_rate_on_ack_end. */
 	bool ack_has_sample;
 	bool ack_round_start;
-	uint32_t ack_prior_delivered;
-	uint64_t ack_ack_elapsed_us;
-	uint64_t ack_send_elapsed_us;
-	bool ack_app_limited;
-	uint64_t ack_acked; /* bytes this ACK acknowledged */
+	struct cc_rate_snapshot ack_snap; /* of its newest datagram */
+	uint64_t ack_prior_delivered; /* that snapshot's delivered count, in full; 0: no sample yet */
+	uint64_t ack_now_us; /* when that datagram was acknowledged */
+	uint64_t ack_acked; /* bytes this ACK acknowledged (still in in_flight) */
 	uint64_t ack_lost; /* bytes it declared lost */
 	uint64_t ack_min_rtt_us; /* its smallest RTT sample; UINT64_MAX: none */
 
@@ -112,6 +114,12 @@ struct cc_rate {
 	uint64_t bw_round[CC_RATE_BW_ROUNDS];
 	uint32_t bw_slot;
 	uint64_t bw; /* bytes/s, max of bw_round; 0: no sample yet */
+	/* From bw and min_rtt_us, worked out when either changes rather than
+	 * at every ACK (cc_rate.c note_model). */
+	uint64_t bdp_base; /* the BDP in bytes; the initial window before both exist */
+	uint64_t bw_whole; /* bw / 10^6: bytes per µs... */
+	uint64_t bw_frac; /* ...and the rest, in bytes per 10^6 µs */
+	uint64_t extra_acked_max; /* the batching allowance's ceiling, bytes */
 
 	/* minimum RTT, renewed when it expires (PROBE_RTT) */
 	uint64_t min_rtt_us; /* 0: no sample yet */
@@ -152,6 +160,7 @@ struct cc_rate {
 	 * rates lose no fractions; negative: the last datagram overran it */
 	int64_t tokens;
 	uint64_t tokens_us;
+	uint64_t quantum_cap; /* the budget's cap from the quantum (cc_rate.c burst_cap) */
 };
 
 /* Sets up *cc from *cfg. */
@@ -211,7 +220,8 @@ void cc_rate_on_app_limited(struct cc_rate *cc);
 void cc_rate_on_out_of_data(struct cc_rate *cc);
 
 /* One datagram, sent with *snap, was acknowledged (first time only, and
- * not after cc_rate_on_lost for it). */
+ * not after cc_rate_on_lost for it). Its bytes leave in_flight at the
+ * cc_rate_on_ack_end that follows, with the rest of the ACK's. */
 void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
 		      uint64_t now_us);
 

@@ -89,15 +89,11 @@ static void builder_commit(struct rudp_conn *c, struct dgram_builder *b, uint64_
 
 	if (c->rate_on) {
 		struct dgram_evicted ev;
-		struct cc_rate_snapshot snap;
 		uint32_t *data = loss_dgram_record(&c->loss, seq, (uint32_t)b->len, now_us, &ev);
 
-		if (ev.any) {
-			memcpy(&snap, ev.data, sizeof(snap));
-			cc_rate_on_lost(&c->rate, &snap, ev.bytes);
-		}
-		cc_rate_on_sent(&c->rate, &snap, (uint32_t)b->len, now_us);
-		memcpy(data, &snap, sizeof(snap));
+		if (ev.any)
+			cc_rate_on_lost(&c->rate, conn_rate_snap(ev.data), ev.bytes);
+		cc_rate_on_sent(&c->rate, conn_rate_snap(data), (uint32_t)b->len, now_us);
 	}
 
 	for (uint32_t i = 0; i < b->nframes; i++) {

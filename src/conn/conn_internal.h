@@ -198,8 +198,21 @@ static inline void conn_count_bad_frame(struct rudp_conn *c)
 	c->frames_dropped++;
 }
 
-_Static_assert(sizeof(struct cc_rate_snapshot) == LOSS_DGRAM_DATA_WORDS * sizeof(uint32_t),
+_Static_assert(sizeof(struct cc_rate_snapshot) == LOSS_DGRAM_DATA_WORDS * sizeof(uint32_t) &&
+		       _Alignof(struct cc_rate_snapshot) <= _Alignof(uint32_t),
 	       "a datagram record holds one rate snapshot");
+
+/* A datagram record's opaque data as the rate snapshot it holds, in
+ * place: a copy each way cost more than the snapshot's own stores. The
+ * snapshot's members are uint32_t, which the data array is made of. */
+static inline struct cc_rate_snapshot *conn_rate_snap(uint32_t *data)
+{
+	return (struct cc_rate_snapshot *)(void *)data;
+}
+static inline const struct cc_rate_snapshot *conn_rate_snap_const(const uint32_t *data)
+{
+	return (const struct cc_rate_snapshot *)(const void *)data;
+}
 
 /* Whether the rate controller lets a data datagram start now (always when
  * it is not on). */
@@ -218,13 +231,12 @@ static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct dgram_rec *r = loss_dgram_verdict_rec(&c->loss, i);
-		struct cc_rate_snapshot snap;
+		const struct cc_rate_snapshot *snap = conn_rate_snap_const(r->data);
 
-		memcpy(&snap, r->data, sizeof(snap));
 		if (loss_dgram_verdict_lost(&c->loss, i))
-			cc_rate_on_lost(&c->rate, &snap, r->bytes);
+			cc_rate_on_lost(&c->rate, snap, r->bytes);
 		else
-			cc_rate_on_acked(&c->rate, &snap, r->bytes, now_us);
+			cc_rate_on_acked(&c->rate, snap, r->bytes, now_us);
 	}
 	cc_rate_on_ack_end(&c->rate, now_us);
 }

@@ -189,31 +189,22 @@ static void dgram_advance_oldest(struct dgram_log *d, uint32_t upto)
 		d->oldest = upto;
 		return;
 	}
-	for (uint32_t n = 0; n < d->size && d->oldest != upto &&
-			     d->recs[d->oldest & (d->size - 1)].tag != (d->oldest | SENT_HISTORY_VALID);
-	     n++)
-		d->oldest = rudp_u24_add(d->oldest, 1);
+	/* In locals: each store to oldest made the compiler load the rest again. */
+	const struct dgram_rec *recs = d->recs;
+	const uint32_t size = d->size, mask = size - 1;
+	uint32_t oldest = d->oldest;
+
+	for (uint32_t n = 0;
+	     n < size && oldest != upto && recs[oldest & mask].tag != (oldest | SENT_HISTORY_VALID); n++)
+		oldest = rudp_u24_add(oldest, 1);
+	d->oldest = oldest;
 }
 
-/* The record of datagram seq, written. */
-static inline uint32_t *dgram_write(struct dgram_log *d, struct dgram_rec *r, uint32_t seq, uint32_t bytes,
-				    uint64_t now_us)
+/* loss_dgram_record's rare case, out of line so that the common one inlines small. */
+uint32_t *loss_dgram_record_taken(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
+				  struct dgram_evicted *ev)
 {
-	if (d->pending == 0)
-		d->oldest = seq;
-	r->tag = seq | SENT_HISTORY_VALID;
-	r->bytes = bytes;
-	r->sent_us = (uint32_t)now_us;
-	d->pending++;
-	return r->data;
-}
-
-/* loss_dgram_record when seq's slot holds an unresolved record: noinline,
- * so the common case saves no registers for it. */
-static __attribute__((noinline)) uint32_t *dgram_record_taken(struct dgram_log *d, uint32_t seq,
-							      uint32_t bytes, uint64_t now_us,
-							      struct dgram_evicted *ev)
-{
+	struct dgram_log *d = &l->dlog;
 	struct dgram_rec *r;
 
 	/* More datagrams unresolved than records: grow (out of memory keeps
@@ -227,22 +218,10 @@ static __attribute__((noinline)) uint32_t *dgram_record_taken(struct dgram_log *
 		memcpy(ev->data, r->data, sizeof(ev->data));
 		d->pending--;
 	}
-	dgram_write(d, r, seq, bytes, now_us);
+	loss_dgram_write(d, r, seq, bytes, now_us);
 	if (ev->any)
 		dgram_advance_oldest(d, seq);
 	return r->data;
-}
-
-uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
-			    struct dgram_evicted *ev)
-{
-	struct dgram_log *d = &l->dlog;
-	struct dgram_rec *r = &d->recs[seq & (d->size - 1)];
-
-	ev->any = false;
-	if (r->tag & SENT_HISTORY_VALID)
-		return dgram_record_taken(d, seq, bytes, now_us, ev);
-	return dgram_write(d, r, seq, bytes, now_us);
 }
 
 void loss_dgram_expire(struct loss_engine *l, uint32_t seq, uint32_t next_dgram_seq)
@@ -672,29 +651,46 @@ static void dgram_log_on_records(struct loss_ctx *x, uint32_t nkeys, bool nack)
 	struct dgram_log *d = &x->l->dlog;
 	int32_t floor = -(int32_t)d->size;
 	int32_t oldest_key = rudp_u24_diff(d->oldest, x->next_dgram_seq);
+	/* In locals: each store to a tag (uint32_t, as the counts) reloaded them. */
+	struct dgram_rec *const recs = d->recs;
+	uint32_t *const verdicts = d->verdicts;
+	const struct ack_key_range *const keys = x->l->ack_keys;
+	const uint32_t mask = d->size - 1, next_dgram_seq = x->next_dgram_seq;
+	const uint32_t verdict_flag = nack ? LOSS_DGRAM_LOST : 0;
+	uint32_t pending = d->pending, nverdicts = d->nverdicts;
+	/* An ACK's walk down to the oldest resolved all up to here: no second walk. */
+	int32_t resolved_to = INT32_MIN;
 
-	if (!d->recs || d->pending == 0)
+	if (!recs || pending == 0)
 		return;
 	if (oldest_key > floor)
 		floor = oldest_key;
-	for (uint32_t r = nkeys; r-- > 0 && d->pending > 0 && x->l->ack_keys[r].hi >= floor;) {
-		int32_t lo = x->l->ack_keys[r].lo < floor ? floor : x->l->ack_keys[r].lo;
+	for (uint32_t r = nkeys; r-- > 0 && pending > 0 && keys[r].hi >= floor;) {
+		int32_t lo = keys[r].lo < floor ? floor : keys[r].lo, k;
 
-		for (int32_t k = x->l->ack_keys[r].hi; k >= lo && d->pending > 0; k--) {
-			uint32_t seq = (x->next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
-			uint32_t slot = seq & (d->size - 1);
+		for (k = keys[r].hi; k >= lo && pending > 0; k--) {
+			uint32_t seq = (next_dgram_seq + (uint32_t)k) & RUDP_WIRE_U24_MASK;
+			uint32_t slot = seq & mask;
 
-			if (d->recs[slot].tag != (seq | SENT_HISTORY_VALID))
+			if (recs[slot].tag != (seq | SENT_HISTORY_VALID))
 				continue;
-			if (nack && (uint32_t)x->now_us - d->recs[slot].sent_us < x->l->rtt.min_us / 2)
+			if (nack && (uint32_t)x->now_us - recs[slot].sent_us < x->l->rtt.min_us / 2)
 				continue;
 			/* With reordering, left to the time rule (dgram_log_infer). */
 			if (nack && reorder_seen(&x->l->reorder, x->now_us))
 				continue;
-			dgram_resolve(d, slot, nack);
+			recs[slot].tag = seq | DGRAM_RESOLVED; /* as dgram_resolve does */
+			pending--;
+			verdicts[nverdicts++] = slot | verdict_flag;
 		}
+		if (!nack && lo == oldest_key && k < lo)
+			resolved_to = keys[r].hi;
 	}
-	dgram_advance_oldest(d, x->next_dgram_seq);
+	d->pending = pending;
+	d->nverdicts = nverdicts;
+	if (resolved_to != INT32_MIN)
+		d->oldest = (next_dgram_seq + (uint32_t)resolved_to + 1) & RUDP_WIRE_U24_MASK;
+	dgram_advance_oldest(d, next_dgram_seq);
 }
 
 /* Loss inference for datagrams, by the rules frames follow (below): an
@@ -708,13 +704,11 @@ static void dgram_log_infer(struct loss_ctx *x, uint64_t window, bool by_count)
 	struct dgram_log *d = &x->l->dlog;
 	int32_t newest_key = x->v->sample.newest_key;
 	uint32_t newest = (x->next_dgram_seq + (uint32_t)newest_key) & RUDP_WIRE_U24_MASK;
-	const struct dgram_rec *nr;
-	bool timed;
+	const struct dgram_rec *nr = NULL;
+	bool timed = false;
 
 	if (!d->recs || d->pending == 0 || !x->v->named)
 		return;
-	nr = &d->recs[newest & (d->size - 1)];
-	timed = (nr->tag & RUDP_WIRE_U24_MASK) == newest && (nr->tag & (SENT_HISTORY_VALID | DGRAM_RESOLVED));
 	for (uint32_t s = d->oldest; d->pending > 0 && rudp_u24_diff(s, x->next_dgram_seq) < newest_key;
 	     s = rudp_u24_add(s, 1)) {
 		uint32_t slot = s & (d->size - 1);
@@ -723,9 +717,16 @@ static void dgram_log_infer(struct loss_ctx *x, uint64_t window, bool by_count)
 		if (r->tag != (s | SENT_HISTORY_VALID))
 			continue;
 		if (!(by_count &&
-		      newest_key - rudp_u24_diff(s, x->next_dgram_seq) >= INFER_DGRAM_THRESHOLD) &&
-		    !(timed && (int32_t)(nr->sent_us - r->sent_us) > (int32_t)window))
-			break;
+		      newest_key - rudp_u24_diff(s, x->next_dgram_seq) >= INFER_DGRAM_THRESHOLD)) {
+			/* Looked up only now: on most ACKs no older record waits. */
+			if (!nr) {
+				nr = &d->recs[newest & (d->size - 1)];
+				timed = (nr->tag & RUDP_WIRE_U24_MASK) == newest &&
+					(nr->tag & (SENT_HISTORY_VALID | DGRAM_RESOLVED));
+			}
+			if (!(timed && (int32_t)(nr->sent_us - r->sent_us) > (int32_t)window))
+				break;
+		}
 		dgram_resolve(d, slot, true);
 	}
 	dgram_advance_oldest(d, x->next_dgram_seq);

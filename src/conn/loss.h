@@ -260,12 +260,36 @@ void loss_ack_sample(struct loss_engine *l, const struct loss_verdict *v, uint64
 
 /* ---- per-datagram records (loss_config.dgram_log) ---- */
 
+/* The record r of datagram seq, written. */
+static inline uint32_t *loss_dgram_write(struct dgram_log *d, struct dgram_rec *r, uint32_t seq,
+					 uint32_t bytes, uint64_t now_us)
+{
+	if (d->pending == 0)
+		d->oldest = seq;
+	r->tag = seq | SENT_HISTORY_VALID;
+	r->bytes = bytes;
+	r->sent_us = (uint32_t)now_us;
+	d->pending++;
+	return r->data;
+}
+/* loss_dgram_record when seq's slot holds an unresolved record. */
+uint32_t *loss_dgram_record_taken(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
+				  struct dgram_evicted *ev);
 /* Records datagram seq of `bytes` sent at now_us; returns its opaque data
  * for the conn to fill. *ev: the record it reuses, when that was still
  * unresolved (the history grows first, up to LOSS_DGRAM_LOG_MAX, so this
- * is rare): that datagram counts as lost. */
-uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes, uint64_t now_us,
-			    struct dgram_evicted *ev);
+ * is rare): that datagram counts as lost. Once per datagram sent: inline. */
+static inline uint32_t *loss_dgram_record(struct loss_engine *l, uint32_t seq, uint32_t bytes,
+					  uint64_t now_us, struct dgram_evicted *ev)
+{
+	struct dgram_log *d = &l->dlog;
+	struct dgram_rec *r = &d->recs[seq & (d->size - 1)];
+
+	ev->any = false;
+	if (r->tag & SENT_HISTORY_VALID)
+		return loss_dgram_record_taken(l, seq, bytes, now_us, ev);
+	return loss_dgram_write(d, r, seq, bytes, now_us);
+}
 /* Resolves as lost every unresolved record up to and including seq (a
  * retransmission timeout: nothing sent before it will be answered now).
  * Replaces the verdict list. */

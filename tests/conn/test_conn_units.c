@@ -655,6 +655,52 @@ static void test_dgram_log_grows_then_evicts(void **state)
 	loss_free(&l);
 }
 
+/* An ACK resolves the records it names, and the oldest unresolved one is
+ * found past them: at the first gap the ACK leaves, or, with none left,
+ * at the next seq. */
+static void test_dgram_log_ack_moves_oldest(void **state)
+{
+	struct loss_config cfg = {.window_frames = 64,
+				  .max_ack_ranges = 64,
+				  .rto_initial_us = 1000000,
+				  .rto_min_us = 200000,
+				  .rto_max_us = 8000000,
+				  .dgram_log = true};
+	const struct rudp_wire_range top[] = {{7, 9}}, two[] = {{0, 4}, {6, 9}}, gap[] = {{5, 5}};
+	struct loss_engine l;
+	struct loss_verdict v;
+	struct dgram_evicted ev;
+	struct sendq rel = {0};
+	uint8_t buf[64];
+	size_t encoded;
+	int n;
+
+	(void)state;
+	assert_int_equal(loss_init(&l, &cfg), 0);
+	for (uint32_t seq = 0; seq < 10; seq++)
+		loss_dgram_record(&l, seq, 100, 1000 + seq, &ev);
+	/* The newest first: the oldest stays. */
+	n = rudp_wire_encode_ack(buf, sizeof(buf), false, top, 1, &encoded);
+	assert_true(n > 0);
+	assert_int_equal(loss_on_ack_datagram(&l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
+	assert_int_equal(loss_dgram_verdicts(&l), 3);
+	assert_int_equal(l.dlog.pending, 7);
+	assert_int_equal(l.dlog.oldest, 0);
+	n = rudp_wire_encode_ack(buf, sizeof(buf), false, two, 2, &encoded);
+	assert_true(n > 0);
+	assert_int_equal(loss_on_ack_datagram(&l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
+	assert_int_equal(loss_dgram_verdicts(&l), 6);
+	assert_int_equal(l.dlog.pending, 1);
+	assert_int_equal(l.dlog.oldest, 5);
+	n = rudp_wire_encode_ack(buf, sizeof(buf), false, gap, 1, &encoded);
+	assert_true(n > 0);
+	assert_int_equal(loss_on_ack_datagram(&l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
+	assert_int_equal(loss_dgram_verdicts(&l), 1);
+	assert_int_equal(l.dlog.pending, 0);
+	assert_int_equal(l.dlog.oldest, 10);
+	loss_free(&l);
+}
+
 static void test_cc_slow_start_and_limits(void **state)
 {
 	struct congestion cc;
@@ -765,6 +811,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rtt_first_sample),
 		cmocka_unit_test(test_dgram_log_grows_then_evicts),
+		cmocka_unit_test(test_dgram_log_ack_moves_oldest),
 		cmocka_unit_test(test_rtt_clamps_and_backoff),
 		cmocka_unit_test(test_ackq_coalesces),
 		cmocka_unit_test(test_ackq_wraps),
