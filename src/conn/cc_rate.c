@@ -361,6 +361,16 @@ void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, ui
 		cc->round_lost_in_flight = snap->in_flight;
 }
 
+void cc_rate_on_expired(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes)
+{
+	leave_flight(cc, bytes);
+	cc->lost += bytes;
+	cc->expired += bytes;
+	cc->ack_lost += bytes;
+	if (snap->in_flight > cc->round_lost_in_flight)
+		cc->round_lost_in_flight = snap->in_flight;
+}
+
 /* ---- the model ---- */
 
 static void bw_filter_refresh(struct cc_rate *cc)
@@ -439,9 +449,12 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 {
 	uint64_t rd = cc->delivered - cc->round_delivered_start;
 	uint64_t rl = cc->lost - cc->round_lost_start;
+	uint64_t re = cc->expired - cc->round_expired_start;
 
 	cc->round_count++;
 	cc->queue_standing = round_queue_standing(cc);
+	if (!cc->queue_standing)
+		rl -= re; /* see cc_rate_on_expired */
 	if (round_congested(cc, rd, rl)) {
 		uint64_t hi = (uint64_t)cc->round_lost_in_flight * INFLIGHT_HI_BETA_PM / PM;
 
@@ -483,6 +496,7 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 	cc->round_delivered_start = cc->delivered;
 	cc->round_start_us = now_us;
 	cc->round_lost_start = cc->lost;
+	cc->round_expired_start = cc->expired;
 	cc->round_min_rtt_us = UINT64_MAX;
 	cc->round_cwnd_limited = false;
 	cc->round_lost_in_flight = 0;
