@@ -368,14 +368,25 @@ void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, u
 	}
 }
 
-void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes)
+static void count_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes)
 {
 	leave_flight(cc, bytes);
 	cc->lost += bytes;
 	cc->ack_lost += bytes;
-	cc->cycle_lost = true;
 	if (snap->in_flight > cc->round_lost_in_flight)
 		cc->round_lost_in_flight = snap->in_flight;
+}
+
+void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes)
+{
+	count_lost(cc, snap, bytes);
+	cc->cycle_lost = true;
+}
+
+void cc_rate_on_expired(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes)
+{
+	count_lost(cc, snap, bytes);
+	cc->expired += bytes;
 }
 
 /* ---- the model ---- */
@@ -459,9 +470,12 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 {
 	uint64_t rd = cc->delivered - cc->round_delivered_start;
 	uint64_t rl = cc->lost - cc->round_lost_start;
+	uint64_t re = cc->expired - cc->round_expired_start;
 
 	cc->round_count++;
 	cc->queue_standing = round_queue_standing(cc);
+	if (!cc->queue_standing)
+		rl -= re; /* see cc_rate_on_expired */
 	if (round_congested(cc, rd, rl)) {
 		uint64_t hi = (uint64_t)cc->round_lost_in_flight * INFLIGHT_HI_BETA_PM / PM;
 
@@ -503,6 +517,7 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 	cc->round_delivered_start = cc->delivered;
 	cc->round_start_us = now_us;
 	cc->round_lost_start = cc->lost;
+	cc->round_expired_start = cc->expired;
 	cc->round_min_rtt_us = UINT64_MAX;
 	cc->round_cwnd_limited = false;
 	cc->round_lost_in_flight = 0;

@@ -24,9 +24,12 @@
  *   an ACK or NACK:      cc_rate_on_acked() for each datagram it
  *                        acknowledges, cc_rate_on_lost() for each one
  *                        declared lost, then cc_rate_on_ack_end() once.
+ *   datagrams given up unanswered (no ACK an RTO after their send, or
+ *   sent before a frame that timed out): cc_rate_on_expired() for each,
+ *                        then cc_rate_on_ack_end().
  *
- * Each datagram sent gets exactly one of cc_rate_on_acked and
- * cc_rate_on_lost, whatever happens to it (a later ACK of a datagram
+ * Each datagram sent gets exactly one of cc_rate_on_acked,
+ * cc_rate_on_lost and cc_rate_on_expired, whatever happens to it (a later ACK of a datagram
  * already declared lost is not reported; one dropped from the history
  * unanswered, or timed out, is lost): bytes in flight are counted from
  * these calls alone.
@@ -83,6 +86,7 @@ struct cc_rate {
 	uint64_t app_limited_until; /* 0, or the delivered count that ends app-limited samples */
 	bool out_of_data; /* app-limited because nothing was queued (cc_rate_on_out_of_data) */
 	uint64_t lost; /* bytes declared lost since creation */
+	uint64_t expired; /* of lost: given up unanswered (cc_rate_on_expired) */
 	uint32_t in_flight;
 
 	/* The ACK being processed. Per datagram acknowledged, only what
@@ -104,6 +108,7 @@ struct cc_rate {
 	uint64_t round_delivered_start;
 	uint64_t round_start_us;
 	uint64_t round_lost_start;
+	uint64_t round_expired_start;
 	uint64_t round_min_rtt_us; /* smallest RTT sample in this round */
 	bool round_cwnd_limited; /* a send of this round found the window (nearly) full */
 	uint32_t round_lost_in_flight; /* largest in_flight snapshot among this round's losses */
@@ -228,6 +233,13 @@ void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, u
 /* One datagram, sent with *snap, was declared lost, timed out, or is
  * forgotten unacknowledged: it leaves the flight. */
 void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
+/* A datagram given up unanswered: it leaves the flight and counts as lost,
+ * but as congestion only in a round that kept a queue standing. Unanswered
+ * is often late: on a steady path the RTO is the smoothed RTT plus a
+ * millisecond or so, and a host or link late by that much makes a whole
+ * flight expire with nothing dropped (a drop shows as a gap in later ACKs
+ * instead, and goes to cc_rate_on_lost). */
+void cc_rate_on_expired(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
 
 /* After the cc_rate_on_acked / _on_lost calls of one ACK or NACK: takes
  * the rate sample, advances the model and recomputes rate and window.

@@ -304,7 +304,7 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	 * and this runs at every flush. */
 	if (c->rate_on && loss_dgram_aged_due(&c->loss, now_us) <= now_us &&
 	    loss_dgram_expire_aged(&c->loss, now_us, c->next_dgram_seq) > 0)
-		conn_rate_take_verdicts(c, now_us);
+		conn_rate_take_expired(c, now_us);
 	struct sendq_frame *probe = loss_take_probe(&c->loss, &c->rel, c->rel_sent, now_us);
 
 	if (probe)
@@ -322,7 +322,7 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 			/* Its datagram, and all sent before it, will not be answered now. */
 			if (c->rate_on) {
 				loss_dgram_expire(&c->loss, f->last_dgram_seq, c->next_dgram_seq);
-				conn_rate_take_verdicts(c, now_us);
+				conn_rate_take_expired(c, now_us);
 			}
 		}
 		if (f->state != FRAME_NACKED)

@@ -222,8 +222,10 @@ static inline bool conn_rate_open(const struct rudp_conn *c, uint64_t now_us)
 }
 
 /* Hands the loss engine's per-datagram verdicts of its last call to the
- * rate controller, then ends the ACK there. */
-static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
+ * rate controller, then ends the ACK there. expired: the call gave records
+ * up unanswered (loss_dgram_expire, loss_dgram_expire_aged), not an ACK
+ * or NACK. */
+static inline void conn_rate_verdicts(struct rudp_conn *c, uint64_t now_us, bool expired)
 {
 	uint32_t n = loss_dgram_verdicts(&c->loss);
 
@@ -233,12 +235,24 @@ static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
 		const struct dgram_rec *r = loss_dgram_verdict_rec(&c->loss, i);
 		const struct cc_rate_snapshot *snap = conn_rate_snap_const(r->data);
 
-		if (loss_dgram_verdict_lost(&c->loss, i))
+		if (loss_dgram_verdict_lost(&c->loss, i) && expired)
+			cc_rate_on_expired(&c->rate, snap, r->bytes);
+		else if (loss_dgram_verdict_lost(&c->loss, i))
 			cc_rate_on_lost(&c->rate, snap, r->bytes);
 		else
 			cc_rate_on_acked(&c->rate, snap, r->bytes, now_us);
 	}
 	cc_rate_on_ack_end(&c->rate, now_us);
+}
+
+static inline void conn_rate_take_verdicts(struct rudp_conn *c, uint64_t now_us)
+{
+	conn_rate_verdicts(c, now_us, false);
+}
+
+static inline void conn_rate_take_expired(struct rudp_conn *c, uint64_t now_us)
+{
+	conn_rate_verdicts(c, now_us, true);
 }
 
 /* ---- conn_send.c ---- */

@@ -616,6 +616,44 @@ static void test_rate_unreliable_beside_bulk(void **state)
 	free(s);
 }
 
+/* A path now and then late by a few ms (a busy host, an emulator behind in
+ * its scheduling: what follows waits too) and nothing dropped: no round is
+ * congestion, and the window is not cut. On a steady path the RTO is the
+ * smoothed RTT plus a millisecond or so, so each late spike left the whole
+ * flight behind it unanswered at its RTO; counted as lost, it capped the
+ * window under the flight the echo needs. */
+static void test_rate_late_path_is_not_congestion(void **state)
+{
+	const struct sim_link link = {.delay_us = 25 * MS, .late_us = 3 * MS, .late_pm = 30};
+	struct sim *s = bottleneck_sim(RUDP_CONN_CC_RATE, 3, &link);
+	struct rudp_conn_stats st[2];
+
+	(void)state;
+	s->ep[0].work = (struct sim_workload){
+		.count = 3000,
+		.min_size = 800,
+		.max_size = 800,
+		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
+		.channels = 1,
+		.max_outstanding = 64,
+	};
+	s->ep[1].work = (struct sim_workload){.echo = true};
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_connected, 30 * SEC));
+	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
+	sim_assert_complete(s, 0);
+	sim_assert_complete(s, 1);
+	for (int i = 0; i < 2; i++) {
+		rudp_conn_get_stats(s->ep[i].c, &st[i]);
+		print_message("%s: %llu rounds judged congested, window %u B\n", i ? "server" : "client",
+			      (unsigned long long)st[i].cc_reductions, st[i].cwnd_bytes);
+		assert_int_equal(st[i].cc_reductions, 0);
+	}
+	assert_int_equal(s->dgrams_lost, 0);
+	sim_free(s);
+	free(s);
+}
+
 /* rudp-bench's path rows a-c as it runs them, every message echoed: data
  * and the other side's ACKs share each direction's queue, so ACKs wait
  * behind data and arrive bunched (what one-way flows never meet). The
@@ -657,6 +695,7 @@ int main(void)
 		cmocka_unit_test(test_rate_four_flows_random_loss),
 		cmocka_unit_test(test_rate_random_loss_keeps_the_rate),
 		cmocka_unit_test(test_rate_unreliable_beside_bulk),
+		cmocka_unit_test(test_rate_late_path_is_not_congestion),
 		cmocka_unit_test(test_rate_echo_rows),
 	};
 
