@@ -615,23 +615,25 @@ static void test_sendq_idle_ring_pages_released(void **state)
 	sendq_free(&q);
 }
 
+/* A loss engine with per-datagram records, as a rate controller's conn has. */
+static const struct loss_config dgram_log_cfg = {.window_frames = 64,
+						 .max_ack_ranges = 64,
+						 .rto_initial_us = 1000000,
+						 .rto_min_us = 200000,
+						 .rto_max_us = 8000000,
+						 .dgram_log = true};
+
 /* The loss engine's per-datagram records: they grow while datagrams wait
  * unresolved, up to LOSS_DGRAM_LOG_MAX; past it the oldest record is
  * reused, and handed back as evicted with its bytes and data. */
 static void test_dgram_log_grows_then_evicts(void **state)
 {
-	struct loss_config cfg = {.window_frames = 64,
-				  .max_ack_ranges = 64,
-				  .rto_initial_us = 1000000,
-				  .rto_min_us = 200000,
-				  .rto_max_us = 8000000,
-				  .dgram_log = true};
 	struct loss_engine l;
 	struct dgram_evicted ev;
 	uint32_t *data;
 
 	(void)state;
-	assert_int_equal(loss_init(&l, &cfg), 0);
+	assert_int_equal(loss_init(&l, &dgram_log_cfg), 0);
 	for (uint32_t seq = 0; seq < LOSS_DGRAM_LOG_MAX; seq++) {
 		data = loss_dgram_record(&l, seq, 100 + seq, 1000 + seq, &ev);
 		assert_false(ev.any);
@@ -658,46 +660,38 @@ static void test_dgram_log_grows_then_evicts(void **state)
 /* An ACK resolves the records it names, and the oldest unresolved one is
  * found past them: at the first gap the ACK leaves, or, with none left,
  * at the next seq. */
-static void test_dgram_log_ack_moves_oldest(void **state)
+/* Feeds l an ACK of ranges (nothing in flight in the frame queue) and
+ * checks the datagram records after it. */
+static void ack_records_expect(struct loss_engine *l, const struct rudp_wire_range *ranges, size_t n_ranges,
+			       uint32_t verdicts, uint32_t pending, uint32_t oldest)
 {
-	struct loss_config cfg = {.window_frames = 64,
-				  .max_ack_ranges = 64,
-				  .rto_initial_us = 1000000,
-				  .rto_min_us = 200000,
-				  .rto_max_us = 8000000,
-				  .dgram_log = true};
-	const struct rudp_wire_range top[] = {{7, 9}}, two[] = {{0, 4}, {6, 9}}, gap[] = {{5, 5}};
-	struct loss_engine l;
-	struct loss_verdict v;
-	struct dgram_evicted ev;
 	struct sendq rel = {0};
+	struct loss_verdict v;
 	uint8_t buf[64];
 	size_t encoded;
-	int n;
+	int n = rudp_wire_encode_ack(buf, sizeof(buf), false, ranges, n_ranges, &encoded);
+
+	assert_true(n > 0);
+	assert_int_equal(loss_on_ack_datagram(l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
+	assert_int_equal(loss_dgram_verdicts(l), verdicts);
+	assert_int_equal(l->dlog.pending, pending);
+	assert_int_equal(l->dlog.oldest, oldest);
+}
+
+static void test_dgram_log_ack_moves_oldest(void **state)
+{
+	const struct rudp_wire_range top[] = {{7, 9}}, two[] = {{0, 4}, {6, 9}}, gap[] = {{5, 5}};
+	struct loss_engine l;
+	struct dgram_evicted ev;
 
 	(void)state;
-	assert_int_equal(loss_init(&l, &cfg), 0);
+	assert_int_equal(loss_init(&l, &dgram_log_cfg), 0);
 	for (uint32_t seq = 0; seq < 10; seq++)
 		loss_dgram_record(&l, seq, 100, 1000 + seq, &ev);
 	/* The newest first: the oldest stays. */
-	n = rudp_wire_encode_ack(buf, sizeof(buf), false, top, 1, &encoded);
-	assert_true(n > 0);
-	assert_int_equal(loss_on_ack_datagram(&l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
-	assert_int_equal(loss_dgram_verdicts(&l), 3);
-	assert_int_equal(l.dlog.pending, 7);
-	assert_int_equal(l.dlog.oldest, 0);
-	n = rudp_wire_encode_ack(buf, sizeof(buf), false, two, 2, &encoded);
-	assert_true(n > 0);
-	assert_int_equal(loss_on_ack_datagram(&l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
-	assert_int_equal(loss_dgram_verdicts(&l), 6);
-	assert_int_equal(l.dlog.pending, 1);
-	assert_int_equal(l.dlog.oldest, 5);
-	n = rudp_wire_encode_ack(buf, sizeof(buf), false, gap, 1, &encoded);
-	assert_true(n > 0);
-	assert_int_equal(loss_on_ack_datagram(&l, &rel, 0, 10, buf, (size_t)n, 5000, &v), 0);
-	assert_int_equal(loss_dgram_verdicts(&l), 1);
-	assert_int_equal(l.dlog.pending, 0);
-	assert_int_equal(l.dlog.oldest, 10);
+	ack_records_expect(&l, top, 1, 3, 7, 0);
+	ack_records_expect(&l, two, 2, 6, 1, 5);
+	ack_records_expect(&l, gap, 1, 1, 0, 10);
 	loss_free(&l);
 }
 
