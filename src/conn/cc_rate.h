@@ -29,9 +29,9 @@
  *                        then cc_rate_on_ack_end().
  *
  * Each datagram sent gets exactly one of cc_rate_on_acked,
- * cc_rate_on_lost and cc_rate_on_expired, whatever happens to it (a later ACK of a datagram
- * already declared lost is not reported; one dropped from the history
- * unanswered, or timed out, is lost): bytes in flight are counted from
+ * cc_rate_on_lost and cc_rate_on_expired, whatever happens to it (a later
+ * ACK of a datagram already declared lost is not reported; one dropped
+ * from the history unanswered is lost): bytes in flight are counted from
  * these calls alone.
  */
 #ifndef RUDP_CONN_CC_RATE_H
@@ -230,8 +230,9 @@ void cc_rate_on_out_of_data(struct cc_rate *cc);
 void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes,
 		      uint64_t now_us);
 
-/* One datagram, sent with *snap, was declared lost, timed out, or is
- * forgotten unacknowledged: it leaves the flight. */
+/* One datagram, sent with *snap, was declared lost (NACKed, or inferred
+ * from later ACKs) or forgotten unacknowledged (its record reused): it
+ * leaves the flight. */
 void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
 /* A datagram given up unanswered: it leaves the flight and counts as lost,
  * but as congestion only in a round that kept a queue standing. Unanswered
