@@ -301,6 +301,9 @@ static bool has_sendable_frames(const struct rudp_conn *c)
 {
 	if (c->unrel.frames_count > 0)
 		return true;
+	/* Copies a flush stopped before (conn_flush.c add_copies). */
+	if (c->copies_owed && c->rel_sent && c->redundant_channels)
+		return true;
 	return c->rel_sent < c->rel.frames_count && c->rel_sent < c->cfg.window_frames &&
 	       cc_would_send(&c->cc, sendq_frame_wire_bytes(sendq_at(&c->rel, c->rel_sent)));
 }
@@ -374,6 +377,7 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 void rudp_conn_set_redundant_channels(struct rudp_conn *c, uint32_t mask)
 {
 	c->redundant_channels = mask;
+	c->copies_owed = 0;
 }
 
 /* ---- stats and test hooks ---- */

@@ -4,10 +4,11 @@
  *
  * Order of what goes out: ACKs and NACKs first (they unblock the peer), then
  * reliable frames due again (NACKed, or past their retransmit deadline), then
+ * (on redundant channels) the copies an earlier flush stopped before, then
  * new frames, reliable ones while the windows allow and unreliable ones
- * (which never wait behind the reliable window), taking turns; then
- * (on redundant channels) a second copy of each reliable frame this flush
- * sent for the first time.
+ * (which never wait behind the reliable window), taking turns; on redundant
+ * channels each datagram of new reliable frames is followed by a second
+ * copy of each, packed with what comes next.
  * Frames are packed into the current datagram while they fit and fewer
  * than max_frames_per_datagram are in it;
  * a datagram that is not full is still sent: waiting to fill one would add
@@ -32,7 +33,7 @@ enum flush_kind {
 	FLUSH_RETX_NACK,
 	FLUSH_RETX_RTO,
 	FLUSH_UNREL,
-	FLUSH_COPY, /* a redundant copy of a frame sent earlier in the same flush */
+	FLUSH_COPY, /* a redundant copy of a frame sent earlier */
 };
 
 /* RakNet marks data datagrams "needs B and AS" (0x84); peers expect it. */
@@ -236,16 +237,36 @@ static bool next_new_reliable(struct rudp_conn *c, const struct dgram_builder *b
 	       cc_can_send(&c->cc, b->cc_bytes, sendq_frame_wire_bytes(sendq_at(&c->rel, next)));
 }
 
+/* Redundancy: the frames from rel[from] on still want their copy, and so
+ * do those whose copy is in the datagram being built, which the owner may
+ * have refused (a tail of rel, as copies go in queue order). */
+static void owe_copies(struct rudp_conn *c, const struct dgram_builder *b, uint32_t from)
+{
+	for (uint32_t k = 0; k < b->nframes; k++)
+		if (c->flush_refs[k].kind == FLUSH_COPY && c->flush_refs[k].index < from) {
+			from = c->flush_refs[k].index;
+			break;
+		}
+	c->copies_owed = c->rel_sent - from;
+}
+
+static bool add_copies(struct rudp_conn *c, struct dgram_builder *b, uint32_t from, bool fresh,
+		       uint64_t now_us);
+
 /* New frames, reliable and unreliable, the two taking turns frame by frame
  * while both have one ready, or every unreliable one first when the owner
  * asks. Taking all reliable frames first would starve unreliable ones
  * whenever pacing, not the windows, is what limits a flush (a player's
  * state updates would wait behind a whole bulk transfer); taking them in
  * queue order would do the same, behind the bulk already queued. Taking
- * turns gives each kind at least half of what the path takes. False when
- * the datagram builder stopped. */
+ * turns gives each kind at least half of what the path takes. On
+ * redundant channels, once a datagram of new frames has gone, their copies
+ * go next (from *copy_from on), not after all the new frames: a flush the
+ * pacing or the window stops would otherwise send none of them, and the
+ * copy of a frame is worth the most soon after it. False when the
+ * datagram builder stopped. */
 static bool add_new_frames(struct rudp_conn *c, struct dgram_builder *b, bool unreliable_first,
-			   uint64_t now_us)
+			   uint32_t *copy_from, uint64_t now_us)
 {
 	for (;;) {
 		bool rel = next_new_reliable(c, b);
@@ -255,23 +276,43 @@ static bool add_new_frames(struct rudp_conn *c, struct dgram_builder *b, bool un
 			return true;
 		bool take_unrel = !rel || (unrel && (unreliable_first || c->unrel_turn));
 
-		if (!builder_add(c, b, take_unrel ? FLUSH_UNREL : FLUSH_NEW, 0, now_us))
+		if (!builder_add(c, b, take_unrel ? FLUSH_UNREL : FLUSH_NEW, 0, now_us)) {
+			if (c->redundant_channels)
+				owe_copies(c, b, *copy_from);
 			return false;
+		}
 		if (rel && unrel)
 			c->unrel_turn = !take_unrel;
+		if (c->redundant_channels && c->rel_sent > *copy_from) {
+			uint32_t from = *copy_from;
+
+			*copy_from = c->rel_sent;
+			if (!add_copies(c, b, from, false, now_us))
+				return false;
+		}
 	}
 }
 
-/* Redundancy: a second copy of each frame this flush sent for the first
- * time, frames [first_new, rel_sent), on a redundant channel, packed into
- * datagrams after all of theirs (so one lost datagram never takes both
- * copies). Only first copies: copying resends too cost bytes where loss
- * was already being repaired. False when the builder stopped. */
-static bool add_copies(struct rudp_conn *c, struct dgram_builder *b, uint32_t first_new, uint64_t now_us)
+/* Redundancy: a second copy of each frame of rel[from, rel_sent) sent
+ * once, on a redundant channel. fresh: the datagram being built may hold
+ * some of those frames, so it goes first (one lost datagram must never
+ * take both copies); frames already in datagrams that went need no such
+ * care. Only first copies: copying resends too cost bytes where loss was
+ * already being repaired. When the builder stops, the copies not sent are
+ * owed to the next flush (c->copies_owed): dropped, as they were, a
+ * sender the pacing or the window holds back (a long RTT, a slow start)
+ * got redundancy for a few of its frames only. False when the builder
+ * stopped. */
+static bool add_copies(struct rudp_conn *c, struct dgram_builder *b, uint32_t from, bool fresh,
+		       uint64_t now_us)
 {
-	if (!builder_emit(c, b, now_us))
-		return false;
-	for (uint32_t i = first_new; i < c->rel_sent; i++) {
+	uint32_t i = from, to;
+
+	if (fresh && !builder_emit(c, b, now_us))
+		goto owed;
+	/* After the emit: it committed the frames still being built. */
+	to = c->rel_sent;
+	for (; i < to; i++) {
 		const struct sendq_frame *f = sendq_at(&c->rel, i);
 
 		if (f->state != FRAME_IN_FLIGHT || f->transmissions != 1 ||
@@ -279,9 +320,13 @@ static bool add_copies(struct rudp_conn *c, struct dgram_builder *b, uint32_t fi
 		    !(c->redundant_channels & (1u << f->channel)))
 			continue;
 		if (!builder_add(c, b, FLUSH_COPY, i, now_us))
-			return false;
+			goto owed;
 	}
+	c->copies_owed = c->rel_sent - to;
 	return true;
+owed:
+	owe_copies(c, b, i);
+	return false;
 }
 
 /* Builds and sends data datagrams within limits (NULL: none); sets
@@ -291,7 +336,7 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 		      bool *blocked, bool *budget_spent)
 {
 	struct dgram_builder b = {0};
-	uint32_t first_new = c->rel_sent;
+	uint32_t first_new;
 
 	builder_reset(&b);
 	b.budget = limits ? limits->max_bytes : UINT64_MAX;
@@ -355,12 +400,23 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	}
 	if (walk)
 		loss_walk_end(&c->loss, nacked_left);
-	if (!add_new_frames(c, &b, limits && limits->unreliable_first, now_us))
+	/* Copies owed by an earlier flush first: a copy is worth the most
+	 * shortly after its first. Acknowledged frames leave rel from its
+	 * front, so the owed ones are still its last (fewer, if they left). */
+	if (c->copies_owed && c->redundant_channels) {
+		uint32_t owed = c->copies_owed < c->rel_sent ? c->copies_owed : c->rel_sent;
+
+		if (!add_copies(c, &b, c->rel_sent - owed, false, now_us))
+			goto out;
+	}
+	first_new = c->rel_sent;
+	if (!add_new_frames(c, &b, limits && limits->unreliable_first, &first_new, now_us))
 		goto out;
 	if (c->redundant_channels && c->rel_sent + b.new_frames > first_new &&
-	    !add_copies(c, &b, first_new, now_us))
+	    !add_copies(c, &b, first_new, true, now_us))
 		goto out;
-	builder_emit(c, &b, now_us);
+	if (!builder_emit(c, &b, now_us) && c->redundant_channels)
+		owe_copies(c, &b, c->rel_sent);
 	/* Out of data, or at the reliable window, with the pacing and window
 	 * still open: the rate samples of what is in flight say how much we
 	 * sent, not what the path takes. */

@@ -113,6 +113,10 @@ struct rudp_conn {
 	 * datagram_buffer (conn_datagram_buffer) */
 	uint8_t *dgram_buf;
 	struct flush_ref *flush_refs; /* max_frames_per_datagram entries */
+	/* Redundancy: the last copies_owed frames of rel[0, rel_sent) went out
+	 * with no copy yet, because the flush that sent them stopped first
+	 * (conn_flush.c add_copies); fewer when acknowledged ones left. */
+	uint32_t copies_owed;
 	struct loss_engine loss; /* what became of the reliable frames sent */
 	struct congestion cc;
 	/* RUDP_CONN_CC_RATE: the rate controller, fed per datagram through the
