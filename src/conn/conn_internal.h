@@ -239,12 +239,12 @@ static inline void conn_rate_verdicts(struct rudp_conn *c, uint64_t now_us, bool
 		const struct dgram_rec *r = loss_dgram_verdict_rec(&c->loss, i);
 		const struct cc_rate_snapshot *snap = conn_rate_snap_const(r->data);
 
-		if (loss_dgram_verdict_lost(&c->loss, i) && expired)
-			cc_rate_on_expired(&c->rate, snap, r->bytes);
-		else if (loss_dgram_verdict_lost(&c->loss, i))
-			cc_rate_on_lost(&c->rate, snap, r->bytes);
-		else
+		if (!loss_dgram_verdict_lost(&c->loss, i))
 			cc_rate_on_acked(&c->rate, snap, r->bytes, now_us);
+		else if (expired)
+			cc_rate_on_expired(&c->rate, snap, r->bytes);
+		else
+			cc_rate_on_lost(&c->rate, snap, r->bytes);
 	}
 	cc_rate_on_ack_end(&c->rate, now_us);
 }
