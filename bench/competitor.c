@@ -53,7 +53,6 @@ static void competitor_loop(int cli, int srv, struct competitor_shared *sh)
 	}
 	uint64_t sent = 0, verified = 0;
 	size_t echo_len = 0; /* read by the server, not yet written back */
-	sh->t0_ns = bench_now_ns();
 	while (!bench_stop) {
 		record(sh, bench_now_ns(), verified);
 		struct pollfd p[2] = {
@@ -104,7 +103,11 @@ static void competitor_loop(int cli, int srv, struct competitor_shared *sh)
 				verified += (uint64_t)r;
 		}
 	}
-out:;
+out:
+	/* The last slots up to the stop: the parent stops the flow only after
+	 * the measured burst ended, so the burst's slots are all filled even
+	 * when this process was starved of CPU at the end. */
+	record(sh, bench_now_ns(), verified);
 	int64_t a = bench_tcp_bytes_retrans(cli), b = bench_tcp_bytes_retrans(srv);
 	sh->retrans_bytes = a < 0 || b < 0 ? -1 : a + b;
 	free(out);
@@ -167,6 +170,10 @@ pid_t competitor_start(const char *ns_client, const char *ns_server, const char 
 		if (srv >= 0)
 			bench_set_tcp_cc_name(srv, cc);
 		ok = srv >= 0;
+		/* The clock starts before the parent hears "ready": a burst
+		 * that begins while this process waits for a CPU still lies
+		 * after t0 (nothing is sent before go). */
+		sh->t0_ns = bench_now_ns();
 		helper_ready(ready, ok);
 		competitor_loop(cli, srv, sh);
 		_exit(0);

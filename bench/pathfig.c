@@ -153,11 +153,12 @@ void path_figures(struct run *r, const struct path_inputs *in_)
 		f[PF_JAIN] = field(in->result, "jain");
 	if (in->comp && start > 0 && end > start) {
 		double tcp = competitor_rate(in->comp, (uint64_t)start, (uint64_t)end);
-		if (tcp > 0) {
+		/* A flow that verified nothing in the burst has a rate of 0 and
+		 * no share (the report says so rather than dividing by 0). */
+		if (tcp >= 0)
 			f[PF_TCP_MBIT] = tcp * 8 / 1e6;
-			if (bytes_per_s >= 0)
-				f[PF_TCP_SHARE] = bytes_per_s / tcp;
-		}
+		if (tcp > 0 && bytes_per_s >= 0)
+			f[PF_TCP_SHARE] = bytes_per_s / tcp;
 		f[PF_TCP_RETRANS_BYTES] = (double)in->comp->retrans_bytes;
 	}
 	if (row->game_hz) {

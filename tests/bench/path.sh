@@ -80,8 +80,12 @@ for r in runs:
         bad.append("%s: link %r Mbit/s, %r ms" % (r["column"], r["rate_mbit"], r["queue_ms"]))
     if r["path_case"] == "s":
         num(r, "jain")
+        n_bad = len(bad)
         num(r, "tcp_share")
         num(r, "tcp_flow_mbit")
+        if len(bad) > n_bad:
+            bad.append("%s s: the run took %r s at goodput share %r" %
+                       (r["column"], r.get("seconds"), r.get("goodput_share")))
         if r["link_up_random_drops"] + r["link_down_random_drops"] == 0:
             bad.append("%s s: no random drops at 0.5 %% loss" % r["column"])
     else:
