@@ -37,9 +37,10 @@
  *     receiver that acknowledges once a millisecond makes rounds longer
  *     than the minimum RTT, and a probe shorter than a round shows in no
  *     sample). STARTUP ends when three rounds in a row did not raise the
- *     estimate by a quarter, on congestion, or after a round that left a
- *     standing queue (below): the rate has outgrown the path, and each
- *     further round of doubling would add a round trip's worth of queue.
+ *     estimate by a quarter, on congestion, or in a round that leaves a
+ *     standing queue (below), as soon as its first eight ACKs show it:
+ *     the rate has outgrown the path, and each further round of doubling
+ *     would add a round trip's worth of queue.
  *   - A round whose RTT samples all stood above the minimum (by an
  *     eighth of it, at least 1 ms) left a standing queue. The estimate
  *     can read high: where traffic flows both ways, ACKs wait in the
@@ -123,6 +124,9 @@
  * path's jitter. */
 #define QUEUE_DELAY_MIN_US 1000u
 #define QUEUE_DELAY_SHARE 8u
+/* Startup judges the queue within a round once this many ACKs gave an RTT
+ * sample: a few, so that the ACK timing of one datagram decides nothing. */
+#define STARTUP_QUEUE_ACKS 8u
 /* The window's cap while a queue stands, per mille of the BDP (plus the
  * batching allowance). */
 #define STANDING_QUEUE_BDP_PM 900u
@@ -425,6 +429,21 @@ static bool round_queue_standing(const struct cc_rate *cc)
 	return cc->round_min_rtt_us > cc->min_rtt_us + queue_floor;
 }
 
+/* Startup, within the round: its first STARTUP_QUEUE_ACKS ACKs all stood
+ * above the minimum as round_queue_standing means it. Judged at the
+ * round's end only, each round of doubling ran its course first: on issue
+ * 44's path (5 Mbit/s, 20 ms RTT, 30 ms buffer) startup sent 2.5 BDP in
+ * its first full round and left with the buffer full, a queue that the
+ * echoes then kept in the return path for 300 ms. A round whose sends
+ * found the window full counts like one that was not app-limited (its
+ * samples often are, marked by the connection's first idle flush), but
+ * a sender of little learns nothing of a queue from its own samples. */
+static bool startup_queue_rising(const struct cc_rate *cc)
+{
+	return cc->round_rtt_acks >= STARTUP_QUEUE_ACKS &&
+	       (cc->round_not_app_limited || cc->round_cwnd_limited) && round_queue_standing(cc);
+}
+
 static bool round_congested(const struct cc_rate *cc, uint64_t round_delivered, uint64_t round_lost)
 {
 	if (round_lost == 0)
@@ -519,6 +538,7 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 	cc->round_lost_start = cc->lost;
 	cc->round_expired_start = cc->expired;
 	cc->round_min_rtt_us = UINT64_MAX;
+	cc->round_rtt_acks = 0;
 	cc->round_cwnd_limited = false;
 	cc->round_lost_in_flight = 0;
 	cc->round_not_app_limited = false;
@@ -695,8 +715,11 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 
 	/* What cc_rate_on_acked left for once per ACK. */
 	cc->in_flight = cc->ack_acked < cc->in_flight ? cc->in_flight - (uint32_t)cc->ack_acked : 0;
-	if (cc->ack_min_rtt_us < cc->round_min_rtt_us)
-		cc->round_min_rtt_us = cc->ack_min_rtt_us;
+	if (cc->ack_min_rtt_us != UINT64_MAX) {
+		if (cc->ack_min_rtt_us < cc->round_min_rtt_us)
+			cc->round_min_rtt_us = cc->ack_min_rtt_us;
+		cc->round_rtt_acks++;
+	}
 	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
 		cc->app_limited_until = 0;
 		cc->out_of_data = false;
@@ -722,6 +745,8 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	}
 	if (cc->ack_round_start)
 		on_round_end(cc, sample_app_limited, now_us);
+	if (cc->state == CC_RATE_STARTUP && startup_queue_rising(cc))
+		cc->full_bw_reached = true;
 	if (rate && (!ack_app_limited || rate >= cc->bw)) {
 		if (rate > cc->bw_round[cc->bw_slot])
 			cc->bw_round[cc->bw_slot] = rate;

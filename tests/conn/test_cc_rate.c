@@ -237,6 +237,34 @@ static void test_startup_ends_at_a_standing_queue(void **state)
 	assert_int_equal(cc.lost, 0);
 }
 
+/* Startup leaves within the round in which the queue shows, not at its
+ * end: a round of doubling that runs its course adds its own queue. */
+static void test_startup_ends_within_the_round(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	uint64_t round = 0;
+
+	(void)state;
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 250000, 20000, 0, 60000, 0, false);
+	feed(&f, 500000, 20000, 0, 20000, 0, false);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
+	/* From now every datagram's RTT is 25 ms, 5 ms above the minimum;
+	 * the first of them is acknowledged 25 ms on, in a round that began
+	 * with 20 ms samples. The next round is all queue. */
+	for (uint32_t ms = 0; ms < 200 && !cc.full_bw_reached; ms++) {
+		feed(&f, 1000000, 25000, 0, 1000, 0, false);
+		if (ms == 25)
+			round = cc.round_count;
+	}
+	assert_true(cc.full_bw_reached);
+	assert_true(round != 0);
+	assert_true(cc.round_count <= round + 1);
+	assert_int_equal(cc.congestion_rounds, 0);
+}
+
 static void test_state_transitions(void **state)
 {
 	static struct feeder f;
@@ -1256,6 +1284,7 @@ int main(void)
 		cmocka_unit_test(test_bw_filter_is_a_windowed_max),
 		cmocka_unit_test(test_app_limited_samples_keep_the_estimate),
 		cmocka_unit_test(test_startup_ends_at_a_standing_queue),
+		cmocka_unit_test(test_startup_ends_within_the_round),
 		cmocka_unit_test(test_state_transitions),
 		cmocka_unit_test(test_startup_exit_on_loss_with_queue),
 		cmocka_unit_test(test_standing_queue_paces_under_the_estimate),
