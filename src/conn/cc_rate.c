@@ -28,7 +28,12 @@
  *     BBRv1's ten: a flow that starts behind a standing queue takes the
  *     queue for path until then, and so holds it up (in the simulator,
  *     eight flows on one bottleneck dropped 1.3-3.0 % of their datagrams
- *     with ten seconds, 1.2-1.6 % with five, over twelve seeds).
+ *     with ten seconds, 1.2-1.6 % with five, over twelve seeds). Not
+ *     while the sender has nothing queued and the round's samples were
+ *     all app-limited (an echo, a game): its flight is what the
+ *     application gives, the queue it sees is another flow's, and
+ *     holding the flight down would only hold back its data; the
+ *     minimum it has stays another five seconds.
  *   - The pacing rate is the bandwidth times a gain: 2/ln 2 in STARTUP
  *     (the rate doubles each round), its inverse in DRAIN (until the
  *     flight is down to one BDP), then in PROBE_BW a cycle of eight
@@ -568,6 +573,16 @@ static void update_ack_aggregation(struct cc_rate *cc, uint64_t now_us)
 static void update_min_rtt(struct cc_rate *cc, uint64_t now_us)
 {
 	bool expired = cc->min_rtt_us && now_us - cc->min_rtt_stamp_us > MIN_RTT_WINDOW_US;
+
+	/* An echo server's flight is the echoes of what arrived, and the
+	 * queue its RTT sees is the forward path's, which it cannot drain:
+	 * PROBE_RTT held its echoes back for 200 ms every five seconds (on
+	 * issue 44's path, 20-30 ms added to a game's echoes on the same
+	 * connection). See the file's first comment. */
+	if (expired && cc->out_of_data && !cc->round_not_app_limited) {
+		cc->min_rtt_stamp_us = now_us;
+		expired = false;
+	}
 
 	if (cc->ack_min_rtt_us != UINT64_MAX &&
 	    (cc->min_rtt_us == 0 || cc->ack_min_rtt_us <= cc->min_rtt_us || expired)) {
