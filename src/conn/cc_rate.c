@@ -28,7 +28,12 @@
  *     BBRv1's ten: a flow that starts behind a standing queue takes the
  *     queue for path until then, and so holds it up (in the simulator,
  *     eight flows on one bottleneck dropped 1.3-3.0 % of their datagrams
- *     with ten seconds, 1.2-1.6 % with five, over twelve seeds).
+ *     with ten seconds, 1.2-1.6 % with five, over twelve seeds). Not
+ *     while the sender has nothing queued and the round's samples were
+ *     all app-limited (an echo, a game): its flight is what the
+ *     application gives, the queue it sees is another flow's, and
+ *     holding the flight down would only hold back its data; the
+ *     minimum it has stays another five seconds.
  *   - The pacing rate is the bandwidth times a gain: 2/ln 2 in STARTUP
  *     (the rate doubles each round), its inverse in DRAIN (until the
  *     flight is down to one BDP), then in PROBE_BW a cycle of eight
@@ -37,9 +42,10 @@
  *     receiver that acknowledges once a millisecond makes rounds longer
  *     than the minimum RTT, and a probe shorter than a round shows in no
  *     sample). STARTUP ends when three rounds in a row did not raise the
- *     estimate by a quarter, on congestion, or after a round that left a
- *     standing queue (below): the rate has outgrown the path, and each
- *     further round of doubling would add a round trip's worth of queue.
+ *     estimate by a quarter, on congestion, or in a round that leaves a
+ *     standing queue (below), as soon as its first eight ACKs show it:
+ *     the rate has outgrown the path, and each further round of doubling
+ *     would add a round trip's worth of queue.
  *   - A round whose RTT samples all stood above the minimum (by an
  *     eighth of it, at least 1 ms) left a standing queue. The estimate
  *     can read high: where traffic flows both ways, ACKs wait in the
@@ -123,6 +129,9 @@
  * path's jitter. */
 #define QUEUE_DELAY_MIN_US 1000u
 #define QUEUE_DELAY_SHARE 8u
+/* Startup judges the queue within a round once this many ACKs gave an RTT
+ * sample: a few, so that the ACK timing of one datagram decides nothing. */
+#define STARTUP_QUEUE_ACKS 8u
 /* The window's cap while a queue stands, per mille of the BDP (plus the
  * batching allowance). */
 #define STANDING_QUEUE_BDP_PM 900u
@@ -425,6 +434,21 @@ static bool round_queue_standing(const struct cc_rate *cc)
 	return cc->round_min_rtt_us > cc->min_rtt_us + queue_floor;
 }
 
+/* Startup, within the round: its first STARTUP_QUEUE_ACKS ACKs all stood
+ * above the minimum as round_queue_standing means it. Judged at the
+ * round's end only, each round of doubling ran its course first: on issue
+ * 44's path (5 Mbit/s, 20 ms RTT, 30 ms buffer) startup sent 2.5 BDP in
+ * its first full round and left with the buffer full, a queue that the
+ * echoes then kept in the return path for 300 ms. A round whose sends
+ * found the window full counts like one that was not app-limited (its
+ * samples often are, marked by the connection's first idle flush), but
+ * a sender of little learns nothing of a queue from its own samples. */
+static bool startup_queue_rising(const struct cc_rate *cc)
+{
+	return cc->round_rtt_acks >= STARTUP_QUEUE_ACKS &&
+	       (cc->round_not_app_limited || cc->round_cwnd_limited) && round_queue_standing(cc);
+}
+
 static bool round_congested(const struct cc_rate *cc, uint64_t round_delivered, uint64_t round_lost)
 {
 	if (round_lost == 0)
@@ -519,6 +543,7 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 	cc->round_lost_start = cc->lost;
 	cc->round_expired_start = cc->expired;
 	cc->round_min_rtt_us = UINT64_MAX;
+	cc->round_rtt_acks = 0;
 	cc->round_cwnd_limited = false;
 	cc->round_lost_in_flight = 0;
 	cc->round_not_app_limited = false;
@@ -548,6 +573,16 @@ static void update_ack_aggregation(struct cc_rate *cc, uint64_t now_us)
 static void update_min_rtt(struct cc_rate *cc, uint64_t now_us)
 {
 	bool expired = cc->min_rtt_us && now_us - cc->min_rtt_stamp_us > MIN_RTT_WINDOW_US;
+
+	/* An echo server's flight is the echoes of what arrived, and the
+	 * queue its RTT sees is the forward path's, which it cannot drain:
+	 * PROBE_RTT held its echoes back for 200 ms every five seconds (on
+	 * issue 44's path, 20-30 ms added to a game's echoes on the same
+	 * connection). See the file's first comment. */
+	if (expired && cc->out_of_data && !cc->round_not_app_limited) {
+		cc->min_rtt_stamp_us = now_us;
+		expired = false;
+	}
 
 	if (cc->ack_min_rtt_us != UINT64_MAX &&
 	    (cc->min_rtt_us == 0 || cc->ack_min_rtt_us <= cc->min_rtt_us || expired)) {
@@ -695,8 +730,11 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 
 	/* What cc_rate_on_acked left for once per ACK. */
 	cc->in_flight = cc->ack_acked < cc->in_flight ? cc->in_flight - (uint32_t)cc->ack_acked : 0;
-	if (cc->ack_min_rtt_us < cc->round_min_rtt_us)
-		cc->round_min_rtt_us = cc->ack_min_rtt_us;
+	if (cc->ack_min_rtt_us != UINT64_MAX) {
+		if (cc->ack_min_rtt_us < cc->round_min_rtt_us)
+			cc->round_min_rtt_us = cc->ack_min_rtt_us;
+		cc->round_rtt_acks++;
+	}
 	if (cc->app_limited_until && cc->delivered > cc->app_limited_until) {
 		cc->app_limited_until = 0;
 		cc->out_of_data = false;
@@ -722,6 +760,8 @@ void cc_rate_on_ack_end(struct cc_rate *cc, uint64_t now_us)
 	}
 	if (cc->ack_round_start)
 		on_round_end(cc, sample_app_limited, now_us);
+	if (cc->state == CC_RATE_STARTUP && startup_queue_rising(cc))
+		cc->full_bw_reached = true;
 	if (rate && (!ack_app_limited || rate >= cc->bw)) {
 		if (rate > cc->bw_round[cc->bw_slot])
 			cc->bw_round[cc->bw_slot] = rate;

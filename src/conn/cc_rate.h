@@ -110,6 +110,7 @@ struct cc_rate {
 	uint64_t round_lost_start;
 	uint64_t round_expired_start;
 	uint64_t round_min_rtt_us; /* smallest RTT sample in this round */
+	uint32_t round_rtt_acks; /* ACKs of this round with an RTT sample */
 	bool round_cwnd_limited; /* a send of this round found the window (nearly) full */
 	uint32_t round_lost_in_flight; /* largest in_flight snapshot among this round's losses */
 	bool round_not_app_limited; /* a sample of this round was not app-limited */

@@ -45,6 +45,7 @@ struct feeder {
 	struct fed ring[FEED_RING];
 	uint32_t head, tail; /* tail: oldest unanswered */
 	uint64_t sent;
+	bool out_of_data; /* app-limited feeds say so with cc_rate_on_out_of_data */
 };
 
 static void feeder_init(struct feeder *f, struct cc_rate *cc)
@@ -59,8 +60,8 @@ static void feeder_init(struct feeder *f, struct cc_rate *cc)
  * acknowledged rtt_us (rising by rtt_growth_per_s µs per second of the
  * feed) after it left, or reported lost at that time for every
  * lose_every-th (0: none). app_limited: the sender says it has nothing
- * more before every send. What is in flight at the end stays in flight
- * for the next feed (or feeder_drain). */
+ * more before every send (with f->out_of_data: nothing queued at all). What is in flight at the end stays in
+ * flight for the next feed (or feeder_drain). */
 static void feed(struct feeder *f, uint64_t rate, uint64_t rtt_us, uint64_t rtt_growth_per_s,
 		 uint64_t duration_us, uint32_t lose_every, bool app_limited)
 {
@@ -76,7 +77,9 @@ static void feed(struct feeder *f, uint64_t rate, uint64_t rtt_us, uint64_t rtt_
 
 			assert_true(f->head - f->tail < FEED_RING);
 			f->now = f->next_send;
-			if (app_limited)
+			if (app_limited && f->out_of_data)
+				cc_rate_on_out_of_data(f->cc);
+			else if (app_limited)
 				cc_rate_on_app_limited(f->cc);
 			cc_rate_on_sent(f->cc, &d->snap, DGRAM, f->now);
 			d->ack_at = f->now + rtt_us + (f->now - start) * rtt_growth_per_s / 1000000;
@@ -235,6 +238,65 @@ static void test_startup_ends_at_a_standing_queue(void **state)
 	assert_int_not_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
 	assert_int_equal(cc.congestion_rounds, 0);
 	assert_int_equal(cc.lost, 0);
+}
+
+/* Startup leaves within the round in which the queue shows, not at its
+ * end: a round of doubling that runs its course adds its own queue. */
+static void test_startup_ends_within_the_round(void **state)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	uint64_t round = 0;
+
+	(void)state;
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 250000, 20000, 0, 60000, 0, false);
+	feed(&f, 500000, 20000, 0, 20000, 0, false);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_STARTUP);
+	/* From now every datagram's RTT is 25 ms, 5 ms above the minimum;
+	 * the first of them is acknowledged 25 ms on, in a round that began
+	 * with 20 ms samples. The next round is all queue. */
+	for (uint32_t ms = 0; ms < 200 && !cc.full_bw_reached; ms++) {
+		feed(&f, 1000000, 25000, 0, 1000, 0, false);
+		if (ms == 25)
+			round = cc.round_count;
+	}
+	assert_true(cc.full_bw_reached);
+	assert_true(round != 0);
+	assert_true(cc.round_count <= round + 1);
+	assert_int_equal(cc.congestion_rounds, 0);
+}
+
+/* An echo server's RTT sees the forward path's queue, which it cannot
+ * drain: with nothing queued (it sent every echo it had), its minimum RTT
+ * expires without PROBE_RTT holding its echoes back. A sender held by a
+ * limit of its own (data queued) still probes. */
+static bool enters_probe_rtt(bool out_of_data)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	bool probed = false;
+
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 100000, 20000, 0, 1000000, 0, false);
+	f.out_of_data = out_of_data;
+	for (int i = 0; i < 70 && !probed; i++) {
+		feed(&f, 50000, 30000, 0, 100000, 0, true);
+		probed = cc_rate_state(&cc) == CC_RATE_PROBE_RTT;
+	}
+	/* Skipped, the minimum it had stays (no lower sample came). */
+	if (!probed)
+		assert_int_equal(cc_rate_min_rtt_us(&cc), 20000);
+	return probed;
+}
+
+static void test_out_of_data_skips_probe_rtt(void **state)
+{
+	(void)state;
+	assert_false(enters_probe_rtt(true));
+	assert_true(enters_probe_rtt(false));
 }
 
 static void test_state_transitions(void **state)
@@ -1256,6 +1318,8 @@ int main(void)
 		cmocka_unit_test(test_bw_filter_is_a_windowed_max),
 		cmocka_unit_test(test_app_limited_samples_keep_the_estimate),
 		cmocka_unit_test(test_startup_ends_at_a_standing_queue),
+		cmocka_unit_test(test_startup_ends_within_the_round),
+		cmocka_unit_test(test_out_of_data_skips_probe_rtt),
 		cmocka_unit_test(test_state_transitions),
 		cmocka_unit_test(test_startup_exit_on_loss_with_queue),
 		cmocka_unit_test(test_standing_queue_paces_under_the_estimate),
