@@ -435,14 +435,12 @@ static bool round_queue_standing(const struct cc_rate *cc)
 }
 
 /* Startup, within the round: its first STARTUP_QUEUE_ACKS ACKs all stood
- * above the minimum as round_queue_standing means it. Judged at the
- * round's end only, each round of doubling ran its course first: on issue
- * 44's path (5 Mbit/s, 20 ms RTT, 30 ms buffer) startup sent 2.5 BDP in
- * its first full round and left with the buffer full, a queue that the
- * echoes then kept in the return path for 300 ms. A round whose sends
- * found the window full counts like one that was not app-limited (its
- * samples often are, marked by the connection's first idle flush), but
- * a sender of little learns nothing of a queue from its own samples. */
+ * above the minimum as round_queue_standing means it. Judged only at the
+ * round's end, a round of doubling runs its course first and can fill a
+ * shallow buffer before startup ends. A round whose sends found the
+ * window full counts like one that was not app-limited (its samples
+ * often are, marked by the connection's first idle flush), but a sender
+ * of little learns nothing of a queue from its own samples. */
 static bool startup_queue_rising(const struct cc_rate *cc)
 {
 	return cc->round_rtt_acks >= STARTUP_QUEUE_ACKS &&
@@ -576,9 +574,8 @@ static void update_min_rtt(struct cc_rate *cc, uint64_t now_us)
 
 	/* An echo server's flight is the echoes of what arrived, and the
 	 * queue its RTT sees is the forward path's, which it cannot drain:
-	 * PROBE_RTT held its echoes back for 200 ms every five seconds (on
-	 * issue 44's path, 20-30 ms added to a game's echoes on the same
-	 * connection). See the file's first comment. */
+	 * PROBE_RTT would only hold its echoes back for 200 ms. See the
+	 * file's first comment. */
 	if (expired && cc->out_of_data && !cc->round_not_app_limited) {
 		cc->min_rtt_stamp_us = now_us;
 		expired = false;
