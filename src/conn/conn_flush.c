@@ -178,7 +178,6 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 			index = b->unrel_frames;
 		q = kind == FLUSH_UNREL ? &c->unrel : &c->rel;
 		f = sendq_at(q, index);
-		frame_to_wire(q, f, &wf);
 		need = sendq_frame_wire_bytes(f);
 		if (b->nframes < c->cfg.max_frames_per_datagram && b->len + need <= c->payload_max)
 			break;
@@ -206,6 +205,9 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		b->blocked = true;
 		return false;
 	}
+	/* Converted only now: a frame that did not fit, or that the pacing
+	 * holds back, needs no wire form. */
+	frame_to_wire(q, f, &wf);
 	n = rudp_wire_encode_frame(b->buf + b->len, c->payload_max - b->len, &wf);
 	if (n < 0) {
 		/* Frames are sized to fit an empty datagram; this would be our bug.
