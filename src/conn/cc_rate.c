@@ -308,17 +308,26 @@ void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t
 		cc->first_sent_us = now_us;
 		cc->delivered_us = now_us;
 	}
-	cc->tokens = tokens_at(cc, now_us) - (int64_t)bytes * US_PER_S;
+	/* The datagrams of one flush share now_us, and each one after the
+	 * first finds the budget below its cap (the one before spent from
+	 * it): tokens_at() would return the budget as it is. */
+	if (now_us == cc->tokens_us && cc->tokens < (int64_t)cc->quantum_cap)
+		cc->tokens -= (int64_t)bytes * US_PER_S;
+	else
+		cc->tokens = tokens_at(cc, now_us) - (int64_t)bytes * US_PER_S;
 	cc->tokens_us = now_us;
 	cc->in_flight += bytes;
 	if ((uint64_t)cc->in_flight + cc->mss > cc->cwnd)
 		cc->round_cwnd_limited = true;
-	snap->delivered = (uint32_t)cc->delivered;
-	snap->delivered_us = (uint32_t)cc->delivered_us;
-	snap->first_sent_us = (uint32_t)cc->first_sent_us;
-	snap->sent_us = (uint32_t)now_us;
-	snap->in_flight = cc->in_flight & 0x7fffffffu;
-	snap->app_limited = cc->app_limited_until != 0;
+	/* Whole, so the two bit-fields go in one store with the rest. */
+	*snap = (struct cc_rate_snapshot){
+		.delivered = (uint32_t)cc->delivered,
+		.delivered_us = (uint32_t)cc->delivered_us,
+		.first_sent_us = (uint32_t)cc->first_sent_us,
+		.sent_us = (uint32_t)now_us,
+		.in_flight = cc->in_flight & 0x7fffffffu,
+		.app_limited = cc->app_limited_until != 0,
+	};
 }
 
 void cc_rate_on_app_limited(struct cc_rate *cc)
