@@ -264,6 +264,27 @@ int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len
 	return send_message(c, data, len, reliability, channel, priority, now_us, &extra);
 }
 
+int rudp_conn_send_checked(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			   uint8_t channel, uint64_t now_us, uint64_t expire_us, uint64_t *grew)
+{
+	struct conn_msg_extra extra = {.expire_us = expire_us, .shared = NULL};
+	int rc;
+
+	/* send_message's order: the clock, then the state. */
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	if (c->state != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_CONN_E_STATE;
+	/* The channel is read for ordered and sequenced kinds only. */
+	rc = queue_message(c, data, len, reliability, channel, true, &extra);
+	if (rc == 0) {
+		c->messages_sent++;
+		/* The copied body and a record per fragment (sendq_memory_bytes). */
+		*grew = (uint64_t)len + (uint64_t)conn_frag_count(c, len) * sizeof(struct sendq_frame);
+	}
+	return rc;
+}
+
 int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t reliability, uint8_t channel,
 			  uint8_t priority, uint64_t now_us, uint64_t expire_us)
 {
