@@ -300,43 +300,10 @@ uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us)
 
 /* ---- send and ACK bookkeeping ---- */
 
-/* The budget brought to now_us (cc_rate_on_sent's first datagram of a
- * flush): apart, so that the common case keeps its few registers. */
-static __attribute__((noinline)) void tokens_refill(struct cc_rate *cc, uint64_t now_us)
+void cc_rate_refill(struct cc_rate *cc, uint64_t now_us)
 {
 	cc->tokens = tokens_at(cc, now_us);
 	cc->tokens_us = now_us;
-}
-
-void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t bytes, uint64_t now_us)
-{
-	uint32_t in_flight = cc->in_flight;
-
-	if (in_flight == 0) {
-		/* Nothing in flight: the send interval and the ACK interval both
-		 * start now, not at the last ACK of a flight long gone. */
-		cc->first_sent_us = now_us;
-		cc->delivered_us = now_us;
-	}
-	/* The datagrams of one flush share now_us, and each one after the
-	 * first finds the budget below its cap (the one before spent from
-	 * it): tokens_at() would return the budget as it is. */
-	if (now_us != cc->tokens_us || cc->tokens >= (int64_t)cc->quantum_cap)
-		tokens_refill(cc, now_us);
-	cc->tokens -= (int64_t)bytes * US_PER_S;
-	in_flight += bytes;
-	cc->in_flight = in_flight;
-	if ((uint64_t)in_flight + cc->mss > cc->cwnd)
-		cc->round_cwnd_limited = true;
-	/* Whole, so the two bit-fields go in one store with the rest. */
-	*snap = (struct cc_rate_snapshot){
-		.delivered = (uint32_t)cc->delivered,
-		.delivered_us = (uint32_t)cc->delivered_us,
-		.first_sent_us = (uint32_t)cc->first_sent_us,
-		.sent_us = (uint32_t)now_us,
-		.in_flight = in_flight & 0x7fffffffu,
-		.app_limited = cc->app_limited_until != 0,
-	};
 }
 
 void cc_rate_on_app_limited(struct cc_rate *cc)
