@@ -148,6 +148,19 @@ static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq
 	q->wire_bytes += (uint64_t)len + f->hdr_len;
 	return f;
 }
+/* The record sendq_push would fill, with a copy of body in the ring at
+ * *pos, counted as pushed (but for wire_bytes); the caller writes the
+ * whole record (body_pos = *pos, body_len = len, not split, no shared
+ * body) and adds to wire_bytes. Room must be reserved. */
+static inline struct sendq_frame *sendq_push_slot(struct sendq *q, const uint8_t *body, uint16_t len,
+						  uint64_t *pos)
+{
+	*pos = body_ring_push(&q->ring, body, len);
+	q->body_bytes += len;
+	q->totals->records++;
+	q->totals->body_bytes += len;
+	return &q->frames[(q->frames_head + q->frames_count++) & (q->frames_cap - 1)];
+}
 /* Appends a record (copied from tmpl) referencing a shared body, taking a
  * reference on it; room for the record must be reserved. */
 static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struct sendq_frame *tmpl,
