@@ -172,10 +172,73 @@ static void test_same_as_send_expiring(void **state)
 	free(b);
 }
 
+/* The record of a message in one frame (written in place, queue_frames)
+ * holds what the encoder and the loss engine read, and nothing else. */
+static void test_one_frame_record(void **state)
+{
+	struct sim *a = connected_sim();
+	struct rudp_conn *c = a->ep[0].c;
+	uint64_t now = a->now + 100, grew;
+	uint8_t msg[300];
+	const struct sendq_frame *f;
+
+	(void)state;
+	memset(msg, 0x86, sizeof(msg));
+	uint32_t ri = c->next_reliable_index;
+	uint64_t unsent = c->rel_unsent_wire, wire = c->rel.wire_bytes;
+	uint32_t base = c->rel.frames_count;
+	assert_int_equal(rudp_conn_send_checked(c, msg, 10, RUDP_WIRE_RELIABLE_ORDERED, 5, now, 0, &grew), 0);
+	assert_int_equal(rudp_conn_send_checked(c, msg, 20, RUDP_WIRE_RELIABLE_ORDERED, 5, now, 0, &grew), 0);
+	assert_int_equal(rudp_conn_send_checked(c, msg, 30, RUDP_WIRE_RELIABLE_SEQUENCED, 5, now, 0, &grew),
+			 0);
+	assert_int_equal(rudp_conn_send_checked(c, msg, 40, RUDP_WIRE_RELIABLE, 7, now, 0, &grew), 0);
+	assert_int_equal(c->rel.frames_count, base + 4);
+	f = sendq_at(&c->rel, base + 1);
+	assert_int_equal(f->reliable_index, ri + 1);
+	assert_int_equal(f->reliability, RUDP_WIRE_RELIABLE_ORDERED);
+	assert_int_equal(f->channel, 5);
+	assert_int_equal(f->order_index, 1);
+	assert_int_equal(f->sequenced_index, 0);
+	assert_int_equal(f->body_len, 20);
+	assert_int_equal(f->body_pos, sendq_at(&c->rel, base)->body_pos + 10);
+	assert_int_equal(f->hdr_len, 10);
+	assert_int_equal(f->first_send_us, now);
+	assert_int_equal(f->state, FRAME_QUEUED);
+	assert_int_equal(f->deadline_us, 0);
+	assert_int_equal(f->transmissions, 0);
+	assert_false(f->split);
+	assert_null(sendq_frame_shared(f));
+	assert_int_equal(f->split_id, 0);
+	assert_memory_equal(sendq_body(&c->rel, f), msg, 20);
+	f = sendq_at(&c->rel, base + 2);
+	assert_int_equal(f->order_index, 2); /* the next ordered one's */
+	assert_int_equal(f->sequenced_index, 0);
+	assert_int_equal(f->hdr_len, 13);
+	f = sendq_at(&c->rel, base + 3);
+	assert_int_equal(f->channel, 0);
+	assert_int_equal(f->order_index, 0);
+	assert_int_equal(f->hdr_len, 6);
+	assert_int_equal(c->rel_unsent_wire, unsent + 100 + 10 + 10 + 13 + 6);
+	assert_int_equal(c->rel.wire_bytes, wire + 100 + 10 + 10 + 13 + 6);
+	/* Unreliable with a lifetime, on a channel it does not use. */
+	assert_int_equal(rudp_conn_send_checked(c, msg, 50, RUDP_WIRE_UNRELIABLE, 9, now, now + 5000, &grew),
+			 0);
+	f = sendq_at(&c->unrel, c->unrel.frames_count - 1);
+	assert_int_equal(f->deadline_us, now + 5000);
+	assert_int_equal(c->unrel_expiry_min, now + 5000);
+	assert_int_equal(f->reliable_index, 0);
+	assert_int_equal(f->channel, 0);
+	assert_int_equal(f->hdr_len, 3);
+	assert_int_equal(c->rel_unsent_wire, unsent + 100 + 39);
+	sim_free(a);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_send_expiring),
+		cmocka_unit_test(test_one_frame_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
