@@ -74,8 +74,15 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 	 * share is read again whole. */
 	bool whole = p->policy != NULL;
 	uint64_t grew = 0;
-	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority, extra,
-			       &grew);
+	int r;
+	/* The common case straight to the conn (host_peer_send's own path
+	 * for it, one call less). */
+	if (!whole && !extra->shared)
+		r = rudp_conn_send_checked(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel,
+					   p->host->now_us, extra->expire_us, &grew);
+	else
+		r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+				   extra, &grew);
 	if (r != 0)
 		return host_send_error(r);
 	if (whole)
