@@ -309,25 +309,10 @@ uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us)
 
 /* ---- send and ACK bookkeeping ---- */
 
-void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t bytes, uint64_t now_us)
+void cc_rate_refill(struct cc_rate *cc, uint64_t now_us)
 {
-	if (cc->in_flight == 0) {
-		/* Nothing in flight: the send interval and the ACK interval both
-		 * start now, not at the last ACK of a flight long gone. */
-		cc->first_sent_us = now_us;
-		cc->delivered_us = now_us;
-	}
-	cc->tokens = tokens_at(cc, now_us) - (int64_t)bytes * US_PER_S;
+	cc->tokens = tokens_at(cc, now_us);
 	cc->tokens_us = now_us;
-	cc->in_flight += bytes;
-	if ((uint64_t)cc->in_flight + cc->mss > cc->cwnd)
-		cc->round_cwnd_limited = true;
-	snap->delivered = (uint32_t)cc->delivered;
-	snap->delivered_us = (uint32_t)cc->delivered_us;
-	snap->first_sent_us = (uint32_t)cc->first_sent_us;
-	snap->sent_us = (uint32_t)now_us;
-	snap->in_flight = cc->in_flight & 0x7fffffffu;
-	snap->app_limited = cc->app_limited_until != 0;
 }
 
 void cc_rate_on_app_limited(struct cc_rate *cc)

@@ -212,8 +212,43 @@ static inline bool cc_rate_window_half_free(const struct cc_rate *cc, uint64_t b
  * an ACK can open it (the window is full). */
 uint64_t cc_rate_next_send_us(const struct cc_rate *cc, uint64_t now_us);
 
-/* A datagram of `bytes` left at now_us; fills *snap for the sent history. */
-void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t bytes, uint64_t now_us);
+/* The pacing budget brought to now_us: cc_rate_on_sent's part for the
+ * first datagram of a flush. */
+void cc_rate_refill(struct cc_rate *cc, uint64_t now_us);
+
+/* A datagram of `bytes` left at now_us; fills *snap for the sent history.
+ * Once per datagram sent: inline, its rare part apart (cc_rate_refill). */
+static inline void cc_rate_on_sent(struct cc_rate *cc, struct cc_rate_snapshot *snap, uint32_t bytes,
+				   uint64_t now_us)
+{
+	uint32_t in_flight = cc->in_flight;
+
+	if (in_flight == 0) {
+		/* Nothing in flight: the send interval and the ACK interval both
+		 * start now, not at the last ACK of a flight long gone. */
+		cc->first_sent_us = now_us;
+		cc->delivered_us = now_us;
+	}
+	/* The datagrams of one flush share now_us, and each one after the
+	 * first finds the budget below its cap (the one before spent from
+	 * it): refilling would leave it as it is. */
+	if (now_us != cc->tokens_us || cc->tokens >= (int64_t)cc->quantum_cap)
+		cc_rate_refill(cc, now_us);
+	cc->tokens -= (int64_t)bytes * 1000000;
+	in_flight += bytes;
+	cc->in_flight = in_flight;
+	if ((uint64_t)in_flight + cc->mss > cc->cwnd)
+		cc->round_cwnd_limited = true;
+	/* Whole, so the two bit-fields go in one store with the rest. */
+	*snap = (struct cc_rate_snapshot){
+		.delivered = (uint32_t)cc->delivered,
+		.delivered_us = (uint32_t)cc->delivered_us,
+		.first_sent_us = (uint32_t)cc->first_sent_us,
+		.sent_us = (uint32_t)now_us,
+		.in_flight = in_flight & 0x7fffffffu,
+		.app_limited = cc->app_limited_until != 0,
+	};
+}
 
 /* The sender had nothing more to send while the allowance was still
  * open: rate samples until what is in flight now is delivered say nothing

@@ -293,6 +293,16 @@ int rudp_conn_send_ex(struct rudp_conn *c, const uint8_t *data, size_t len, uint
  * lifetime. A reliable kind with expire_us != 0 is RUDP_CONN_E_ARG. */
 int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 			    uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t expire_us);
+/* rudp_conn_send_expiring for an owner that has made its argument checks
+ * itself, at least as strict (data of len > 0 bytes whose first is no
+ * control id, reliability at most RUDP_WIRE_RELIABLE_SEQUENCED, channel
+ * below RUDP_WIRE_ORDER_CHANNELS, a valid priority, expire_us only for an
+ * unreliable kind): the same codes and queued frames, with the state, the
+ * size and the queue's budget checked here. On 0, *grew is what
+ * rudp_conn_send_memory_bytes grew by, so a caller keeping a total need
+ * not read the gauge before and after. */
+int rudp_conn_send_checked(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			   uint8_t channel, uint64_t now_us, uint64_t expire_us, uint64_t *grew);
 /* rudp_conn_send_expiring with the body of a shared message: the frame
  * references it (taking a reference, released when the frame is sent and
  * acknowledged, expires or is dropped with the conn) instead of copying

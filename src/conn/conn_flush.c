@@ -171,19 +171,23 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 	size_t need;
 	int n;
 
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (kind == FLUSH_NEW)
-			index = c->rel_sent + b->new_frames;
-		else if (kind == FLUSH_UNREL)
-			index = b->unrel_frames;
-		q = kind == FLUSH_UNREL ? &c->unrel : &c->rel;
-		f = sendq_at(q, index);
-		frame_to_wire(q, f, &wf);
-		need = sendq_frame_wire_bytes(f);
-		if (b->nframes < c->cfg.max_frames_per_datagram && b->len + need <= c->payload_max)
-			break;
+	if (kind == FLUSH_NEW)
+		index = c->rel_sent + b->new_frames;
+	else if (kind == FLUSH_UNREL)
+		index = b->unrel_frames;
+	q = kind == FLUSH_UNREL ? &c->unrel : &c->rel;
+	f = sendq_at(q, index);
+	need = sendq_frame_wire_bytes(f);
+	if (b->nframes >= c->cfg.max_frames_per_datagram || b->len + need > c->payload_max) {
 		if (!builder_emit(c, b, now_us))
 			return false;
+		/* The datagram is empty now, and frames are sized to fit an
+		 * empty one. The same frame: new ones are still next after
+		 * rel_sent, and unreliable ones went from the front. */
+		if (kind == FLUSH_UNREL) {
+			index = 0;
+			f = sendq_at(q, 0);
+		}
 	}
 	/* A new datagram waits for the rate controller's pacing and window;
 	 * tail-loss probes (and ACKs, which are not built here) never do. */
@@ -206,6 +210,9 @@ static bool builder_add(struct rudp_conn *c, struct dgram_builder *b, enum flush
 		b->blocked = true;
 		return false;
 	}
+	/* Converted only now: a frame that did not fit, or that the pacing
+	 * holds back, needs no wire form. */
+	frame_to_wire(q, f, &wf);
 	n = rudp_wire_encode_frame(b->buf + b->len, c->payload_max - b->len, &wf);
 	if (n < 0) {
 		/* Frames are sized to fit an empty datagram; this would be our bug.

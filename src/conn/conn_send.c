@@ -99,6 +99,47 @@ static inline int reserve_shared_record(struct sendq *q, uint64_t now_us)
 	return sendq_reserve_slow(q, 1, 0, 0, now_us);
 }
 
+/* queue_frames for a message in one frame with its body in the ring (most
+ * messages): the same record, written in place, with no template to clear
+ * and copy. Room is reserved and the indexes taken. */
+static int queue_one_frame(struct rudp_conn *c, struct sendq *q, const uint8_t *data, uint16_t len,
+			   uint8_t rel, uint8_t channel, const struct rudp_conn_msg_indexes *ix,
+			   const struct conn_msg_extra *extra)
+{
+	bool ordered = rudp_wire_is_ordered_or_sequenced(rel);
+	uint32_t hdr_len = (uint32_t)rudp_wire_frame_header_len_of(rel, false);
+	uint32_t reliable_index = 0;
+	uint64_t deadline = 0, pos;
+
+	/* A lifetime only for what is sent once (conn_flush.c drops it). */
+	if (extra && extra->expire_us != 0 && q == &c->unrel) {
+		deadline = extra->expire_us;
+		if (deadline < c->unrel_expiry_min)
+			c->unrel_expiry_min = deadline;
+	}
+	if (q == &c->rel) {
+		reliable_index = c->next_reliable_index;
+		c->next_reliable_index = rudp_u24_add(c->next_reliable_index, 1);
+		c->rel_unsent_wire += (uint64_t)len + hdr_len;
+	}
+	struct sendq_frame *f = sendq_push_slot(q, data, len, &pos);
+	*f = (struct sendq_frame){
+		.body_pos = pos,
+		.first_send_us = c->now_us, /* until sent: when queued (conn_status.c) */
+		.deadline_us = deadline,
+		.reliable_index = reliable_index,
+		.reliability = rel,
+		.sequenced_index = ordered ? ix->sequenced_index : 0,
+		.channel = ordered ? channel : 0,
+		.order_index = ordered ? ix->order_index : 0,
+		.hdr_len = hdr_len,
+		.body_len = len,
+		.state = FRAME_QUEUED,
+	};
+	q->wire_bytes += (uint64_t)len + hdr_len;
+	return 0;
+}
+
 /* rel is already effective (see rudp_conn_effective_reliability). */
 static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t rel, uint8_t channel,
 			const struct rudp_conn_msg_indexes *ix_or_null, const struct conn_msg_extra *extra)
@@ -129,6 +170,8 @@ static int queue_frames(struct rudp_conn *c, const uint8_t *data, size_t len, ui
 		ix = *ix_or_null;
 	else
 		take_indexes(c, rel, channel, &ix);
+	if (nfrags == 1 && !shared)
+		return queue_one_frame(c, q, data, (uint16_t)len, rel, channel, &ix, extra);
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.reliability = rel;
 	tmpl.state = FRAME_QUEUED;
@@ -262,6 +305,27 @@ int rudp_conn_send_expiring(struct rudp_conn *c, const uint8_t *data, size_t len
 	struct conn_msg_extra extra = {.expire_us = expire_us, .shared = NULL};
 
 	return send_message(c, data, len, reliability, channel, priority, now_us, &extra);
+}
+
+int rudp_conn_send_checked(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			   uint8_t channel, uint64_t now_us, uint64_t expire_us, uint64_t *grew)
+{
+	struct conn_msg_extra extra = {.expire_us = expire_us, .shared = NULL};
+	int rc;
+
+	/* send_message's order: the clock, then the state. */
+	if (now_us > c->now_us)
+		c->now_us = now_us;
+	if (c->state != RUDP_CONN_STATE_CONNECTED)
+		return RUDP_CONN_E_STATE;
+	/* The channel is read for ordered and sequenced kinds only. */
+	rc = queue_message(c, data, len, reliability, channel, true, &extra);
+	if (rc == 0) {
+		c->messages_sent++;
+		/* The copied body and a record per fragment (sendq_memory_bytes). */
+		*grew = (uint64_t)len + (uint64_t)conn_frag_count(c, len) * sizeof(struct sendq_frame);
+	}
+	return rc;
 }
 
 int rudp_conn_send_shared(struct rudp_conn *c, struct shared_body *body, uint8_t reliability, uint8_t channel,

@@ -85,21 +85,8 @@ int loss_scratch_grow(struct loss_engine *l, size_t want)
 
 /* ---- the sent history (sent_history.c keeps its storage) ---- */
 
-/* Slot of the history now datagram seq's (loss_dgram_begin). */
-static inline uint32_t history_write(struct sent_history *h, uint32_t slot, uint32_t seq, uint64_t now_us)
-{
-	h->tag[slot] = seq | SENT_HISTORY_VALID;
-	h->first[slot] = h->ring_head;
-	h->count[slot] = 0;
-	h->sent_us[slot] = (uint32_t)now_us;
-	return slot;
-}
-
-/* loss_dgram_begin when the history may grow or a slot it passes or takes
- * is in use: noinline, so the common case saves no registers for it. */
-static __attribute__((noinline)) uint32_t dgram_begin_any(struct loss_engine *l, const struct sendq *rel,
-							  uint32_t rel_sent, uint32_t seq, uint64_t now_us,
-							  uint32_t new_frames)
+uint32_t loss_dgram_begin_any(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
+			      uint64_t now_us, uint32_t new_frames)
 {
 	struct sent_history *h = &l->sent;
 	uint32_t slot;
@@ -127,21 +114,7 @@ static __attribute__((noinline)) uint32_t dgram_begin_any(struct loss_engine *l,
 	if (h->tag[slot] & SENT_HISTORY_VALID)
 		sent_history_note_untracked(h, h->tag[slot] & RUDP_WIRE_U24_MASK);
 	h->valid += !(h->tag[slot] & SENT_HISTORY_VALID);
-	return history_write(h, slot, seq, now_us);
-}
-
-uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
-			  uint64_t now_us, uint32_t new_frames)
-{
-	struct sent_history *h = &l->sent;
-	uint32_t slot = seq & (h->size - 1);
-
-	/* dgram_begin_any's common case: grown, nothing to note untracked. */
-	if (h->size < h->max_size || h->valid == 0 ||
-	    rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size || (h->tag[slot] & SENT_HISTORY_VALID))
-		return dgram_begin_any(l, rel, rel_sent, seq, now_us, new_frames);
-	h->valid++;
-	return history_write(h, slot, seq, now_us);
+	return sent_history_write(h, slot, seq, now_us);
 }
 
 /* ---- per-datagram records ---- */
@@ -607,8 +580,10 @@ static void ack_from_history(struct loss_ctx *x, uint32_t nkeys)
 				sample->rtt_us = (uint32_t)x->now_us - h->sent_us[slot];
 				sample->have = true;
 			}
-			for (uint32_t j = 0; j < h->count[slot] && x->rel_sent > 0; j++) {
-				uint32_t pos = h->first[slot] + j;
+			/* In locals: ack_frame's stores may alias the history. */
+			for (uint32_t j = 0, n = x->rel_sent ? h->count[slot] : 0, first = h->first[slot];
+			     j < n; j++) {
+				uint32_t pos = first + j;
 				int32_t i;
 				struct sendq_frame *f;
 

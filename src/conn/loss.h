@@ -357,11 +357,37 @@ static inline const struct sendq_frame *loss_oldest_unacked(const struct sendq *
 	}
 	return NULL;
 }
+/* Slot of the history now datagram seq's (loss_dgram_begin). */
+static inline uint32_t sent_history_write(struct sent_history *h, uint32_t slot, uint32_t seq,
+					  uint64_t now_us)
+{
+	h->tag[slot] = seq | SENT_HISTORY_VALID;
+	h->first[slot] = h->ring_head;
+	h->count[slot] = 0;
+	h->sent_us[slot] = (uint32_t)now_us;
+	return slot;
+}
+/* loss_dgram_begin when the history may grow or a slot it passes or takes
+ * is in use. */
+uint32_t loss_dgram_begin_any(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
+			      uint64_t now_us, uint32_t new_frames);
 /* Before the reliable frames of datagram seq are recorded
  * (loss_dgram_add): its slot in the history, which grows first when it
- * should. new_frames: frames in it never sent before. Returns the slot. */
-uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent, uint32_t seq,
-			  uint64_t now_us, uint32_t new_frames);
+ * should. new_frames: frames in it never sent before. Returns the slot.
+ * Once per datagram sent: inline, the rare cases apart. */
+static inline uint32_t loss_dgram_begin(struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent,
+					uint32_t seq, uint64_t now_us, uint32_t new_frames)
+{
+	struct sent_history *h = &l->sent;
+	uint32_t slot = seq & (h->size - 1);
+
+	/* The common case: grown, nothing to note untracked. */
+	if (h->size < h->max_size || h->valid == 0 ||
+	    rudp_u24_diff(seq, h->oldest_valid) >= (int32_t)h->size || (h->tag[slot] & SENT_HISTORY_VALID))
+		return loss_dgram_begin_any(l, rel, rel_sent, seq, now_us, new_frames);
+	h->valid++;
+	return sent_history_write(h, slot, seq, now_us);
+}
 
 /*
  * When a frame in flight times out: its RTO (backed off) after its send, or

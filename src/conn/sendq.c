@@ -129,30 +129,22 @@ void sendq_trim_idle(struct sendq *q, uint64_t now_us)
 		body_ring_trim_idle(&q->ring, now_us);
 }
 
+void sendq_release_shared(struct sendq *q, struct sendq_frame *f)
+{
+	shared_body_release(f->shared);
+	q->shared_bytes -= f->body_len;
+}
+
 /* A frame leaves the queue: its shared body's reference and its bytes in
  * the queue's and the conn's totals. */
 static void sendq_forget(struct sendq *q, struct sendq_frame *f)
 {
-	if (sendq_frame_shared(f)) {
-		shared_body_release(f->shared);
-		q->shared_bytes -= f->body_len;
-	}
+	if (sendq_frame_shared(f))
+		sendq_release_shared(q, f);
 	q->body_bytes -= f->body_len;
 	q->wire_bytes -= (uint64_t)f->body_len + f->hdr_len;
 	q->totals->records--;
 	q->totals->body_bytes -= f->body_len;
-}
-
-void sendq_pop_front(struct sendq *q)
-{
-	sendq_forget(q, sendq_at(q, 0));
-	q->frames_head = (q->frames_head + 1) & (q->frames_cap - 1);
-	q->frames_count--;
-	if (q->frames_count == 0) {
-		body_ring_reset(&q->ring);
-	} else {
-		q->ring.tail = sendq_at(q, 0)->body_pos;
-	}
 }
 
 uint32_t sendq_drop_expired(struct sendq *q, uint64_t now_us, uint64_t *next_deadline)

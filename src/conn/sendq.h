@@ -148,6 +148,19 @@ static inline struct sendq_frame *sendq_push(struct sendq *q, const struct sendq
 	q->wire_bytes += (uint64_t)len + f->hdr_len;
 	return f;
 }
+/* The record sendq_push would fill, with a copy of body in the ring at
+ * *pos, counted as pushed (but for wire_bytes); the caller writes the
+ * whole record (body_pos = *pos, body_len = len, not split, no shared
+ * body) and adds to wire_bytes. Room must be reserved. */
+static inline struct sendq_frame *sendq_push_slot(struct sendq *q, const uint8_t *body, uint16_t len,
+						  uint64_t *pos)
+{
+	*pos = body_ring_push(&q->ring, body, len);
+	q->body_bytes += len;
+	q->totals->records++;
+	q->totals->body_bytes += len;
+	return &q->frames[(q->frames_head + q->frames_count++) & (q->frames_cap - 1)];
+}
 /* Appends a record (copied from tmpl) referencing a shared body, taking a
  * reference on it; room for the record must be reserved. */
 static inline struct sendq_frame *sendq_push_shared(struct sendq *q, const struct sendq_frame *tmpl,
@@ -207,7 +220,29 @@ static inline const uint8_t *sendq_body(const struct sendq *q, const struct send
 
 	return b ? b->bytes : body_ring_at(&q->ring, f->body_pos);
 }
-void sendq_pop_front(struct sendq *q);
+/* sendq_pop_front's part for a frame on a shared body: its reference. */
+void sendq_release_shared(struct sendq *q, struct sendq_frame *f);
+/* Removes the front frame: its shared body's reference and its bytes in
+ * the queue's and the owner's totals go with it. Inline: once per frame
+ * acknowledged. */
+static inline void sendq_pop_front(struct sendq *q)
+{
+	const uint32_t mask = q->frames_cap - 1;
+	struct sendq_frame *f = &q->frames[q->frames_head & mask];
+	uint64_t len = f->body_len;
+
+	if (sendq_frame_shared(f))
+		sendq_release_shared(q, f);
+	q->body_bytes -= len;
+	q->wire_bytes -= len + f->hdr_len;
+	q->totals->records--;
+	q->totals->body_bytes -= len;
+	q->frames_head = (q->frames_head + 1) & mask;
+	if (--q->frames_count == 0)
+		body_ring_reset(&q->ring);
+	else
+		q->ring.tail = q->frames[q->frames_head].body_pos;
+}
 /* Removes every frame with a deadline_us at or before now_us (unreliable
  * queue: expired lifetimes), keeping the others in order. Returns how many
  * were removed and sets *next_deadline to the earliest deadline left

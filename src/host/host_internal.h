@@ -362,11 +362,13 @@ struct host_send_extra {
  * (straight to the conn without one, or without the module), at the
  * host's now_us; the peer must be online. send: rudp_conn_send_ex's
  * codes, and the policy's refusal as the public RUDP_E_WOULD_BLOCK;
- * flush: as rudp_conn_flush, and queues the WRITABLE event the policy
+ * arguments as host_send_check_args (send.c) checked them; on 0 without
+ * a policy, *grew is what rudp_conn_send_memory_bytes grew by (untouched
+ * with one); flush: as rudp_conn_flush, and queues the WRITABLE event the policy
  * asks for; disconnect: as rudp_conn_disconnect, behind what the policy
  * holds. */
 int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint8_t priority, const struct host_send_extra *extra);
+		   uint8_t priority, const struct host_send_extra *extra, uint64_t *grew);
 void host_peer_flush(struct rudp_host *h, struct rudp_peer *p);
 void host_peer_disconnect(struct rudp_peer *p);
 /* send_policy.c (no-ops without the module). attach: gives the peer's new

@@ -11,6 +11,15 @@
 /* Lifetimes beyond this are a caller's mistake, not a wish. */
 #define SEND_LIFETIME_MAX_MS 3600000u
 
+/* The conn trusts these checks (rudp_conn_send_checked): the public
+ * values are the wire's. */
+_Static_assert((int)RUDP_UNRELIABLE == (int)RUDP_WIRE_UNRELIABLE &&
+		       (int)RUDP_RELIABLE_SEQUENCED == (int)RUDP_WIRE_RELIABLE_SEQUENCED &&
+		       RUDP_CHANNELS <= RUDP_WIRE_ORDER_CHANNELS &&
+		       (int)RUDP_PRIORITY_LOW == (int)RUDP_CONN_PRIO_LOW &&
+		       RUDP_CONN_PRIO_LOW + 1 == RUDP_CONN_PRIORITIES,
+	       "send argument ranges");
+
 /* The checks of a send that do not depend on the peer. */
 static int host_send_check_args(const void *data, size_t len, int reliability, int channel, int priority,
 				uint32_t lifetime_ms)
@@ -64,15 +73,22 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 	 * of the cache. A policy stages, or sends what it staged before: its
 	 * share is read again whole. */
 	bool whole = p->policy != NULL;
-	uint64_t before = whole ? 0 : rudp_conn_send_memory_bytes(p->conn);
-	int r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
-			       extra);
+	uint64_t grew = 0;
+	int r;
+	/* The common case straight to the conn (host_peer_send's own path
+	 * for it, one call less). */
+	if (!whole && !extra->shared)
+		r = rudp_conn_send_checked(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel,
+					   p->host->now_us, extra->expire_us, &grew);
+	else
+		r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+				   extra, &grew);
 	if (r != 0)
 		return host_send_error(r);
 	if (whole)
 		budget_peer_update(p->host, p);
 	else
-		budget_peer_grew(p->host, p, rudp_conn_send_memory_bytes(p->conn) - before);
+		budget_peer_grew(p->host, p, grew);
 	host_mark_dirty(p->host, p);
 	return 0;
 }

@@ -28,20 +28,27 @@ void rudp_send_options_init(rudp_send_options *o)
 	o->starvation_limit = 16;
 }
 
-/* Straight to the conn, referencing the shared body when there is one. */
+/* Straight to the conn, referencing the shared body when there is one.
+ * The arguments are checked (send.c): the conn checks only its own. */
 static int host_conn_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability,
-			  uint8_t channel, uint8_t priority, const struct host_send_extra *extra)
+			  uint8_t channel, uint8_t priority, const struct host_send_extra *extra,
+			  uint64_t *grew)
 {
-	if (extra->shared)
-		return rudp_conn_send_shared(p->conn, extra->shared, reliability, channel, priority,
-					     p->host->now_us, extra->expire_us);
-	return rudp_conn_send_expiring(p->conn, data, len, reliability, channel, priority, p->host->now_us,
-				       extra->expire_us);
+	if (extra->shared) {
+		uint64_t before = rudp_conn_send_memory_bytes(p->conn);
+		int r = rudp_conn_send_shared(p->conn, extra->shared, reliability, channel, priority,
+					      p->host->now_us, extra->expire_us);
+
+		*grew = rudp_conn_send_memory_bytes(p->conn) - before;
+		return r;
+	}
+	return rudp_conn_send_checked(p->conn, data, len, reliability, channel, p->host->now_us,
+				      extra->expire_us, grew);
 }
 
 #if RUDP_HAVE_SEND_POLICY
 int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint8_t priority, const struct host_send_extra *extra)
+		   uint8_t priority, const struct host_send_extra *extra, uint64_t *grew)
 {
 	if (p->policy) {
 		int r = rudp_policy_send(p->policy, data, len, reliability, channel, priority,
@@ -49,7 +56,7 @@ int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t
 
 		return r == RUDP_POLICY_E_WOULD_BLOCK ? RUDP_E_WOULD_BLOCK : r;
 	}
-	return host_conn_send(p, data, len, reliability, channel, priority, extra);
+	return host_conn_send(p, data, len, reliability, channel, priority, extra, grew);
 }
 
 void host_peer_flush(struct rudp_host *h, struct rudp_peer *p)
@@ -194,9 +201,9 @@ int rudp_peer_send_stats_get_sized(const rudp_peer *p, rudp_send_stats *out, siz
 /* Built with -Dsend_policy=false: straight to the conn, and the API exists
  * and says so. */
 int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t reliability, uint8_t channel,
-		   uint8_t priority, const struct host_send_extra *extra)
+		   uint8_t priority, const struct host_send_extra *extra, uint64_t *grew)
 {
-	return host_conn_send(p, data, len, reliability, channel, priority, extra);
+	return host_conn_send(p, data, len, reliability, channel, priority, extra, grew);
 }
 
 void host_peer_flush(struct rudp_host *h, struct rudp_peer *p)

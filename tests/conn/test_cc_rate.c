@@ -564,6 +564,39 @@ static void test_pacing_budget(void **state)
 	assert_true(cc_rate_send_allowance(&cc, now + 20000) > 0);
 }
 
+/* The datagrams of one flush go at one now_us: the first brings the
+ * budget to its cap (a fresh one too, however full it starts), and each
+ * spends exactly its bytes; time passing refills it at the rate. */
+static void test_sends_at_one_time_spend_the_budget(void **state)
+{
+	struct cc_rate cc;
+	struct cc_rate_config cfg = {.mss = DGRAM, .initial_cwnd = 100 * DGRAM, .quantum_us = 100, .seed = 1};
+	struct cc_rate_snapshot s;
+	uint64_t left, sends = 0;
+
+	(void)state;
+	cc_rate_init(&cc, &cfg, T0);
+	/* 100 datagrams a millisecond at the startup gain: 288.5 bytes a µs,
+	 * and a 100 µs quantum of them, under the window. */
+	assert_int_equal(cc_rate_pacing_rate(&cc), 288500000);
+	left = cc_rate_send_allowance(&cc, T0);
+	assert_int_equal(left, 28850);
+	while (left > 0) {
+		cc_rate_on_sent(&cc, &s, DGRAM, T0);
+		sends++;
+		left = left > DGRAM ? left - DGRAM : 0;
+		assert_int_equal(cc_rate_send_allowance(&cc, T0), left);
+	}
+	assert_int_equal(sends, 29);
+	/* 150 bytes overrun, then 10 µs at the rate. */
+	assert_int_equal(cc_rate_send_allowance(&cc, T0 + 10), 2885 - 150);
+	cc_rate_on_sent(&cc, &s, DGRAM, T0 + 10);
+	assert_int_equal(cc_rate_send_allowance(&cc, T0 + 10), 2885 - 150 - DGRAM);
+	assert_int_equal(s.sent_us, (uint32_t)(T0 + 10));
+	assert_int_equal(s.in_flight, 30 * DGRAM);
+	assert_int_equal(cc_rate_in_flight(&cc), 30 * DGRAM);
+}
+
 static void test_random_loss_does_not_cut_the_rate(void **state)
 {
 	static struct feeder f;
@@ -1326,6 +1359,7 @@ int main(void)
 		cmocka_unit_test(test_standing_queue_caps_the_window),
 		cmocka_unit_test(test_can_send_is_allowance_open),
 		cmocka_unit_test(test_pacing_budget),
+		cmocka_unit_test(test_sends_at_one_time_spend_the_budget),
 		cmocka_unit_test(test_out_of_data_bursts_the_window),
 		cmocka_unit_test(test_random_loss_does_not_cut_the_rate),
 		cmocka_unit_test(test_app_limited_rounds_are_not_congested),
