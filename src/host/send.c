@@ -68,16 +68,14 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 		return RUDP_E_NOT_CONNECTED;
 	if (budget_over(p->host))
 		return host_send_refused(p);
-	/* Without a policy a send changes only the conn's send queues: their
-	 * growth is the share's, and reassembly and the order hold stay out
-	 * of the cache. A policy stages, or sends what it staged before: its
-	 * share is read again whole. */
-	bool whole = p->policy != NULL;
+	/* A send changes only the conn's send queues and the policy's stage:
+	 * their growth is the share's (both say what it is), and reassembly
+	 * and the order hold stay out of the cache. */
 	uint64_t grew = 0;
 	int r;
 	/* The common case straight to the conn (host_peer_send's own path
 	 * for it, one call less). */
-	if (!whole && !extra->shared)
+	if (!p->policy && !extra->shared)
 		r = rudp_conn_send_checked(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel,
 					   p->host->now_us, extra->expire_us, &grew);
 	else
@@ -85,10 +83,7 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 				   extra, &grew);
 	if (r != 0)
 		return host_send_error(r);
-	if (whole)
-		budget_peer_update(p->host, p);
-	else
-		budget_peer_grew(p->host, p, grew);
+	budget_peer_grew(p->host, p, grew);
 	host_mark_dirty(p->host, p);
 	return 0;
 }
