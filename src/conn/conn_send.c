@@ -292,10 +292,7 @@ int rudp_conn_check_message(struct rudp_conn *c, const uint8_t *data, size_t len
 	/* The copied body and a record per fragment (sendq_memory_bytes). */
 	v->memory_bytes = (uint64_t)len + (uint64_t)nfrags * sizeof(struct sendq_frame);
 	v->queue_room = queued < c->cfg.max_queue_bytes ? c->cfg.max_queue_bytes - queued : 0;
-	v->reliable_bytes = c->rel.wire_bytes;
-	v->reliable_unsent_bytes = c->rel_unsent_wire;
-	v->window_frames = c->cfg.window_frames;
-	v->window_frames_used = c->rel.frames_count;
+	rudp_conn_get_window_room(c, &v->room);
 	return 0;
 }
 
@@ -517,6 +514,14 @@ uint64_t rudp_conn_reliable_bytes(const struct rudp_conn *c)
 uint64_t rudp_conn_reliable_unsent_bytes(const struct rudp_conn *c)
 {
 	return c->rel_unsent_wire;
+}
+
+void rudp_conn_get_window_room(const struct rudp_conn *c, struct rudp_conn_window_room *r)
+{
+	r->reliable_bytes = c->rel.wire_bytes;
+	r->reliable_unsent_bytes = c->rel_unsent_wire;
+	r->window_frames = c->cfg.window_frames;
+	r->window_frames_used = c->rel.frames_count;
 }
 
 uint64_t rudp_conn_unreliable_bytes(const struct rudp_conn *c)

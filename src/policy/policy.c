@@ -323,10 +323,10 @@ static bool goes_straight_in(const struct rudp_conn *c, const struct send_policy
 	uint64_t wire = v->encoded_bytes;
 
 	if (p->staged_msgs[KIND_REL] != 0 ||
-	    (uint64_t)v->window_frames_used + v->frames > v->window_frames / 2)
+	    (uint64_t)v->room.window_frames_used + v->frames > v->room.window_frames / 2)
 		return false;
-	return v->reliable_unsent_bytes + wire <= p->cfg.flush_budget / 2 &&
-	       v->reliable_bytes + wire <= p->cfg.max_in_flight_bytes / 2 &&
+	return v->room.reliable_unsent_bytes + wire <= p->cfg.flush_budget / 2 &&
+	       v->room.reliable_bytes + wire <= p->cfg.max_in_flight_bytes / 2 &&
 	       rudp_conn_congestion_half_free(c, wire);
 }
 
@@ -354,7 +354,8 @@ static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data
 		/* Soft: a queue below the budget takes one more message whatever its
 		 * size, so a message larger than the budget can still be sent, and
 		 * "writable" (queue below the budget) means the next send succeeds. */
-		if (p->staged_bytes[KIND_REL] + v->reliable_unsent_bytes >= p->cfg.reliable_soft_budget) {
+		if (p->staged_bytes[KIND_REL] + v->room.reliable_unsent_bytes >=
+		    p->cfg.reliable_soft_budget) {
 			p->refused = true;
 			p->st.sends_refused++;
 			return RUDP_POLICY_E_WOULD_BLOCK;
@@ -369,8 +370,9 @@ static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data
 				return rc;
 			p->st.straight_in++;
 			/* The conn's unsent bytes grew by the message's encoded bytes. */
-			raise_peak(&p->st.peak_reliable_queue_bytes,
-				   p->staged_bytes[KIND_REL] + v->reliable_unsent_bytes + v->encoded_bytes);
+			raise_peak(&p->st.peak_reliable_queue_bytes, p->staged_bytes[KIND_REL] +
+									     v->room.reliable_unsent_bytes +
+									     v->encoded_bytes);
 			*grew = v->memory_bytes;
 			return 0;
 		}
@@ -399,7 +401,7 @@ static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data
 	p->staged_bytes[kind] += len;
 	if (kind == KIND_REL)
 		raise_peak(&p->st.peak_reliable_queue_bytes,
-			   p->staged_bytes[KIND_REL] + v->reliable_unsent_bytes);
+			   p->staged_bytes[KIND_REL] + v->room.reliable_unsent_bytes);
 	else
 		raise_peak(&p->st.peak_unreliable_queue_bytes, p->staged_bytes[KIND_UNREL]);
 	*grew = p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL] - staged_before;
@@ -433,18 +435,18 @@ static void feed(struct send_policy *p, struct rudp_conn *c)
 	 * frames get reliable indexes (and go out) is the priority order. The
 	 * unsent test keeps at most about one flush of frames committed ahead. */
 	while (p->staged_msgs[KIND_REL] > 0) {
+		struct rudp_conn_window_room r;
 		int prio;
 
-		uint64_t unsent = rudp_conn_reliable_unsent_bytes(c);
-
-		if (rudp_conn_window_frames_used(c) >= rudp_conn_window_frames(c))
+		rudp_conn_get_window_room(c, &r);
+		if (r.window_frames_used >= r.window_frames)
 			break;
-		if (unsent >= p->cfg.flush_budget)
+		if (r.reliable_unsent_bytes >= p->cfg.flush_budget)
 			break;
 		/* Nor more than the congestion window could send now: a frame
 		 * waiting in the queue for it has its place in the send order
 		 * already, ahead of anything more urgent staged later. */
-		if (unsent > 0 && !rudp_conn_congestion_allows(c, unsent))
+		if (r.reliable_unsent_bytes > 0 && !rudp_conn_congestion_allows(c, r.reliable_unsent_bytes))
 			break;
 		prio = peek_class(p, KIND_REL);
 		/* The in-flight cap: a message enters only when it fits under the
@@ -453,11 +455,10 @@ static void feed(struct send_policy *p, struct rudp_conn *c)
 		 * bytes are asked for only when a bound on them (every byte its
 		 * own frame) does not fit. */
 		const struct staged_msg *head = class_at(&p->cls[KIND_REL][prio], 0);
-		uint64_t in_flight = rudp_conn_reliable_bytes(c);
-		if (rudp_conn_window_frames_used(c) > 0 &&
-		    in_flight + (uint64_t)head->len * (1 + RUDP_WIRE_FRAME_HEADER_MAX) >
+		if (r.window_frames_used > 0 &&
+		    r.reliable_bytes + (uint64_t)head->len * (1 + RUDP_WIRE_FRAME_HEADER_MAX) >
 			    p->cfg.max_in_flight_bytes &&
-		    in_flight + rudp_conn_message_encoded_bytes(c, head->len, head->reliability) >
+		    r.reliable_bytes + rudp_conn_message_encoded_bytes(c, head->len, head->reliability) >
 			    p->cfg.max_in_flight_bytes)
 			break;
 		if (move_head(c, p, KIND_REL, pick_peeked(p, KIND_REL, prio)) < 0)

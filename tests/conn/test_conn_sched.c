@@ -293,6 +293,7 @@ static void test_check_send(void **state)
 static void expect_view(struct rudp_conn *c, const uint8_t *msg, size_t len, uint8_t rel, uint8_t channel)
 {
 	struct rudp_conn_send_view v;
+	struct rudp_conn_window_room room;
 	uint64_t mem = rudp_conn_memory_bytes(c);
 	uint8_t eff = rudp_conn_effective_reliability(c, len, rel);
 
@@ -304,10 +305,13 @@ static void expect_view(struct rudp_conn *c, const uint8_t *msg, size_t len, uin
 	assert_int_equal(v.frames, rudp_conn_message_frames(c, len));
 	assert_int_equal(v.encoded_bytes, rudp_conn_message_encoded_bytes(c, len, eff));
 	assert_int_equal(v.queue_room, rudp_conn_queue_room(c));
-	assert_int_equal(v.reliable_bytes, rudp_conn_reliable_bytes(c));
-	assert_int_equal(v.reliable_unsent_bytes, rudp_conn_reliable_unsent_bytes(c));
-	assert_int_equal(v.window_frames, rudp_conn_window_frames(c));
-	assert_int_equal(v.window_frames_used, rudp_conn_window_frames_used(c));
+	assert_int_equal(v.room.reliable_bytes, rudp_conn_reliable_bytes(c));
+	assert_int_equal(v.room.reliable_unsent_bytes, rudp_conn_reliable_unsent_bytes(c));
+	assert_int_equal(v.room.window_frames, rudp_conn_window_frames(c));
+	assert_int_equal(v.room.window_frames_used, rudp_conn_window_frames_used(c));
+	memset(&room, 0xa5, sizeof(room));
+	rudp_conn_get_window_room(c, &room);
+	assert_memory_equal(&room, &v.room, sizeof(room));
 	/* What queueing it adds to the memory gauge. */
 	assert_int_equal(rudp_conn_queue_indexed(c, msg, len, rel, channel, NULL), 0);
 	assert_int_equal(rudp_conn_memory_bytes(c) - mem, v.memory_bytes);
