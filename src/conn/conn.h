@@ -451,6 +451,32 @@ int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, u
  * need more than max_split_count fragments. */
 int rudp_conn_check_size(const struct rudp_conn *c, size_t len);
 
+/* The reliable window's gauges above, from one call (a scheduler reads
+ * them all for each message it moves). */
+struct rudp_conn_window_room {
+	uint64_t reliable_bytes; /* rudp_conn_reliable_bytes */
+	uint64_t reliable_unsent_bytes; /* rudp_conn_reliable_unsent_bytes */
+	uint32_t window_frames; /* rudp_conn_window_frames */
+	uint32_t window_frames_used; /* rudp_conn_window_frames_used */
+};
+void rudp_conn_get_window_room(const struct rudp_conn *c, struct rudp_conn_window_room *r);
+/* What a scheduler needs to judge one message, from one call (the
+ * queries above, for this message and this moment). */
+struct rudp_conn_send_view {
+	struct rudp_conn_window_room room;
+	uint64_t encoded_bytes; /* rudp_conn_message_encoded_bytes, effective reliability */
+	uint64_t memory_bytes; /* what queueing it adds to the conn's memory gauge */
+	uint64_t queue_room; /* rudp_conn_queue_room */
+	uint32_t frames; /* rudp_conn_message_frames */
+	uint8_t reliability; /* rudp_conn_effective_reliability */
+	uint8_t channel; /* the channel, 0 for kinds without one */
+};
+/* rudp_conn_check_send, then RUDP_CONN_E_ARG for a priority not below
+ * RUDP_CONN_PRIORITIES, then rudp_conn_check_size; on 0 fills *v. */
+int rudp_conn_check_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			    uint8_t channel, uint8_t priority, uint64_t now_us,
+			    struct rudp_conn_send_view *v);
+
 /* A message's order and sequenced indexes on its channel. */
 struct rudp_conn_msg_indexes {
 	uint32_t order_index;

@@ -270,6 +270,32 @@ int rudp_conn_check_send(struct rudp_conn *c, const uint8_t *data, size_t len, u
 	return 0;
 }
 
+int rudp_conn_check_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
+			    uint8_t channel, uint8_t priority, uint64_t now_us, struct rudp_conn_send_view *v)
+{
+	int rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
+
+	if (rc == 0 && priority >= RUDP_CONN_PRIORITIES)
+		rc = RUDP_CONN_E_ARG;
+	if (rc == 0)
+		rc = rudp_conn_check_size(c, len);
+	if (rc < 0)
+		return rc;
+	uint8_t rel = rudp_conn_effective_reliability(c, len, reliability);
+	size_t nfrags = conn_frag_count(c, len);
+	uint64_t queued = c->rel.body_bytes + c->unrel.body_bytes;
+
+	v->reliability = rel;
+	v->channel = rudp_wire_is_ordered_or_sequenced(rel) ? channel : 0;
+	v->frames = (uint32_t)nfrags;
+	v->encoded_bytes = len + nfrags * rudp_wire_frame_header_len_of(rel, nfrags > 1);
+	/* The copied body and a record per fragment (sendq_memory_bytes). */
+	v->memory_bytes = (uint64_t)len + (uint64_t)nfrags * sizeof(struct sendq_frame);
+	v->queue_room = queued < c->cfg.max_queue_bytes ? c->cfg.max_queue_bytes - queued : 0;
+	rudp_conn_get_window_room(c, &v->room);
+	return 0;
+}
+
 static int send_message(struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t reliability,
 			uint8_t channel, uint8_t priority, uint64_t now_us,
 			const struct conn_msg_extra *extra)
@@ -488,6 +514,14 @@ uint64_t rudp_conn_reliable_bytes(const struct rudp_conn *c)
 uint64_t rudp_conn_reliable_unsent_bytes(const struct rudp_conn *c)
 {
 	return c->rel_unsent_wire;
+}
+
+void rudp_conn_get_window_room(const struct rudp_conn *c, struct rudp_conn_window_room *r)
+{
+	r->reliable_bytes = c->rel.wire_bytes;
+	r->reliable_unsent_bytes = c->rel_unsent_wire;
+	r->window_frames = c->cfg.window_frames;
+	r->window_frames_used = c->rel.frames_count;
 }
 
 uint64_t rudp_conn_unreliable_bytes(const struct rudp_conn *c)

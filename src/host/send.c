@@ -7,6 +7,9 @@
  * queues reference.
  */
 #include "host_internal.h"
+#if RUDP_HAVE_SEND_POLICY
+#include "policy/policy.h"
+#endif
 
 /* Lifetimes beyond this are a caller's mistake, not a wish. */
 #define SEND_LIFETIME_MAX_MS 3600000u
@@ -60,6 +63,26 @@ static int host_send_refused(struct rudp_peer *p)
 	return RUDP_E_WOULD_BLOCK;
 }
 
+/* host_peer_send, with its common paths one call less: straight to the
+ * policy, or to the conn without a shared body. */
+static inline int host_queue_message(struct rudp_peer *p, const void *data, size_t len, uint8_t reliability,
+				     uint8_t channel, uint8_t priority, const struct host_send_extra *extra,
+				     uint64_t *grew)
+{
+#if RUDP_HAVE_SEND_POLICY
+	if (p->policy) {
+		int r = rudp_policy_send(p->policy, data, len, reliability, channel, priority,
+					 p->host->now_us, grew);
+
+		return r == RUDP_POLICY_E_WOULD_BLOCK ? RUDP_E_WOULD_BLOCK : r;
+	}
+#endif
+	if (!extra->shared)
+		return rudp_conn_send_checked(p->conn, data, len, reliability, channel, p->host->now_us,
+					      extra->expire_us, grew);
+	return host_peer_send(p, data, len, reliability, channel, priority, extra, grew);
+}
+
 /* Queues a checked message on one peer and marks it for the next flush. */
 static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, int reliability, int channel,
 			     int priority, const struct host_send_extra *extra)
@@ -68,27 +91,15 @@ static int host_send_to_peer(struct rudp_peer *p, const void *data, size_t len, 
 		return RUDP_E_NOT_CONNECTED;
 	if (budget_over(p->host))
 		return host_send_refused(p);
-	/* Without a policy a send changes only the conn's send queues: their
-	 * growth is the share's, and reassembly and the order hold stay out
-	 * of the cache. A policy stages, or sends what it staged before: its
-	 * share is read again whole. */
-	bool whole = p->policy != NULL;
+	/* A send changes only the conn's send queues and the policy's stage:
+	 * their growth is the share's (both say what it is), and reassembly
+	 * and the order hold stay out of the cache. */
 	uint64_t grew = 0;
-	int r;
-	/* The common case straight to the conn (host_peer_send's own path
-	 * for it, one call less). */
-	if (!whole && !extra->shared)
-		r = rudp_conn_send_checked(p->conn, data, len, (uint8_t)reliability, (uint8_t)channel,
-					   p->host->now_us, extra->expire_us, &grew);
-	else
-		r = host_peer_send(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
+	int r = host_queue_message(p, data, len, (uint8_t)reliability, (uint8_t)channel, (uint8_t)priority,
 				   extra, &grew);
 	if (r != 0)
 		return host_send_error(r);
-	if (whole)
-		budget_peer_update(p->host, p);
-	else
-		budget_peer_grew(p->host, p, grew);
+	budget_peer_grew(p->host, p, grew);
 	host_mark_dirty(p->host, p);
 	return 0;
 }

@@ -52,7 +52,7 @@ int host_peer_send(struct rudp_peer *p, const uint8_t *data, size_t len, uint8_t
 {
 	if (p->policy) {
 		int r = rudp_policy_send(p->policy, data, len, reliability, channel, priority,
-					 p->host->now_us);
+					 p->host->now_us, grew);
 
 		return r == RUDP_POLICY_E_WOULD_BLOCK ? RUDP_E_WOULD_BLOCK : r;
 	}

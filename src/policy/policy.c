@@ -50,6 +50,7 @@ struct send_policy {
 	struct stage_class cls[2][RUDP_CONN_PRIORITIES];
 	uint32_t staged_msgs[2];
 	uint64_t staged_bytes[2];
+	uint8_t nonempty[2]; /* bit i: class i of the kind has messages */
 	uint64_t next_age;
 	bool refused; /* a send was refused and the writable signal is still owed */
 	uint64_t trim_checked_us; /* conn time policy_trim_idle last looked at the classes */
@@ -193,6 +194,8 @@ static void pop_head(struct send_policy *p, int kind, int prio)
 	p->staged_msgs[kind]--;
 	p->staged_bytes[kind] -= class_at(q, 0)->len;
 	class_pop(q);
+	if (q->count == 0)
+		p->nonempty[kind] &= (uint8_t) ~(1u << prio);
 }
 
 /*
@@ -203,8 +206,12 @@ static void pop_head(struct send_policy *p, int kind, int prio)
 static int peek_class(const struct send_policy *p, int kind)
 {
 	const struct stage_class *cls = p->cls[kind];
+	unsigned nonempty = p->nonempty[kind];
 	int best = -1;
 
+	/* One class waiting: whatever its count, it is the one. */
+	if ((nonempty & (nonempty - 1)) == 0)
+		return __builtin_ctz(nonempty);
 	for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
 		if (cls[i].count && cls[i].passed >= p->cfg.starvation_limit &&
 		    (best < 0 || cls[i].passed > cls[best].passed))
@@ -219,18 +226,29 @@ static int peek_class(const struct send_policy *p, int kind)
 	return best;
 }
 
-/* peek_class, and the pick counts: the others waiting are passed over once. */
-static int pick_class(struct send_policy *p, int kind)
+/* The pick of best (peek_class's) counts: the others waiting are passed
+ * over once. */
+static int pick_peeked(struct send_policy *p, int kind, int best)
 {
 	struct stage_class *cls = p->cls[kind];
-	int best = peek_class(p, kind);
 
+	/* Alone, best has no one to pass over and resets its own count: the
+	 * usual case when one priority is in use. */
+	if (p->nonempty[kind] == 1u << best) {
+		cls[best].passed = 0;
+		return best;
+	}
 	for (int i = 0; i < RUDP_CONN_PRIORITIES; i++) {
 		if (i != best && cls[i].count && cls[i].passed < UINT32_MAX)
 			cls[i].passed++;
 	}
 	cls[best].passed = 0;
 	return best;
+}
+
+static int pick_class(struct send_policy *p, int kind)
+{
+	return pick_peeked(p, kind, peek_class(p, kind));
 }
 
 /* Moves the head of one class into the conn's queues. */
@@ -299,18 +317,16 @@ static void evict_oldest_unreliable(struct send_policy *p)
  * room; the half rule keeps at least half of every limit for them. Its
  * indexes are taken after the queue has room, as when staged.
  */
-static bool goes_straight_in(const struct rudp_conn *c, const struct send_policy *p, uint64_t len,
-			     uint8_t rel)
+static bool goes_straight_in(const struct rudp_conn *c, const struct send_policy *p,
+			     const struct rudp_conn_send_view *v)
 {
-	uint64_t wire;
+	uint64_t wire = v->encoded_bytes;
 
 	if (p->staged_msgs[KIND_REL] != 0 ||
-	    (uint64_t)rudp_conn_window_frames_used(c) + rudp_conn_message_frames(c, len) >
-		    rudp_conn_window_frames(c) / 2)
+	    (uint64_t)v->room.window_frames_used + v->frames > v->room.window_frames / 2)
 		return false;
-	wire = rudp_conn_message_encoded_bytes(c, len, rel);
-	return rudp_conn_reliable_unsent_bytes(c) + wire <= p->cfg.flush_budget / 2 &&
-	       rudp_conn_reliable_bytes(c) + wire <= p->cfg.max_in_flight_bytes / 2 &&
+	return v->room.reliable_unsent_bytes + wire <= p->cfg.flush_budget / 2 &&
+	       v->room.reliable_bytes + wire <= p->cfg.max_in_flight_bytes / 2 &&
 	       rudp_conn_congestion_half_free(c, wire);
 }
 
@@ -320,39 +336,44 @@ static void advance_clock(struct send_policy *p, uint64_t now_us)
 		p->now_us = now_us;
 }
 
-/* Admission and staging of one checked message (rel already effective,
- * channel 0 for unordered). */
-static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data, size_t len, uint8_t eff,
-		 uint8_t channel, uint8_t priority)
+/* Admission and staging of one message the conn checked (v: its view of
+ * it). *grew: what the policy's and the conn's queues took together,
+ * wrapping when evictions freed more (the host's memory budget). */
+static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data, size_t len,
+		 const struct rudp_conn_send_view *v, uint8_t priority, uint64_t *grew)
 {
+	uint8_t eff = v->reliability;
 	int kind = rudp_wire_is_reliable(eff) ? KIND_REL : KIND_UNREL;
 	struct stage_class *q = &p->cls[kind][priority];
+	uint64_t staged_before = p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL];
 	struct rudp_conn_msg_indexes ix;
 	struct staged_msg m;
 	int rc;
 
-	rc = rudp_conn_check_size(c, len);
-	if (rc < 0)
-		return rc;
 	if (kind == KIND_REL) {
 		/* Soft: a queue below the budget takes one more message whatever its
 		 * size, so a message larger than the budget can still be sent, and
 		 * "writable" (queue below the budget) means the next send succeeds. */
-		if (reliable_queue_bytes(c, p) >= p->cfg.reliable_soft_budget) {
+		if (p->staged_bytes[KIND_REL] + v->room.reliable_unsent_bytes >=
+		    p->cfg.reliable_soft_budget) {
 			p->refused = true;
 			p->st.sends_refused++;
 			return RUDP_POLICY_E_WOULD_BLOCK;
 		}
 		/* The hard per-connection limit (max_queue_bytes) still holds with
 		 * a policy. */
-		if (p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL] + len > rudp_conn_queue_room(c))
+		if (staged_before + len > v->queue_room)
 			return RUDP_CONN_E_QUEUE_FULL;
-		if (goes_straight_in(c, p, len, eff)) {
-			rc = rudp_conn_queue_indexed(c, data, len, eff, channel, NULL);
+		if (goes_straight_in(c, p, v)) {
+			rc = rudp_conn_queue_indexed(c, data, len, eff, v->channel, NULL);
 			if (rc < 0)
 				return rc;
 			p->st.straight_in++;
-			raise_peak(&p->st.peak_reliable_queue_bytes, reliable_queue_bytes(c, p));
+			/* The conn's unsent bytes grew by the message's encoded bytes. */
+			raise_peak(&p->st.peak_reliable_queue_bytes, p->staged_bytes[KIND_REL] +
+									     v->room.reliable_unsent_bytes +
+									     v->encoded_bytes);
+			*grew = v->memory_bytes;
 			return 0;
 		}
 	}
@@ -365,7 +386,7 @@ static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data
 		while (p->staged_bytes[KIND_UNREL] + len > p->cfg.unreliable_reserve)
 			evict_oldest_unreliable(p);
 	}
-	rudp_conn_take_indexes(c, eff, channel, &ix);
+	rudp_conn_take_indexes(c, eff, v->channel, &ix);
 	memset(&m, 0, sizeof(m));
 	m.age = p->next_age++;
 	m.queued_us = p->now_us;
@@ -373,36 +394,34 @@ static int stage(struct send_policy *p, struct rudp_conn *c, const uint8_t *data
 	m.order_index = ix.order_index;
 	m.sequenced_index = ix.sequenced_index;
 	m.reliability = eff;
-	m.channel = channel;
+	m.channel = v->channel;
 	class_push(q, &m, data);
+	p->nonempty[kind] |= (uint8_t)(1u << priority);
 	p->staged_msgs[kind]++;
 	p->staged_bytes[kind] += len;
 	if (kind == KIND_REL)
-		raise_peak(&p->st.peak_reliable_queue_bytes, reliable_queue_bytes(c, p));
+		raise_peak(&p->st.peak_reliable_queue_bytes,
+			   p->staged_bytes[KIND_REL] + v->room.reliable_unsent_bytes);
 	else
 		raise_peak(&p->st.peak_unreliable_queue_bytes, p->staged_bytes[KIND_UNREL]);
+	*grew = p->staged_bytes[KIND_REL] + p->staged_bytes[KIND_UNREL] - staged_before;
 	return 0;
 }
 
 int rudp_policy_send(struct send_policy *p, const uint8_t *data, size_t len, uint8_t reliability,
-		     uint8_t channel, uint8_t priority, uint64_t now_us)
+		     uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t *grew)
 {
 	struct rudp_conn *c = p->conn;
-	uint8_t eff;
+	struct rudp_conn_send_view v;
 	int rc;
 
 	if (!c)
 		return RUDP_CONN_E_STATE;
 	advance_clock(p, now_us);
-	rc = rudp_conn_check_send(c, data, len, reliability, channel, now_us);
-	if (rc == 0 && priority >= RUDP_CONN_PRIORITIES)
-		rc = RUDP_CONN_E_ARG;
+	rc = rudp_conn_check_message(c, data, len, reliability, channel, priority, now_us, &v);
 	if (rc < 0)
 		return rc;
-	eff = rudp_conn_effective_reliability(c, len, reliability);
-	if (!rudp_wire_is_ordered_or_sequenced(eff))
-		channel = 0;
-	return stage(p, c, data, len, eff, channel, priority);
+	return stage(p, c, data, len, &v, priority, grew);
 }
 
 /* ---- flushing ---- */
@@ -416,30 +435,33 @@ static void feed(struct send_policy *p, struct rudp_conn *c)
 	 * frames get reliable indexes (and go out) is the priority order. The
 	 * unsent test keeps at most about one flush of frames committed ahead. */
 	while (p->staged_msgs[KIND_REL] > 0) {
+		struct rudp_conn_window_room r;
 		int prio;
 
-		uint64_t unsent = rudp_conn_reliable_unsent_bytes(c);
-
-		if (rudp_conn_window_frames_used(c) >= rudp_conn_window_frames(c))
+		rudp_conn_get_window_room(c, &r);
+		if (r.window_frames_used >= r.window_frames)
 			break;
-		if (unsent >= p->cfg.flush_budget)
+		if (r.reliable_unsent_bytes >= p->cfg.flush_budget)
 			break;
 		/* Nor more than the congestion window could send now: a frame
 		 * waiting in the queue for it has its place in the send order
 		 * already, ahead of anything more urgent staged later. */
-		if (unsent > 0 && !rudp_conn_congestion_allows(c, unsent))
+		if (r.reliable_unsent_bytes > 0 && !rudp_conn_congestion_allows(c, r.reliable_unsent_bytes))
 			break;
 		prio = peek_class(p, KIND_REL);
 		/* The in-flight cap: a message enters only when it fits under the
 		 * cap with everything sent and not yet released, or alone (a cap
-		 * below one message must not stall the connection). */
+		 * below one message must not stall the connection). Its encoded
+		 * bytes are asked for only when a bound on them (every byte its
+		 * own frame) does not fit. */
 		const struct staged_msg *head = class_at(&p->cls[KIND_REL][prio], 0);
-		if (rudp_conn_window_frames_used(c) > 0 &&
-		    rudp_conn_reliable_bytes(c) +
-				    rudp_conn_message_encoded_bytes(c, head->len, head->reliability) >
+		if (r.window_frames_used > 0 &&
+		    r.reliable_bytes + (uint64_t)head->len * (1 + RUDP_WIRE_FRAME_HEADER_MAX) >
+			    p->cfg.max_in_flight_bytes &&
+		    r.reliable_bytes + rudp_conn_message_encoded_bytes(c, head->len, head->reliability) >
 			    p->cfg.max_in_flight_bytes)
 			break;
-		if (move_head(c, p, KIND_REL, pick_class(p, KIND_REL)) < 0)
+		if (move_head(c, p, KIND_REL, pick_peeked(p, KIND_REL, prio)) < 0)
 			break;
 	}
 	/* Unreliable: about one flush's worth; the rest waits staged, where a

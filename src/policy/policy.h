@@ -123,9 +123,12 @@ struct rudp_conn *rudp_policy_conn(const struct send_policy *p);
  * rudp_conn_send_ex: RUDP_CONN_E_STATE, _ARG, _TOO_LARGE), then admission
  * (RUDP_POLICY_E_WOULD_BLOCK, RUDP_CONN_E_QUEUE_FULL against
  * max_queue_bytes counting what is staged, RUDP_CONN_E_NOMEM); 0 when
- * staged or queued. RUDP_CONN_E_STATE when detached. */
+ * staged or queued. RUDP_CONN_E_STATE when detached. On 0, *grew is what
+ * rudp_policy_staged_bytes plus rudp_conn_memory_bytes grew by (modulo
+ * 2^64: evicted unreliable messages may make it shrink), so the owner's
+ * memory account needs not read them again. */
 int rudp_policy_send(struct send_policy *p, const uint8_t *data, size_t len, uint8_t reliability,
-		     uint8_t channel, uint8_t priority, uint64_t now_us);
+		     uint8_t channel, uint8_t priority, uint64_t now_us, uint64_t *grew);
 /* rudp_conn_flush of the attached conn with the policy in it: the conn's
  * control step, then staged messages into the conn's queues as far as the
  * limits allow, then the data step within the per-flush budget with

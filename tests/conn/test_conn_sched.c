@@ -288,6 +288,73 @@ static void test_check_send(void **state)
 	pair_free(&p);
 }
 
+/* rudp_conn_check_message: the single queries' answers for the message,
+ * and their errors in rudp_conn_send_ex's order. */
+static void expect_view(struct rudp_conn *c, const uint8_t *msg, size_t len, uint8_t rel, uint8_t channel)
+{
+	struct rudp_conn_send_view v;
+	struct rudp_conn_window_room room;
+	uint64_t mem = rudp_conn_memory_bytes(c);
+	uint8_t eff = rudp_conn_effective_reliability(c, len, rel);
+
+	memset(&v, 0xa5, sizeof(v));
+	assert_int_equal(
+		rudp_conn_check_message(c, msg, len, rel, channel, RUDP_CONN_PRIO_LOW, c->now_us, &v), 0);
+	assert_int_equal(v.reliability, eff);
+	assert_int_equal(v.channel, rudp_wire_is_ordered_or_sequenced(eff) ? channel : 0);
+	assert_int_equal(v.frames, rudp_conn_message_frames(c, len));
+	assert_int_equal(v.encoded_bytes, rudp_conn_message_encoded_bytes(c, len, eff));
+	assert_int_equal(v.queue_room, rudp_conn_queue_room(c));
+	assert_int_equal(v.room.reliable_bytes, rudp_conn_reliable_bytes(c));
+	assert_int_equal(v.room.reliable_unsent_bytes, rudp_conn_reliable_unsent_bytes(c));
+	assert_int_equal(v.room.window_frames, rudp_conn_window_frames(c));
+	assert_int_equal(v.room.window_frames_used, rudp_conn_window_frames_used(c));
+	memset(&room, 0xa5, sizeof(room));
+	rudp_conn_get_window_room(c, &room);
+	assert_memory_equal(&room, &v.room, sizeof(room));
+	/* What queueing it adds to the memory gauge. */
+	assert_int_equal(rudp_conn_queue_indexed(c, msg, len, rel, channel, NULL), 0);
+	assert_int_equal(rudp_conn_memory_bytes(c) - mem, v.memory_bytes);
+}
+
+static void test_check_message(void **state)
+{
+	static uint8_t msg[3000];
+	static const uint8_t control[] = {0x15};
+	struct rudp_conn_send_view v;
+	struct pair p;
+	struct rudp_conn *c;
+
+	(void)state;
+	pair_init(&p);
+	c = p.side[0].c;
+	make_msg(msg, sizeof(msg), 'v');
+	expect_view(c, msg, 100, RUDP_WIRE_RELIABLE_ORDERED, 3);
+	expect_view(c, msg, 50, RUDP_WIRE_UNRELIABLE, 2);
+	expect_view(c, msg, 3000, RUDP_WIRE_UNRELIABLE_SEQUENCED, 1);
+	expect_view(c, msg, 3000, RUDP_WIRE_RELIABLE_ORDERED_ACK_RECEIPT, 0);
+	p.now += 1000;
+	rudp_conn_flush(c, p.now);
+	expect_view(c, msg, 700, RUDP_WIRE_RELIABLE, 0);
+	assert_true(rudp_conn_reliable_bytes(c) > rudp_conn_reliable_unsent_bytes(c));
+
+	/* The errors, in order: arguments, then priority, then size. */
+	assert_int_equal(rudp_conn_check_message(c, control, sizeof(control), RUDP_WIRE_RELIABLE, 0,
+						 RUDP_CONN_PRIORITIES, p.now, &v),
+			 RUDP_CONN_E_ARG);
+	assert_int_equal(rudp_conn_check_message(c, msg, c->cfg.max_message_size + 1u, RUDP_WIRE_RELIABLE, 0,
+						 RUDP_CONN_PRIORITIES, p.now, &v),
+			 RUDP_CONN_E_ARG);
+	assert_int_equal(rudp_conn_check_message(c, msg, c->cfg.max_message_size + 1u, RUDP_WIRE_RELIABLE, 0,
+						 RUDP_CONN_PRIO_LOW, p.now, &v),
+			 RUDP_CONN_E_TOO_LARGE);
+	rudp_conn_disconnect(c, p.now);
+	assert_int_equal(rudp_conn_check_message(c, msg, c->cfg.max_message_size + 1u, RUDP_WIRE_RELIABLE, 0,
+						 RUDP_CONN_PRIORITIES, p.now, &v),
+			 RUDP_CONN_E_STATE);
+	pair_free(&p);
+}
+
 /* Indexes taken in send order and queued in another order: the ordered
  * channel still delivers in send order. */
 static void test_indexes_taken_at_send(void **state)
@@ -400,6 +467,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_room_queries),
 		cmocka_unit_test(test_check_send),
+		cmocka_unit_test(test_check_message),
 		cmocka_unit_test(test_indexes_taken_at_send),
 		cmocka_unit_test(test_flush_limits),
 		cmocka_unit_test(test_flush_budget_in_bytes),

@@ -292,7 +292,18 @@ int psim_send(struct psim *s, int ep, uint32_t len, uint8_t tag, uint32_t seq, u
 
 	assert_true(len >= PSIM_MSG_HEADER && len <= sizeof(buf));
 	psim_make_message(buf, len, tag, seq, s->now);
-	if (has_policy(&s->ep[ep]))
-		return rudp_policy_send(s->ep[ep].policy, buf, len, rel, ch, prio, s->now);
+	if (has_policy(&s->ep[ep])) {
+		struct psim_endpoint *e = &s->ep[ep];
+		uint64_t before = rudp_conn_memory_bytes(e->c) + rudp_policy_staged_bytes(e->policy);
+		uint64_t grew = 0;
+		int rc = rudp_policy_send(e->policy, buf, len, rel, ch, prio, s->now, &grew);
+
+		/* The growth the host's memory budget adds instead of reading both again. */
+		if (rc == 0)
+			assert_true(rudp_conn_memory_bytes(e->c) + rudp_policy_staged_bytes(e->policy) -
+					    before ==
+				    grew);
+		return rc;
+	}
 	return rudp_conn_send_ex(s->ep[ep].c, buf, len, rel, ch, prio, s->now);
 }
