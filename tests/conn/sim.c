@@ -272,9 +272,37 @@ static void cb_closed(void *ud, enum rudp_conn_close_reason reason)
 
 /* ---- workload ---- */
 
+/* Every message the sim's senders build, up to the workload's largest. */
+static uint8_t message_buf[8u << 20];
+
+/* Queues the next message of e's (rel, ch) stream now; counts it as sent
+ * only if the conn took it. */
+static int send_next(struct sim_endpoint *e, uint32_t len, uint8_t rel, uint8_t ch)
+{
+	int rc;
+
+	assert_true(len <= sizeof(message_buf));
+	sim_make_message(message_buf, len, rel, ch, e->tx_next[rel][ch]);
+	rc = rudp_conn_send(e->c, message_buf, len, rel, ch, e->sim->now);
+	if (rc == 0) {
+		e->tx_next[rel][ch]++;
+		e->sent++;
+		e->tx_bytes += len;
+	}
+	return rc;
+}
+
+int sim_send_next(struct sim_endpoint *e, uint32_t len, uint8_t rel, uint8_t ch)
+{
+	int rc = send_next(e, len, rel, ch);
+
+	if (rc == 0)
+		e->work.count++;
+	return rc;
+}
+
 static void pump(struct sim *s, struct sim_endpoint *e)
 {
-	static uint8_t buf[8u << 20];
 	struct sim_workload *w = &e->work;
 
 	while (e->sent < w->count && rudp_conn_state(e->c) == RUDP_CONN_STATE_CONNECTED &&
@@ -292,14 +320,10 @@ static void pump(struct sim *s, struct sim_endpoint *e)
 			len = w->big_size;
 		else
 			len = w->min_size + rng_below(&s->work_rng, w->max_size - w->min_size + 1);
-		sim_make_message(buf, len, rel, ch, e->tx_next[rel][ch]);
-		rc = rudp_conn_send(e->c, buf, len, rel, ch, s->now);
+		rc = send_next(e, len, rel, ch);
 		if (rc == RUDP_CONN_E_QUEUE_FULL)
 			break;
 		assert_int_equal(rc, 0);
-		e->tx_next[rel][ch]++;
-		e->sent++;
-		e->tx_bytes += len;
 	}
 }
 

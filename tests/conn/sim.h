@@ -182,6 +182,11 @@ bool sim_both_closed(struct sim *s);
 bool sim_all_delivered(struct sim *s);
 
 void sim_make_message(uint8_t *buf, uint32_t len, uint8_t rel, uint8_t ch, uint32_t seq);
+/* Queues the next message of e's (rel, ch) stream, len bytes, at the sim's
+ * time, beside e's workload: counted as sent and as one more message the
+ * workload's checks expect. Returns rudp_conn_send's result; on an error
+ * nothing is counted. */
+int sim_send_next(struct sim_endpoint *e, uint32_t len, uint8_t rel, uint8_t ch);
 /* Checks one endpoint's reception against what its peer sent. */
 void sim_assert_complete(struct sim *s, int receiver);
 

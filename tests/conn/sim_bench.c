@@ -117,7 +117,6 @@ static void run_with_game(struct sim *s)
 	const struct sim_stream_rx *arrived = &s->ep[1].rx[RUDP_WIRE_UNRELIABLE][0];
 	struct sim_endpoint *client = &s->ep[0];
 	const struct sim_stream_rx *echoed = &client->rx[RUDP_WIRE_UNRELIABLE][0];
-	uint8_t msg[GAME_SIZE];
 	uint32_t updates = 0, pending = 0, got = 0;
 	uint64_t next = s->now;
 
@@ -126,13 +125,8 @@ static void run_with_game(struct sim *s)
 	assert_non_null(there_us);
 	while (!sim_all_delivered(s)) {
 		if (s->now >= next && updates < MAX_UPDATES) {
-			sim_make_message(msg, GAME_SIZE, RUDP_WIRE_UNRELIABLE, 0, updates);
-			if (rudp_conn_send(client->c, msg, GAME_SIZE, RUDP_WIRE_UNRELIABLE, 0, s->now) == 0) {
-				client->tx_next[RUDP_WIRE_UNRELIABLE][0]++;
-				client->sent++;
-				client->work.count++;
+			if (sim_send_next(client, GAME_SIZE, RUDP_WIRE_UNRELIABLE, 0) == 0)
 				sent_at[updates++] = s->now;
-			}
 			next += tick_us;
 		}
 		s->wake_at = next;

@@ -49,7 +49,6 @@ int main(int argc, char **argv)
 	struct sim_link link = {0};
 	struct rudp_conn_config cfg;
 	struct rudp_conn_stats st;
-	static uint8_t msg[STREAM_SIZE];
 	struct sim *s = calloc(1, sizeof(*s));
 	uint32_t ticks = (uint32_t)arg(argc, argv, "n", 6000);
 	uint64_t *sent_at = calloc(ticks, sizeof(*sent_at)), *rtt = calloc(ticks, sizeof(*rtt));
@@ -81,14 +80,8 @@ int main(int argc, char **argv)
 		uint64_t next = t < ticks ? start + (uint64_t)t * TICK_US : UINT64_MAX;
 
 		if (s->now >= next) {
-			struct sim_endpoint *e = &s->ep[0];
-
-			sim_make_message(msg, STREAM_SIZE, 3, 0, e->tx_next[3][0]);
-			if (rudp_conn_send(e->c, msg, STREAM_SIZE, 3, 0, s->now) != 0)
+			if (sim_send_next(&s->ep[0], STREAM_SIZE, 3, 0) != 0)
 				return 1;
-			e->tx_next[3][0]++;
-			e->sent++;
-			e->work.count = e->sent;
 			sent_at[t++] = next;
 		}
 		s->wake_at = t < ticks ? start + (uint64_t)t * TICK_US : 0;

@@ -42,14 +42,7 @@ static struct sim *thin_sim(uint32_t ack_every, uint8_t cc, const struct sim_lin
 
 static void send_ordered(struct sim *s, uint32_t len)
 {
-	static uint8_t msg[1200];
-	struct sim_endpoint *e = &s->ep[0];
-
-	sim_make_message(msg, len, 3, 0, e->tx_next[3][0]);
-	assert_int_equal(rudp_conn_send(e->c, msg, len, 3, 0, s->now), 0);
-	e->tx_next[3][0]++;
-	e->sent++;
-	e->work.count = e->sent;
+	assert_int_equal(sim_send_next(&s->ep[0], len, 3, 0), 0);
 }
 
 /* One message at a time, each delivered before the next: the RTT

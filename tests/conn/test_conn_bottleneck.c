@@ -648,7 +648,6 @@ static void test_rate_game_beside_echo(void **state)
 	(void)state;
 	for (uint64_t seed = 1; seed <= seeds; seed++) {
 		struct sim *s = bottleneck_sim(RUDP_CONN_CC_RATE, seed, &link);
-		uint8_t msg[GAME];
 		uint32_t updates = 0, n = 0;
 		uint64_t next;
 
@@ -670,13 +669,7 @@ static void test_rate_game_beside_echo(void **state)
 		next = s->now;
 		while (!sim_all_delivered(s)) {
 			if (s->now >= next && updates < MAX_UPDATES) {
-				sim_make_message(msg, GAME, RUDP_WIRE_UNRELIABLE, 0, updates);
-				assert_int_equal(
-					rudp_conn_send(client->c, msg, GAME, RUDP_WIRE_UNRELIABLE, 0, s->now),
-					0);
-				client->tx_next[RUDP_WIRE_UNRELIABLE][0]++;
-				client->sent++;
-				client->work.count++;
+				assert_int_equal(sim_send_next(client, GAME, RUDP_WIRE_UNRELIABLE, 0), 0);
 				sent_at[updates++] = s->now;
 				next += tick_us;
 			}

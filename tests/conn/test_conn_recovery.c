@@ -57,15 +57,7 @@ static struct rudp_conn_stats client_stats(const struct sim *s)
  * ch, as the sim's own workload would (so its checks apply). */
 static void send_ordered(struct sim *s, uint32_t len, uint8_t ch)
 {
-	static uint8_t msg[1200];
-	struct sim_endpoint *e = &s->ep[0];
-
-	assert_true(len <= sizeof(msg));
-	sim_make_message(msg, len, 3, ch, e->tx_next[3][ch]);
-	assert_int_equal(rudp_conn_send(e->c, msg, len, 3, ch, s->now), 0);
-	e->tx_next[3][ch]++;
-	e->sent++;
-	e->work.count = e->sent;
+	assert_int_equal(sim_send_next(&s->ep[0], len, 3, ch), 0);
 }
 
 /* Sends n messages, one every 50 ms, each delivered before the next: the

@@ -198,16 +198,8 @@ static struct sim *start_quiet(uint64_t seed)
  * workload would (so its checks apply). */
 static void send_ordered(struct sim *s, uint32_t n)
 {
-	static uint8_t msg[200];
-	struct sim_endpoint *e = &s->ep[0];
-
-	for (uint32_t i = 0; i < n; i++) {
-		sim_make_message(msg, sizeof(msg), 3, 0, e->tx_next[3][0]);
-		assert_int_equal(rudp_conn_send(e->c, msg, sizeof(msg), 3, 0, s->now), 0);
-		e->tx_next[3][0]++;
-		e->sent++;
-	}
-	e->work.count = e->sent;
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(sim_send_next(&s->ep[0], 200, 3, 0), 0);
 }
 
 /* Delivers all, lets the last ACKs land; the client's stats. */
