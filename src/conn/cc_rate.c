@@ -26,9 +26,8 @@
  *     estimated bandwidth-delay product (BDP) for 200 ms and a round, so
  *     that the queue drains and the true minimum shows again. Five, not
  *     BBRv1's ten: a flow that starts behind a standing queue takes the
- *     queue for path until then, and so holds it up (in the simulator,
- *     eight flows on one bottleneck dropped 1.3-3.0 % of their datagrams
- *     with ten seconds, 1.2-1.6 % with five, over twelve seeds). Not
+ *     queue for path until then, and so holds it up: several flows
+ *     sharing a bottleneck keep each other's queue standing longer. Not
  *     while the sender has nothing queued and the round's samples were
  *     all app-limited (an echo, a game): its flight is what the
  *     application gives, the queue it sees is another flow's, and

@@ -482,9 +482,8 @@ static inline bool loss_walk_begin(struct loss_engine *l, uint64_t now_us)
  * One frame of the walk. One frame per timeout, the oldest (RFC 6298
  * 5.4-5.6); the others that ran out with it wait a backed-off RTO more.
  * Why: the RTO runs out on every frame of a flight at once when ACKs are
- * late rather than lost (a peer's queue behind an overload: at 1,024 and
- * 2,048 busy connections 60-79 % of all resends were such timeouts, most
- * of them duplicates at the peer), and resending the whole flight adds to
+ * late rather than lost (a peer's queue behind an overload, where most
+ * such resends are duplicates at the peer), and resending the whole flight adds to
  * the queue that delayed it. A real loss among the others costs a round
  * trip more at most: the resent frame's ACK lets inference mark the frames
  * sent before it lost at once, and NACKs still act.
