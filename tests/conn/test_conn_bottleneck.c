@@ -810,7 +810,10 @@ static void test_rate_echo_rows(void **state)
  * AIMD window with a reliable window far past the path's, as a TCP flow
  * has: it keeps the drop-tail buffer near full and loses at its peaks.
  * The share is the echo's goodput over the bulk's; the echo's 64-frame
- * window alone (the conn with no congestion control) allows 0.50. */
+ * window alone (the conn with no congestion control) allows 0.50. Giving
+ * way to the competitor's queue (the standing-queue rules) held it to
+ * 0.25-0.33 (seeds 1-6, mean 0.28); the bound sits under what seeds 1-6
+ * give now (0.29-0.41, mean 0.36). */
 static void test_rate_beside_loss_based(void **state)
 {
 	const struct mf_path d = {.rate = RATE_20MBIT, .delay_us = 20 * MS, .queue_us = 50 * MS};
@@ -821,6 +824,7 @@ static void test_rate_beside_loss_based(void **state)
 	uint64_t seeds = getenv("MF_SEEDS")          ? strtoull(getenv("MF_SEEDS"), NULL, 10)
 			 : getenv("RUDP_TEST_QUICK") ? 1
 						     : SEEDS;
+	double shares = 0;
 
 	(void)state;
 	for (uint64_t seed = 1; seed <= seeds; seed++) {
@@ -833,7 +837,9 @@ static void test_rate_beside_loss_based(void **state)
 		 * buffer's 50 ms, and overflows. */
 		assert_true(r.wait_p50_ms >= 25.0);
 		assert_true(r.drop_share > 0);
+		shares += share;
 	}
+	assert_true(shares / (double)seeds >= 0.34);
 }
 
 int main(void)
