@@ -58,6 +58,12 @@
  *     drain it together. Not where the ACKs' batching exceeds a BDP (a
  *     host or LAN whose receiver acknowledges in batches): there the RTT
  *     above the minimum is that batching, which the window must cover.
+ *   - Those rules drain this flow's own queue, and only give way to one
+ *     another flow keeps full whatever the others do (a loss-based one):
+ *     when a PROBE_RTT, which librudp flows sharing a queue make
+ *     together, ends without the RTT back at the minimum it was to
+ *     renew, the queue is taken for another's and the rules stop until
+ *     a round shows that minimum again (queue_foreign).
  *   - The window is twice the BDP plus what the ACKs show arrives in
  *     batches beyond the estimated rate (the largest such excess of the
  *     last ten rounds). A receiver that reads and acknowledges in batches
@@ -406,16 +412,43 @@ static void enter_probe_bw(struct cc_rate *cc, uint64_t now_us)
 	cc->cycle_lost = false;
 }
 
+/* An RTT this far above the minimum min_rtt_us is a queue. */
+static uint64_t above_queue_floor(uint64_t min_rtt_us)
+{
+	return min_rtt_us + max_u64(min_rtt_us / QUEUE_DELAY_SHARE, QUEUE_DELAY_MIN_US);
+}
+
 /* Every RTT sample of the round stood clearly above the minimum: a queue
  * that did not drain once in a round trip. */
 static bool round_queue_standing(const struct cc_rate *cc)
 {
-	uint64_t queue_floor;
-
 	if (cc->min_rtt_us == 0 || cc->round_min_rtt_us == UINT64_MAX)
 		return false;
-	queue_floor = max_u64(cc->min_rtt_us / QUEUE_DELAY_SHARE, QUEUE_DELAY_MIN_US);
-	return cc->round_min_rtt_us > cc->min_rtt_us + queue_floor;
+	return cc->round_min_rtt_us > above_queue_floor(cc->min_rtt_us);
+}
+
+/* The standing-queue rules (cruising at 0.95, the window at 0.9 BDP) are
+ * there to empty this flow's own queue. Flows that all follow them need
+ * not empty a shared queue (each one's estimate is a maximum), but their
+ * PROBE_RTTs, which fall together, do. A queue that even PROBE_RTT left
+ * standing is another flow's, one that does not answer (a loss-based one
+ * keeps the buffer full whatever others do): giving way to it only hands
+ * it the link, and the estimate, a maximum of what the capped flight
+ * delivers, spirals down. So the rules stop until the old minimum shows
+ * again; congested rounds still count as ever. */
+static bool queue_foreign(const struct cc_rate *cc)
+{
+	return cc->foreign_min_rtt_us != 0;
+}
+
+/* PROBE_RTT ends: did the minimum it was to renew show again? Each one
+ * judges afresh, against the minimum the last five seconds had: a path
+ * whose RTT grew for good shows its new minimum at the next one. */
+static void judge_probe_rtt(struct cc_rate *cc)
+{
+	uint64_t prior = cc->probe_rtt_prior_min_us;
+
+	cc->foreign_min_rtt_us = prior && cc->min_rtt_us > above_queue_floor(prior) ? prior : 0;
 }
 
 /* Startup, within the round: its first STARTUP_QUEUE_ACKS ACKs all stood
@@ -480,6 +513,12 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 
 	cc->round_count++;
 	cc->queue_standing = round_queue_standing(cc);
+	if (queue_foreign(cc)) {
+		if (cc->round_min_rtt_us <= above_queue_floor(cc->foreign_min_rtt_us))
+			cc->foreign_min_rtt_us = 0;
+		else
+			cc->foreign_queue_rounds++;
+	}
 	if (!cc->queue_standing)
 		rl -= re; /* see cc_rate_on_expired */
 	if (round_congested(cc, rd, rl)) {
@@ -565,6 +604,8 @@ static void update_min_rtt(struct cc_rate *cc, uint64_t now_us)
 		expired = false;
 	}
 
+	if (expired && cc->state != CC_RATE_PROBE_RTT)
+		cc->probe_rtt_prior_min_us = cc->min_rtt_us;
 	if (cc->ack_min_rtt_us != UINT64_MAX &&
 	    (cc->min_rtt_us == 0 || cc->ack_min_rtt_us <= cc->min_rtt_us || expired)) {
 		uint64_t rtt = cc->ack_min_rtt_us ? cc->ack_min_rtt_us : 1;
@@ -630,6 +671,7 @@ static void update_state(struct cc_rate *cc, uint64_t now_us, uint64_t prior_in_
 			}
 		} else if (now_us >= cc->probe_rtt_done_us && cc->round_count > cc->probe_rtt_round) {
 			cc->min_rtt_stamp_us = now_us;
+			judge_probe_rtt(cc);
 			if (cc->full_bw_reached)
 				enter_probe_bw(cc, now_us);
 			else
@@ -669,7 +711,9 @@ static void update_pacing_rate(struct cc_rate *cc)
 		rate = cc->cwnd * US_PER_S / max_u64(cc->min_rtt_us, NO_RTT_US) * cc->pacing_gain_pm / PM;
 	} else {
 		bool cruise = cc->state == CC_RATE_PROBE_BW && cc->pacing_gain_pm == PM;
-		uint32_t margin = cruise && cc->queue_standing ? STANDING_QUEUE_PACING_PM : PACING_MARGIN_PM;
+		uint32_t margin = cruise && cc->queue_standing && !queue_foreign(cc)
+					  ? STANDING_QUEUE_PACING_PM
+					  : PACING_MARGIN_PM;
 
 		rate = cc->bw * cc->pacing_gain_pm / PM * margin / PM;
 	}
@@ -696,7 +740,7 @@ static void update_cwnd(struct cc_rate *cc)
 	if (cc->state == CC_RATE_PROBE_RTT)
 		cc->cwnd = min_u64(cc->cwnd, probe_rtt_cwnd(cc));
 	if (cc->state == CC_RATE_PROBE_BW && cc->pacing_gain_pm <= PM && cc->queue_standing &&
-	    extra_acked(cc) < bdp(cc, PM))
+	    !queue_foreign(cc) && extra_acked(cc) < bdp(cc, PM))
 		cc->cwnd = min_u64(cc->cwnd, inflight_floor(cc, STANDING_QUEUE_BDP_PM));
 	cc->cwnd = max_u64(cc->cwnd, min_cwnd(cc));
 }

@@ -115,6 +115,13 @@ struct cc_rate {
 	uint32_t round_lost_in_flight; /* largest in_flight snapshot among this round's losses */
 	bool round_not_app_limited; /* a sample of this round was not app-limited */
 	bool queue_standing; /* the last round's RTT samples all stood above the minimum */
+	/* The minimum RTT before it expired: what PROBE_RTT should show again. */
+	uint64_t probe_rtt_prior_min_us;
+	/* Not 0: a PROBE_RTT did not bring the RTT back to this minimum, so
+	 * the queue is another flow's (cc_rate.c queue_foreign). */
+	uint64_t foreign_min_rtt_us;
+	/* Rounds ended with the queue taken for another's, for stats and tests. */
+	uint64_t foreign_queue_rounds;
 
 	/* bandwidth: the largest sample per round, over the last CC_RATE_BW_ROUNDS rounds */
 	uint64_t bw_round[CC_RATE_BW_ROUNDS];

@@ -419,6 +419,70 @@ static void test_standing_queue_caps_the_window(void **state)
 	assert_true(cc_rate_cwnd(&cc) >= 2 * 19000);
 }
 
+/* A queue that PROBE_RTT does not drain is another flow's (a loss-based
+ * one keeps the buffer full): the standing-queue rules stop giving way to
+ * it until the old minimum shows again. The path: 20 ms, then a queue of
+ * 10 ms that stays through PROBE_RTT unless `drains` (the sender then
+ * keeps to PROBE_RTT's window); then 6 ms of it
+ * (a lower sample, as at a loss-based flow's trough, renews the minimum
+ * at 26 ms) and 10 ms again, a queue standing above that minimum.
+ * The rules hold the window then (at most the cap, and paced at 0.95
+ * when cruising) only if it drained. */
+static void standing_rules_after_probe_rtt(bool drains)
+{
+	static struct feeder f;
+	struct cc_rate cc;
+	bool probed = false, capped = false, paced = false;
+	uint64_t prev_rtt = 20000;
+
+	init_cc(&cc, 0);
+	feeder_init(&f, &cc);
+	feed(&f, 1000000, 20000, 0, 500000, 0, false);
+	assert_int_equal(cc_rate_state(&cc), CC_RATE_PROBE_BW);
+	for (int i = 0; i < 4000 && !(probed && cc_rate_state(&cc) == CC_RATE_PROBE_BW); i++) {
+		bool in_probe_rtt = cc_rate_state(&cc) == CC_RATE_PROBE_RTT;
+		uint64_t rtt = in_probe_rtt && drains ? 20000 : 30000;
+
+		probed |= in_probe_rtt;
+		/* A shorter RTT must not answer datagrams before older ones. */
+		if (rtt < prev_rtt)
+			feeder_drain(&f);
+		prev_rtt = rtt;
+		/* In PROBE_RTT the sender keeps to its window (half a BDP). */
+		feed(&f, in_probe_rtt ? 300000 : 1000000, rtt, 0, 2000, 0, false);
+	}
+	assert_true(probed);
+	assert_int_equal(cc.foreign_min_rtt_us != 0, !drains);
+	feeder_drain(&f);
+	feed(&f, 1000000, 26000, 0, 200000, 0, false);
+	assert_int_equal(cc_rate_min_rtt_us(&cc), drains ? 20000 : 26000);
+	for (int i = 0; i < 500; i++) {
+		feed(&f, 1000000, 30000, 0, 2000, 0, false);
+		if (cc_rate_state(&cc) == CC_RATE_PROBE_BW && cc.pacing_gain_pm == 1000 &&
+		    cc.queue_standing) {
+			capped |= cc_rate_cwnd(&cc) <= standing_cap(&cc);
+			paced |= cc_rate_pacing_rate(&cc) == cc_rate_bandwidth(&cc) * 950 / 1000;
+		}
+	}
+	assert_int_equal(capped, paced);
+	assert_int_equal(capped, drains);
+	/* The old minimum shows again: the queue was this flow's after all,
+	 * and the rules are back. */
+	if (!drains) {
+		assert_true(cc.foreign_queue_rounds > 0);
+		feeder_drain(&f);
+		feed(&f, 1000000, 20000, 0, 200000, 0, false);
+		assert_int_equal(cc.foreign_min_rtt_us, 0);
+	}
+}
+
+static void test_foreign_queue_stops_the_standing_rules(void **state)
+{
+	(void)state;
+	standing_rules_after_probe_rtt(true);
+	standing_rules_after_probe_rtt(false);
+}
+
 static void test_startup_exit_on_loss_with_queue(void **state)
 {
 	static struct feeder f;
@@ -1357,6 +1421,7 @@ int main(void)
 		cmocka_unit_test(test_startup_exit_on_loss_with_queue),
 		cmocka_unit_test(test_standing_queue_paces_under_the_estimate),
 		cmocka_unit_test(test_standing_queue_caps_the_window),
+		cmocka_unit_test(test_foreign_queue_stops_the_standing_rules),
 		cmocka_unit_test(test_can_send_is_allowance_open),
 		cmocka_unit_test(test_pacing_budget),
 		cmocka_unit_test(test_sends_at_one_time_spend_the_budget),
