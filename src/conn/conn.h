@@ -377,6 +377,11 @@ struct rudp_conn_flush_limits {
 	/* New unreliable frames before new reliable ones (they are worthless
 	 * late); resends still go first. */
 	bool unreliable_first;
+	/* The caller holds reliable messages it has not given the conn yet (a
+	 * scheduler's stage): a conn that sent all it has is then at its
+	 * window, not out of data, and the rate controller opens no burst for
+	 * the next data. */
+	bool more_staged;
 };
 int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_next);
 int rudp_conn_flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,

@@ -554,6 +554,7 @@ int rudp_policy_flush(struct send_policy *p, uint64_t now_us, bool *writable)
 	 * and the unreliable reserve keeps them from taking a whole flush. */
 	limits.max_bytes = p->cfg.flush_budget;
 	limits.unreliable_first = true;
+	limits.more_staged = p->staged_msgs[KIND_REL] > 0;
 	emitted += rudp_conn_flush_data(c, now_us, &limits, &budget_spent);
 	*writable = after_flush(p, c, budget_spent);
 	return emitted;
