@@ -377,6 +377,11 @@ struct rudp_conn_flush_limits {
 	/* New unreliable frames before new reliable ones (they are worthless
 	 * late); resends still go first. */
 	bool unreliable_first;
+	/* The caller holds reliable messages it has not given the conn yet (a
+	 * scheduler's stage): a conn that sent all it has is then at its
+	 * window, not out of data, and the rate controller opens no burst for
+	 * the next data. */
+	bool more_staged;
 };
 int rudp_conn_flush_control(struct rudp_conn *c, uint64_t now_us, bool *data_next);
 int rudp_conn_flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_conn_flush_limits *limits,
@@ -428,9 +433,17 @@ uint64_t rudp_conn_queue_room(const struct rudp_conn *c);
  * datagrams) lets reliable frames of `bytes` encoded bytes go out now
  * (always with congestion control off or nothing in flight); and whether
  * the unsent reliable bytes plus `bytes` would still leave half the window
- * free (always when off). Pacing is not room: it opens within a quantum. */
+ * free (always when off). Pacing is not in these: it opens within a
+ * quantum (rudp_conn_pacing_room below). */
 bool rudp_conn_congestion_allows(const struct rudp_conn *c, uint64_t bytes);
 bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes);
+/* Pacing room: the bytes the rate controller (RUDP_CC_RATE) lets go out
+ * at now_us (its pacing budget, within its window), plus one pacing
+ * quantum (a millisecond at the pacing rate, at least two datagrams) for
+ * its next sends. A scheduler that keeps the unsent reliable bytes below
+ * it commits about what the pacer sends soon, not the window's room (up
+ * to a BDP more). UINT64_MAX with the other controllers (no pacing). */
+uint64_t rudp_conn_pacing_room(const struct rudp_conn *c, uint64_t now_us);
 
 /* Frames a message of len bytes takes (more than one: split), and their
  * encoded bytes with the given (effective) reliability. */

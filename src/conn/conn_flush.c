@@ -428,7 +428,8 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	 * still open: the rate samples of what is in flight say how much we
 	 * sent, not what the path takes. */
 	if (c->rate_on && !b.blocked && conn_rate_open(c, now_us)) {
-		if (c->rel_sent < c->rel.frames_count || c->loss.resend_pending)
+		if (c->rel_sent < c->rel.frames_count || c->loss.resend_pending ||
+		    (limits && limits->more_staged))
 			cc_rate_on_app_limited(&c->rate);
 		else
 			cc_rate_on_out_of_data(&c->rate);

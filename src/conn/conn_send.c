@@ -554,6 +554,18 @@ bool rudp_conn_congestion_half_free(const struct rudp_conn *c, uint64_t bytes)
 	return cc_leaves_half_free(&c->cc, c->rel_unsent_wire, bytes);
 }
 
+/* The quantum beyond the budget (what the pacing lets go in one burst:
+ * a millisecond at its rate, at least two datagrams) keeps frames queued
+ * after the flush that sends the budget, so the conn's deadline holds the
+ * pacer's next send time (an empty queue would wait for the next ACK) and
+ * that send finds a burst's worth. */
+uint64_t rudp_conn_pacing_room(const struct rudp_conn *c, uint64_t now_us)
+{
+	if (!c->rate_on)
+		return UINT64_MAX;
+	return cc_rate_send_allowance(&c->rate, now_us) + c->rate.quantum_cap / 1000000u;
+}
+
 uint32_t rudp_conn_message_frames(const struct rudp_conn *c, size_t len)
 {
 	return (uint32_t)conn_frag_count(c, len);

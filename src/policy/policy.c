@@ -4,7 +4,7 @@
  * soft budget and the unreliable reserve, feeding the conn by priority with
  * the anti-starvation rule, the writable signal, and statistics. policy.h
  * states the rules; this file keeps them. It sees the conn only through
- * conn.h: the room left (window, unsent bytes, congestion) and queueing
+ * conn.h: the room left (window, unsent bytes, congestion, pacing) and queueing
  * with indexes taken at send time.
  *
  * Staged messages live in one byte ring per class (bodies never wrap, as in
@@ -430,6 +430,8 @@ int rudp_policy_send(struct send_policy *p, const uint8_t *data, size_t len, uin
  * part of a flush). */
 static void feed(struct send_policy *p, struct rudp_conn *c)
 {
+	/* Nothing is sent while feeding: the pacing's room stays as it is. */
+	uint64_t pacing_room = rudp_conn_pacing_room(c, p->now_us);
 
 	/* Reliable: only what can enter the window now, so the order in which
 	 * frames get reliable indexes (and go out) is the priority order. The
@@ -443,10 +445,16 @@ static void feed(struct send_policy *p, struct rudp_conn *c)
 			break;
 		if (r.reliable_unsent_bytes >= p->cfg.flush_budget)
 			break;
-		/* Nor more than the congestion window could send now: a frame
-		 * waiting in the queue for it has its place in the send order
-		 * already, ahead of anything more urgent staged later. */
-		if (r.reliable_unsent_bytes > 0 && !rudp_conn_congestion_allows(c, r.reliable_unsent_bytes))
+		/* Nor more than the congestion control sends now: a frame waiting
+		 * in the queue has its place in the send order already, ahead of
+		 * anything more urgent staged later. The rate controller's window
+		 * is about two BDPs, but its pacing sends about one: fed up to the
+		 * window, a BDP of frames would wait in the queue (a round trip
+		 * ahead of a message staged a moment later), so the pacing's room
+		 * bounds them too: what it sends now and a quantum more, which
+		 * the flush leaves queued for the pacer's next send. */
+		if (r.reliable_unsent_bytes > 0 && (r.reliable_unsent_bytes >= pacing_room ||
+						    !rudp_conn_congestion_allows(c, r.reliable_unsent_bytes)))
 			break;
 		prio = peek_class(p, KIND_REL);
 		/* The in-flight cap: a message enters only when it fits under the
@@ -546,6 +554,7 @@ int rudp_policy_flush(struct send_policy *p, uint64_t now_us, bool *writable)
 	 * and the unreliable reserve keeps them from taking a whole flush. */
 	limits.max_bytes = p->cfg.flush_budget;
 	limits.unreliable_first = true;
+	limits.more_staged = p->staged_msgs[KIND_REL] > 0;
 	emitted += rudp_conn_flush_data(c, now_us, &limits, &budget_spent);
 	*writable = after_flush(p, c, budget_spent);
 	return emitted;

@@ -462,16 +462,49 @@ static void test_flush_budget_in_bytes(void **state)
 	pair_free(&p);
 }
 
+/* A scheduler that still holds reliable messages (more_staged) leaves a
+ * conn that sent all it had at its window, not out of data: the rate
+ * controller must not open a burst for the next data. */
+static bool out_of_data_after_flush(bool more_staged)
+{
+	static uint8_t m[1000];
+	struct rudp_conn_flush_limits limits = {.max_bytes = UINT64_MAX, .more_staged = more_staged};
+	struct pair p;
+	struct rudp_conn *c;
+	bool data_next = false, spent = false, out;
+
+	pair_init(&p);
+	c = p.side[0].c;
+	assert_true(c->rate_on);
+	make_msg(m, sizeof(m), 's');
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rudp_conn_send(c, m, sizeof(m), RUDP_WIRE_RELIABLE_ORDERED, 0, p.now), 0);
+	p.now += 1000;
+	rudp_conn_flush_control(c, p.now, &data_next);
+	assert_true(data_next);
+	assert_true(rudp_conn_flush_data(c, p.now, &limits, &spent) > 0);
+	assert_int_equal(c->rel_sent, c->rel.frames_count);
+	assert_int_not_equal(c->rate.app_limited_until, 0);
+	out = c->rate.out_of_data;
+	settle(&p);
+	pair_free(&p);
+	return out;
+}
+
+static void test_flush_more_staged(void **state)
+{
+	(void)state;
+	assert_true(out_of_data_after_flush(false));
+	assert_false(out_of_data_after_flush(true));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_room_queries),
-		cmocka_unit_test(test_check_send),
-		cmocka_unit_test(test_check_message),
-		cmocka_unit_test(test_indexes_taken_at_send),
-		cmocka_unit_test(test_flush_limits),
-		cmocka_unit_test(test_flush_budget_in_bytes),
-		cmocka_unit_test(test_congestion_room_with_rate),
+		cmocka_unit_test(test_room_queries),      cmocka_unit_test(test_check_send),
+		cmocka_unit_test(test_check_message),     cmocka_unit_test(test_indexes_taken_at_send),
+		cmocka_unit_test(test_flush_limits),      cmocka_unit_test(test_flush_budget_in_bytes),
+		cmocka_unit_test(test_flush_more_staged), cmocka_unit_test(test_congestion_room_with_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

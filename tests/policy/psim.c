@@ -55,12 +55,19 @@ static int cb_send(void *ud, const uint8_t *data, size_t len)
 	e->bytes_out += len;
 	if (l->loss_pm && rng_next(&s->rng) % 1000 < l->loss_pm)
 		return 0;
+	start = s->busy_until[e->idx] > s->now ? s->busy_until[e->idx] : s->now;
+	if (l->rate_bytes_per_s && l->queue_bytes &&
+	    (start - s->now) * l->rate_bytes_per_s / 1000000u + len > l->queue_bytes) {
+		s->queue_drops[e->idx]++;
+		return 0;
+	}
 	p = malloc(sizeof(*p));
 	assert_non_null(p);
-	start = s->busy_until[e->idx] > s->now ? s->busy_until[e->idx] : s->now;
 	if (l->rate_bytes_per_s) {
 		uint64_t backlog = (start - s->now) * l->rate_bytes_per_s / 1000000u;
 
+		s->queued_dgrams[e->idx]++;
+		s->queue_wait_us[e->idx] += start - s->now;
 		if (backlog > s->max_backlog_bytes[e->idx])
 			s->max_backlog_bytes[e->idx] = backlog;
 		s->busy_until[e->idx] =
@@ -145,7 +152,7 @@ void psim_connect(struct psim *s)
 						 .deliver = cb_deliver,
 						 .connected = cb_connected,
 						 .closed = cb_closed};
-		struct rudp_conn_identity id = {.local_guid = 77 + i};
+		struct rudp_conn_identity id = {.local_guid = (s->guid ? s->guid : 77) + i};
 
 		id.local_addr.version = 4;
 		id.remote_addr.version = 4;

@@ -5,7 +5,9 @@
  * direction (a rate in bytes per second and an unbounded FIFO in front of
  * it, so queueing delay grows with what the sender keeps in flight), a
  * one-way delay, seeded loss, and a log of every delivered message with
- * its send and arrival times.
+ * its send and arrival times. The bottleneck's queue may instead be bounded
+ * (queue_bytes): a datagram that finds it full is dropped (drop-tail, as a
+ * router's buffer) and counted in queue_drops.
  *
  * Test messages: byte 0 is 0xfe (not a RakNet control id), byte 1 a tag the
  * test chooses, then the send time (u64) and a sequence number (u32).
@@ -26,6 +28,9 @@ struct psim_link {
 	uint64_t delay_us; /* one way, after the bottleneck */
 	uint64_t rate_bytes_per_s; /* 0: no bottleneck */
 	uint32_t loss_pm; /* per mille, applied before the bottleneck */
+	/* With a rate: bytes waiting for the bottleneck beyond which a new
+	 * datagram is dropped. 0: unbounded. */
+	uint64_t queue_bytes;
 };
 
 struct psim_delivery {
@@ -69,10 +74,17 @@ struct psim {
 	struct psim_link link[2]; /* link[i]: from endpoint i to 1 - i */
 	uint64_t busy_until[2]; /* bottleneck of each direction */
 	uint64_t max_backlog_bytes[2]; /* deepest bottleneck queue seen */
+	uint64_t queue_drops[2]; /* datagrams the bounded queue dropped */
+	/* Through the bottleneck: datagrams, and their total wait in its queue */
+	uint64_t queued_dgrams[2], queue_wait_us[2];
 	void **heap; /* struct psim_packet *, in test_heap.h order */
 	size_t heap_n, heap_cap;
 	uint64_t serial;
 	struct psim_endpoint ep[2]; /* 0 client, 1 server */
+	/* The client's GUID (the server's is one more), set before
+	 * psim_connect; 0: 77. The rate controller's probing cycle starts
+	 * where the GUID says. */
+	uint64_t guid;
 	/* called before the flushes of every step; may send */
 	void (*app)(struct psim *s, void *ud);
 	void *app_ud;
