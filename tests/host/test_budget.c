@@ -126,10 +126,12 @@ static void test_connect_refused_past_budget(void **state)
 /* Messages that arrive ahead of a lost one on an ordered channel are held
  * by the receiver until it comes: the receiver's total grows by exactly
  * their bytes while they wait, and is back where it was once the gap is
- * filled and everything collected. */
-static void test_order_hold_counted(void **state)
+ * filled and everything collected. False when the try could not set that
+ * up: a client held up between its two flushes for longer than a loopback
+ * round trip (a loaded machine, valgrind) sends a tail-loss probe of the
+ * lost message in the second one, and then nothing waits. */
+static bool order_hold_try(void)
 {
-	(void)state;
 	struct rig r;
 	rig_up(&r, 1, 0);
 	/* The client's network: the first message is lost, then nothing. */
@@ -145,6 +147,12 @@ static void test_order_hold_counted(void **state)
 	assert_int_equal(rudp_send(r.at_client[0], msg, 300, RUDP_RELIABLE_ORDERED, 3), 0);
 	assert_int_equal(rudp_send(r.at_client[0], msg, 700, RUDP_RELIABLE_ORDERED, 3), 0);
 	assert_true(rudp_flush(r.client) > 0);
+	rudp_peer_stats ps;
+	assert_int_equal(rudp_peer_stats_get(r.at_client[0], &ps), 0);
+	if (ps.resent_probe + ps.resent_timeout + ps.resent_nack + ps.resent_inferred > 0) {
+		rig_down(&r);
+		return false;
+	}
 
 	/* Only the server runs: the client resends nothing meanwhile. */
 	int got = 0;
@@ -160,6 +168,15 @@ static void test_order_hold_counted(void **state)
 	assert_int_equal(got, 3);
 	assert_int_equal(total(r.server), 0);
 	rig_down(&r);
+	return true;
+}
+
+static void test_order_hold_counted(void **state)
+{
+	(void)state;
+	int tries = 0;
+	while (!order_hold_try())
+		assert_true(++tries < 10);
 }
 
 /* A rudp_send_many() body is counted once, each peer's queue adding only
