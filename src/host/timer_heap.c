@@ -26,40 +26,46 @@ void timer_heap_free(struct timer_heap *h)
 	h->count = h->cap = 0;
 }
 
-static void place(struct timer_heap *h, uint32_t i, struct timer_item it)
+static void place(struct timer_item *items, uint32_t i, struct timer_item it)
 {
-	h->items[i] = it;
+	items[i] = it;
 	it.peer->heap_index = i;
 }
 
+/* The sifts keep the array and its count in locals: a peer's heap_index
+ * store could alias them for the compiler, which would reload them at
+ * every level. */
 static void sift_up(struct timer_heap *h, uint32_t i)
 {
-	struct timer_item it = h->items[i];
+	struct timer_item *items = h->items;
+	struct timer_item it = items[i];
 	while (i > 0) {
 		uint32_t parent = (i - 1) / 2;
-		if (h->items[parent].deadline_us <= it.deadline_us)
+		if (items[parent].deadline_us <= it.deadline_us)
 			break;
-		place(h, i, h->items[parent]);
+		place(items, i, items[parent]);
 		i = parent;
 	}
-	place(h, i, it);
+	place(items, i, it);
 }
 
 static void sift_down(struct timer_heap *h, uint32_t i)
 {
-	struct timer_item it = h->items[i];
+	struct timer_item *items = h->items;
+	uint32_t count = h->count;
+	struct timer_item it = items[i];
 	for (;;) {
 		uint32_t child = 2 * i + 1;
-		if (child >= h->count)
+		if (child >= count)
 			break;
-		if (child + 1 < h->count && h->items[child + 1].deadline_us < h->items[child].deadline_us)
+		if (child + 1 < count && items[child + 1].deadline_us < items[child].deadline_us)
 			child++;
-		if (h->items[child].deadline_us >= it.deadline_us)
+		if (items[child].deadline_us >= it.deadline_us)
 			break;
-		place(h, i, h->items[child]);
+		place(items, i, items[child]);
 		i = child;
 	}
-	place(h, i, it);
+	place(items, i, it);
 }
 
 static void remove_at(struct timer_heap *h, uint32_t i)
@@ -70,7 +76,7 @@ static void remove_at(struct timer_heap *h, uint32_t i)
 	if (i == h->count)
 		return;
 	struct timer_item last = h->items[h->count];
-	place(h, i, last);
+	place(h->items, i, last);
 	sift_down(h, i);
 	sift_up(h, last.peer->heap_index);
 }
