@@ -308,6 +308,21 @@ static bool has_sendable_frames(const struct rudp_conn *c)
 	       cc_would_send(&c->cc, sendq_frame_wire_bytes(sendq_at(&c->rel, c->rel_sent)));
 }
 
+/* A resend waiting in the window's flight that a flush would send now. A
+ * resend the congestion window holds back waits for an ACK, which wakes
+ * the owner anyway: wanting a flush for it would spin. */
+static bool resend_wants_flush(const struct rudp_conn *c, bool open)
+{
+	for (uint32_t i = 0; c->loss.resend_pending && i < c->rel_sent; i++) {
+		const struct sendq_frame *f = sendq_at(&c->rel, i);
+
+		if (f->state == FRAME_NACKED && (f->resend_why == RESEND_PROBE ||
+						 (open && cc_would_send(&c->cc, sendq_frame_wire_bytes(f)))))
+			return true;
+	}
+	return false;
+}
+
 bool rudp_conn_wants_flush(const struct rudp_conn *c)
 {
 	bool open;
@@ -321,16 +336,7 @@ bool rudp_conn_wants_flush(const struct rudp_conn *c)
 	open = conn_rate_open(c, c->now_us);
 	if (open && has_sendable_frames(c))
 		return true;
-	/* A resend the congestion window holds back waits for an ACK, which
-	 * wakes the owner anyway: wanting a flush for it would spin. */
-	for (uint32_t i = 0; c->loss.resend_pending && i < c->rel_sent; i++) {
-		const struct sendq_frame *f = sendq_at(&c->rel, i);
-
-		if (f->state == FRAME_NACKED && (f->resend_why == RESEND_PROBE ||
-						 (open && cc_would_send(&c->cc, sendq_frame_wire_bytes(f)))))
-			return true;
-	}
-	return false;
+	return resend_wants_flush(c, open);
 }
 
 static void min_into(uint64_t *d, uint64_t t)
@@ -345,7 +351,14 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 
 	if (c->state == RUDP_CONN_STATE_CLOSED)
 		return UINT64_MAX;
-	if (rudp_conn_wants_flush(c))
+	/* rudp_conn_wants_flush, with the frames' answer kept for the rate
+	 * controller's send time below (asked once, not twice). */
+	if (acktr_due_us(&c->acktr) <= c->now_us)
+		return c->now_us;
+	bool open = conn_rate_open(c, c->now_us);
+	bool sendable = has_sendable_frames(c);
+
+	if ((open && sendable) || resend_wants_flush(c, open))
 		return c->now_us;
 	if (c->state == RUDP_CONN_STATE_CONNECTING)
 		min_into(&d, c->created_us + c->cfg.connect_timeout_us);
@@ -359,7 +372,7 @@ uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 	/* ACKs held back by thinning: due later, not at the next unrelated event. */
 	min_into(&d, acktr_due_us(&c->acktr));
 	min_into(&d, loss_probe_deadline(&c->loss, &c->rel, c->rel_sent));
-	if (c->rate_on && (has_sendable_frames(c) || c->loss.resend_pending))
+	if (c->rate_on && (sendable || c->loss.resend_pending))
 		min_into(&d, cc_rate_next_send_us(&c->rate, c->now_us));
 	if (c->rate_on)
 		min_into(&d, loss_dgram_aged_due(&c->loss, c->now_us));

@@ -132,8 +132,13 @@ int peer_table_insert(struct peer_table *t, struct rudp_peer *p);
 void peer_table_remove(struct peer_table *t, struct rudp_peer *p);
 
 /* ---- timers (timer_heap.c): binary min-heap of peers by deadline ---- */
+/* The key beside the peer: a sift compares keys without reading peers. */
+struct timer_item {
+	uint64_t deadline_us;
+	struct rudp_peer *peer;
+};
 struct timer_heap {
-	struct rudp_peer **items;
+	struct timer_item *items;
 	uint32_t count, cap;
 };
 int timer_heap_init(struct timer_heap *h, uint32_t cap);
