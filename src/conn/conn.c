@@ -323,20 +323,29 @@ static bool resend_wants_flush(const struct rudp_conn *c, bool open)
 	return false;
 }
 
-bool rudp_conn_wants_flush(const struct rudp_conn *c)
+/* Whether a flush now would send something, and (in *sendable) whether
+ * new reliable frames wait, which rudp_conn_next_deadline also needs. Data
+ * waiting for the pacing budget or the rate controller's window is due at
+ * its next send time instead (rudp_conn_next_deadline). */
+static bool flush_due_now(const struct rudp_conn *c, bool *sendable)
 {
 	bool open;
 
-	if (c->state == RUDP_CONN_STATE_CLOSED)
-		return false;
+	*sendable = false;
 	if (acktr_due_us(&c->acktr) <= c->now_us)
 		return true;
-	/* Data waiting for the pacing budget or the rate controller's window
-	 * is due at its next send time (rudp_conn_next_deadline). */
 	open = conn_rate_open(c, c->now_us);
-	if (open && has_sendable_frames(c))
-		return true;
-	return resend_wants_flush(c, open);
+	*sendable = has_sendable_frames(c);
+	return (open && *sendable) || resend_wants_flush(c, open);
+}
+
+bool rudp_conn_wants_flush(const struct rudp_conn *c)
+{
+	bool sendable;
+
+	if (c->state == RUDP_CONN_STATE_CLOSED)
+		return false;
+	return flush_due_now(c, &sendable);
 }
 
 static void min_into(uint64_t *d, uint64_t t)
@@ -348,17 +357,11 @@ static void min_into(uint64_t *d, uint64_t t)
 uint64_t rudp_conn_next_deadline(const struct rudp_conn *c)
 {
 	uint64_t d = UINT64_MAX;
+	bool sendable;
 
 	if (c->state == RUDP_CONN_STATE_CLOSED)
 		return UINT64_MAX;
-	/* rudp_conn_wants_flush, with the frames' answer kept for the rate
-	 * controller's send time below (asked once, not twice). */
-	if (acktr_due_us(&c->acktr) <= c->now_us)
-		return c->now_us;
-	bool open = conn_rate_open(c, c->now_us);
-	bool sendable = has_sendable_frames(c);
-
-	if ((open && sendable) || resend_wants_flush(c, open))
+	if (flush_due_now(c, &sendable))
 		return c->now_us;
 	if (c->state == RUDP_CONN_STATE_CONNECTING)
 		min_into(&d, c->created_us + c->cfg.connect_timeout_us);
