@@ -79,7 +79,10 @@
  * in the round shows the minimum again; random loss with no queue does
  * not raise it), or whose loss exceeded both 2 % and two datagrams (a buffer
  * too shallow for the RTT to show it); in a round in which every sample
- * was app-limited only the latter counts. A congested round
+ * was app-limited only the latter counts. Datagrams merely unanswered an
+ * RTO after they left count only in a round that kept a queue standing,
+ * and not when its RTT stood at three times the minimum or more
+ * (cc_rate_on_expired). A congested round
  *
  *   - caps the flight (inflight_hi) at 0.85 of what was in flight when
  *     the lost datagram left, never below one BDP plus the batching
@@ -145,6 +148,15 @@
  * BBRv2's 0.7 cost the simulator's eight flows their fairness (an index
  * down to 0.85). */
 #define INFLIGHT_HI_BETA_PM 850u
+/* A round whose smallest RTT sample stood at least this many times the
+ * minimum: no bottleneck queue of this flow's making holds the RTT that
+ * high for a whole round (its window is two BDPs plus the batching
+ * allowance, and a drop-tail buffer that overflows first drops, which
+ * counts anyway). Such a queue is a host's (CPU-bound endpoints serving
+ * many connections, whose rounds run at 5 to 20 times a minimum an idle
+ * moment measured) or another flow's, and a datagram outrunning the RTO
+ * in it says nothing of this flow's rate. */
+#define HOST_QUEUE_RTT_FACTOR 3u
 /* The batching allowance forgets in two halves of this many rounds, and
  * never exceeds this long at the estimated rate. */
 #define EXTRA_ACKED_ROUNDS 5u
@@ -519,8 +531,10 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 		else
 			cc->foreign_queue_rounds++;
 	}
-	if (!cc->queue_standing)
-		rl -= re; /* see cc_rate_on_expired */
+	/* Given up unanswered: congestion only behind a standing queue that
+	 * could be of this flow's making (see cc_rate_on_expired). */
+	if (!cc->queue_standing || cc->round_min_rtt_us / HOST_QUEUE_RTT_FACTOR >= cc->min_rtt_us)
+		rl -= re;
 	if (round_congested(cc, rd, rl)) {
 		uint64_t hi = (uint64_t)cc->round_lost_in_flight * INFLIGHT_HI_BETA_PM / PM;
 

@@ -278,11 +278,16 @@ void cc_rate_on_acked(struct cc_rate *cc, const struct cc_rate_snapshot *snap, u
  * leaves the flight. */
 void cc_rate_on_lost(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
 /* A datagram given up unanswered: it leaves the flight and counts as lost,
- * but as congestion only in a round that kept a queue standing. Unanswered
- * is often late: on a steady path the RTO is the smoothed RTT plus a
- * millisecond or so, and a host or link late by that much makes a whole
- * flight expire with nothing dropped (a drop shows as a gap in later ACKs
- * instead, and goes to cc_rate_on_lost). */
+ * but as congestion only in a round that kept a queue standing, and not
+ * when that round's RTT stood at three times the minimum or more.
+ * Unanswered is often late: on a steady path the RTO is the smoothed RTT
+ * plus a millisecond or so, and a host or link late by that much makes a
+ * whole flight expire with nothing dropped (a drop shows as a gap in later
+ * ACKs instead, and goes to cc_rate_on_lost). Behind a queue that this
+ * flow's sending builds, lateness is the queue growing, a signal; a
+ * CPU-bound host serving many connections keeps a queue of its own, many
+ * times the minimum RTT and jumping past the RTO, which says nothing of
+ * this flow's rate. */
 void cc_rate_on_expired(struct cc_rate *cc, const struct cc_rate_snapshot *snap, uint32_t bytes);
 
 /* After the cc_rate_on_acked / _on_lost calls of one ACK or NACK: takes

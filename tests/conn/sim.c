@@ -137,6 +137,20 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 				p->deliver_at = s->late_last[to];
 			s->late_last[to] = p->deliver_at;
 		}
+		if (s->link.host_queue_us) {
+			if (s->now >= s->host_queue_until[to]) {
+				s->host_queue_now[to] =
+					s->link.host_queue_min_us +
+					rng_below(&s->rng, (uint32_t)(s->link.host_queue_us -
+								      s->link.host_queue_min_us) +
+								   1);
+				s->host_queue_until[to] = s->now + s->link.host_queue_step_us;
+			}
+			p->deliver_at += s->host_queue_now[to];
+			if (p->deliver_at < s->late_last[to])
+				p->deliver_at = s->late_last[to];
+			s->late_last[to] = p->deliver_at;
+		}
 		p->serial = s->serial++;
 		p->to = to;
 		p->len = (uint16_t)len;

@@ -45,6 +45,15 @@ struct sim_link {
 	 * (0: all). */
 	uint64_t late_us;
 	uint32_t late_pm;
+	/* A busy host's queue, per receiving side: every host_queue_step_us it
+	 * takes a new length from host_queue_min_us to host_queue_us, and every
+	 * datagram to that side waits that long (in order). Many connections
+	 * sharing a CPU-bound host see this: an RTT many times the minimum an
+	 * idle moment measured, standing for whole rounds and jumping by more
+	 * than the RTO's margin, with nothing dropped. */
+	uint64_t host_queue_us;
+	uint64_t host_queue_min_us;
+	uint64_t host_queue_step_us;
 	/* Per direction, the link is busy this long per datagram (0: no limit):
 	 * a bottleneck like a host's per-datagram cost, so goodput is finite. */
 	uint64_t tx_us;
@@ -123,7 +132,8 @@ struct sim {
 	uint64_t timer_granularity_us;
 	uint64_t link_free[2]; /* per receiving side: when the link is free again */
 	uint64_t rate_free[2]; /* the same for the byte-rate bottleneck */
-	uint64_t late_last[2]; /* with link.late_us: the latest delivery time to each side */
+	uint64_t late_last[2]; /* with link.late_us or host_queue_us: the latest delivery time to each side */
+	uint64_t host_queue_now[2], host_queue_until[2]; /* with link.host_queue_us */
 	/* Each endpoint is one thread that spends this long per datagram it
 	 * reads or sends (0: no cost, and both flush at every step). Datagrams
 	 * arriving while it is busy wait and are then read as one batch, one

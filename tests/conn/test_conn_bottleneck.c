@@ -774,6 +774,61 @@ static void test_rate_late_path_is_not_congestion(void **state)
 	free(s);
 }
 
+static bool never_done(struct sim *s)
+{
+	(void)s;
+	return false;
+}
+
+/* A CPU-bound host serving many connections: what each one sees is a
+ * queue of the host's many times the minimum RTT (which an idle moment
+ * measured), standing for whole rounds and jumping by more than the RTO's
+ * margin, so ACKs come after their datagrams were given up, with nothing
+ * dropped. That is no congestion of the path's: capping the flight for it
+ * only makes the host's connections send their windows in more, smaller
+ * flushes, each costing CPU. */
+static void test_rate_busy_host_is_not_congestion(void **state)
+{
+	const struct sim_link idle = {.delay_us = 1 * MS};
+	struct sim *s = bottleneck_sim(RUDP_CONN_CC_RATE, 5, &idle);
+	struct rudp_conn_stats st[2];
+
+	(void)state;
+	s->ep[0].work = (struct sim_workload){
+		.count = 20000,
+		.min_size = 800,
+		.max_size = 800,
+		.rel_mask = 1u << RUDP_WIRE_RELIABLE_ORDERED,
+		.channels = 1,
+		.max_outstanding = 16,
+	};
+	s->ep[1].work = (struct sim_workload){.echo = true};
+	sim_start(s);
+	assert_true(sim_run(s, sim_both_connected, 30 * SEC));
+	/* Half a second of echoes on an idle host gives the minimum RTT. */
+	assert_false(sim_run(s, never_done, 500 * MS));
+	s->link.host_queue_min_us = 4 * MS;
+	s->link.host_queue_us = 40 * MS;
+	s->link.host_queue_step_us = 20 * MS;
+	assert_true(sim_run(s, sim_all_delivered, 600 * SEC));
+	sim_assert_complete(s, 0);
+	sim_assert_complete(s, 1);
+	for (int i = 0; i < 2; i++) {
+		rudp_conn_get_stats(s->ep[i].c, &st[i]);
+		print_message("%s: %llu rounds judged congested, %llu resent, window %u B\n",
+			      i ? "server" : "client", (unsigned long long)st[i].cc_reductions,
+			      (unsigned long long)st[i].frames_retransmitted, st[i].cwnd_bytes);
+	}
+	/* The queue's jumps did outrun the RTO (frames went again), and
+	 * nothing was dropped, so no round was congested. */
+	assert_true(st[0].frames_retransmitted > 0 && st[1].frames_retransmitted > 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(st[i].cc_reductions, 0);
+	assert_int_equal(s->dgrams_lost, 0);
+	sim_free(s);
+	free(s);
+}
+
 /* rudp-bench's path rows a-c as it runs them, every message echoed: data
  * and the other side's ACKs share each direction's queue, so ACKs wait
  * behind data and arrive bunched (what one-way flows never meet). The
@@ -854,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_rate_unreliable_beside_bulk),
 		cmocka_unit_test(test_rate_game_beside_echo),
 		cmocka_unit_test(test_rate_late_path_is_not_congestion),
+		cmocka_unit_test(test_rate_busy_host_is_not_congestion),
 		cmocka_unit_test(test_rate_echo_rows),
 		cmocka_unit_test(test_rate_beside_loss_based),
 	};
