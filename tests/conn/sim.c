@@ -130,20 +130,16 @@ static void link_send(struct sim *s, int to, const uint8_t *data, size_t len)
 			start + s->link.delay_us + rng_below(&s->rng, (uint32_t)s->link.jitter_us + 1);
 		if (rng_below(&s->rng, 1000) < s->link.reorder_pm)
 			p->deliver_at += rng_below(&s->rng, (uint32_t)s->link.reorder_us + 1);
-		if (s->link.late_us) {
-			if (!s->link.late_pm || rng_below(&s->rng, 1000) < s->link.late_pm)
+		/* Late hosts delay what queues behind too: in order. */
+		if (s->link.late_us || s->link.host_queue_us) {
+			if (s->link.late_us &&
+			    (!s->link.late_pm || rng_below(&s->rng, 1000) < s->link.late_pm))
 				p->deliver_at += rng_below(&s->rng, (uint32_t)s->link.late_us + 1);
-			if (p->deliver_at < s->late_last[to])
-				p->deliver_at = s->late_last[to];
-			s->late_last[to] = p->deliver_at;
-		}
-		if (s->link.host_queue_us) {
-			if (s->now >= s->host_queue_until[to]) {
+			if (s->link.host_queue_us && s->now >= s->host_queue_until[to]) {
+				uint64_t span = s->link.host_queue_us - s->link.host_queue_min_us;
+
 				s->host_queue_now[to] =
-					s->link.host_queue_min_us +
-					rng_below(&s->rng, (uint32_t)(s->link.host_queue_us -
-								      s->link.host_queue_min_us) +
-								   1);
+					s->link.host_queue_min_us + rng_below(&s->rng, (uint32_t)span + 1);
 				s->host_queue_until[to] = s->now + s->link.host_queue_step_us;
 			}
 			p->deliver_at += s->host_queue_now[to];
