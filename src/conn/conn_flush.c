@@ -357,10 +357,10 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 	if (c->rate_on && loss_dgram_aged_due(&c->loss, now_us) <= now_us &&
 	    loss_dgram_expire_aged(&c->loss, now_us, c->next_dgram_seq) > 0)
 		conn_rate_take_expired(c, now_us);
-	struct sendq_frame *probe = loss_take_probe(&c->loss, &c->rel, c->rel_sent, now_us);
+	uint32_t probe_bytes;
 
-	if (probe)
-		cc_on_left(&c->cc, sendq_frame_wire_bytes(probe));
+	if (loss_take_probe(&c->loss, &c->rel, c->rel_sent, now_us, &probe_bytes) > 0)
+		cc_on_left(&c->cc, probe_bytes);
 	/* Nothing to resend and no timer due: no walk (see resend_pending). */
 	bool walk = loss_walk_begin(&c->loss, now_us);
 	bool timeout_taken = false, nacked_left = false;

@@ -247,9 +247,14 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * the next message reveals the gap only a tick later, and the RTO's floor
  * is longer still. So when the oldest frame in flight was sent an RTT plus
  * a margin ago (srtt + max(2 * rttvar, probe_margin_us), the RTO's shape
- * with one RTT less) and is not acknowledged, resend it: its ACK lets
+ * with one RTT less) and is not acknowledged, resend it, and with it the
+ * other frames of its datagram still in flight: they were lost with it if
+ * it was lost, and they fit one datagram again. The probe's ACK lets
  * inference mark any others at once. A timer can do no better than RTT +
- * margin + RTT for a lost message.
+ * margin + RTT for a lost message. Resending only the oldest frame left
+ * its datagram's other frames an RTT later (inferred from the probe's
+ * ACK), and on a host that is busy with many connections each of them
+ * then came back in a small datagram of its own.
  *
  * It also waits srtt / 4 + the margin after the last ACK that made
  * progress: while ACKs keep coming the flight is moving, only slower
@@ -259,7 +264,7 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  *
  * The margin only covers an ACK leaving the peer a little late (RTT
  * samples already include a peer's usual ACK delay), and probe_ack_delay
- * a peer that thins its ACKs; a spurious probe costs one frame, a late
+ * a peer that thins its ACKs; a spurious probe costs one datagram, a late
  * one a whole wait of the stream behind it.
  */
 #define LOSS_MAX_PROBES 2
@@ -296,31 +301,32 @@ void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t 
 	}
 }
 
-/* The first frame in queue order still in flight: frames first go out in
- * that order and are acknowledged mostly in it, so this is normally the
- * front one (no walk), and the one longest unanswered unless it was
- * resent since (then the probe comes later, never early). */
-static struct sendq_frame *oldest_in_flight(const struct sendq *rel, uint32_t rel_sent)
+/* The queue position of the first frame in queue order still in flight
+ * (rel_sent: none): frames first go out in that order and are
+ * acknowledged mostly in it, so this is normally the front one (no walk),
+ * and the one longest unanswered unless it was resent since (then the
+ * probe comes later, never early). */
+static uint32_t oldest_in_flight(const struct sendq *rel, uint32_t rel_sent)
 {
-	for (uint32_t i = 0; i < rel_sent; i++) {
-		struct sendq_frame *f = sendq_at(rel, i);
+	uint32_t i = 0;
 
-		if (f->state == FRAME_IN_FLIGHT)
-			return f;
-	}
-	return NULL;
+	while (i < rel_sent && sendq_at(rel, i)->state != FRAME_IN_FLIGHT)
+		i++;
+	return i;
 }
 
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent)
 {
 	const struct sendq_frame *f;
 	uint64_t pto, due, quiet, wait;
+	uint32_t i;
 
 	if (l->rel_unacked == 0 || l->probes_without_ack >= LOSS_MAX_PROBES)
 		return UINT64_MAX;
-	f = oldest_in_flight(rel, rel_sent);
-	if (!f)
+	i = oldest_in_flight(rel, rel_sent);
+	if (i == rel_sent)
 		return UINT64_MAX;
+	f = sendq_at(rel, i);
 	if (!l->rtt.has_sample)
 		return f->last_send_us + l->rtt.rto_us;
 	pto = 2 * l->rtt.rttvar_us;
@@ -332,19 +338,29 @@ uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *re
 	return due > quiet ? due : quiet;
 }
 
-struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
-				    uint64_t now_us)
+uint32_t loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint64_t now_us,
+			 uint32_t *bytes)
 {
-	struct sendq_frame *f;
+	uint32_t first, dgram_seq, frames = 0;
 
+	*bytes = 0;
 	if (loss_probe_deadline(l, rel, rel_sent) > now_us)
-		return NULL;
-	f = oldest_in_flight(rel, rel_sent);
-	f->state = FRAME_NACKED;
-	f->resend_why = RESEND_PROBE;
+		return 0;
+	first = oldest_in_flight(rel, rel_sent);
+	dgram_seq = sendq_at(rel, first)->last_dgram_seq;
+	for (uint32_t i = first; i < rel_sent; i++) {
+		struct sendq_frame *f = sendq_at(rel, i);
+
+		if (f->state != FRAME_IN_FLIGHT || f->last_dgram_seq != dgram_seq)
+			continue;
+		f->state = FRAME_NACKED;
+		f->resend_why = RESEND_PROBE;
+		*bytes += sendq_frame_wire_bytes(f);
+		frames++;
+	}
 	l->probes_without_ack++;
 	l->resend_pending = true;
-	return f;
+	return frames;
 }
 
 /* ---- incoming ACKs and NACKs ---- */

@@ -340,10 +340,11 @@ void loss_note_rto_due(struct loss_engine *l, const struct sendq *rel, uint32_t 
 /* When a tail-loss probe is due (UINT64_MAX: none). */
 uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *rel, uint32_t rel_sent);
 /* When a tail-loss probe is due at now_us: marks the oldest frame in
- * flight for resend as a probe and returns it (its bytes leave the
- * flight); else NULL. */
-struct sendq_frame *loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent,
-				    uint64_t now_us);
+ * flight for resend as a probe, and the other frames still in flight
+ * whose latest copy went in the same datagram; returns how many (0: no
+ * probe due) and sets *bytes to their wire bytes, which leave the flight. */
+uint32_t loss_take_probe(struct loss_engine *l, struct sendq *rel, uint32_t rel_sent, uint64_t now_us,
+			 uint32_t *bytes);
 /* The first sent frame not acknowledged yet (acknowledged ones at the
  * front are normally released at once), or NULL. Asked at every flush and
  * deadline: inline. */

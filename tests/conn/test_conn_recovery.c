@@ -73,20 +73,22 @@ static void settle_rtt(struct sim *s, int n)
 	assert_true(client_stats(s).rtt_us >= RTT && client_stats(s).rtt_us < RTT + TOLERANCE);
 }
 
-/* Sends burst messages of len bytes at once (one per datagram at 1,000
- * bytes) with the drop-th data datagram lost (from 1); returns how long
- * after that datagram's send the message it carried (with redundancy on a
- * one-message burst: the message) reached the application. From the
- * lost datagram, not from the burst: the rate controller paces a burst
- * out over its estimate, and that is not recovery. */
-static uint64_t burst_with_loss(struct sim *s, uint32_t burst, uint32_t len, uint32_t drop)
+/* Sends burst messages of len bytes at once, per_dgram of them to a data
+ * datagram (1 at 1,000 bytes), with the drop-th data datagram lost (from
+ * 1); returns how long after that datagram's send the last message it
+ * carried (with redundancy on a one-message burst: the message) reached
+ * the application. From the lost datagram, not from the burst: the rate
+ * controller paces a burst out over its estimate, and that is not
+ * recovery. */
+static uint64_t burst_with_loss(struct sim *s, uint32_t burst, uint32_t len, uint32_t per_dgram,
+				uint32_t drop)
 {
 	const struct sim_stream_rx *rx = &s->ep[1].rx[3][0];
 	uint32_t lost;
 	uint64_t arrived = 0;
 
 	settle_rtt(s, 20);
-	lost = s->ep[0].tx_next[3][0] + (drop <= burst ? drop : burst) - 1;
+	lost = s->ep[0].tx_next[3][0] + (drop * per_dgram <= burst ? drop * per_dgram : burst) - 1;
 	for (uint32_t i = 0; i < burst; i++)
 		send_ordered(s, len, 0);
 	s->drop_data_skip[0] = drop - 1;
@@ -111,7 +113,7 @@ static void test_lone_loss_returns_within_rtt_and_margin(void **state)
 	uint64_t took;
 
 	(void)state;
-	took = burst_with_loss(s, 1, 100, 1);
+	took = burst_with_loss(s, 1, 100, 1, 1);
 	assert_true(took <= ONE_WAY + RTT + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
 	assert_int_equal(client_stats(s).resent_probe, 1);
 	assert_int_equal(client_stats(s).frames_retransmitted, 1);
@@ -128,7 +130,7 @@ static void test_loss_in_flight_returns_within_rtt(void **state)
 	struct rudp_conn_stats st;
 
 	(void)state;
-	took = burst_with_loss(s, 20, 1000, 5);
+	took = burst_with_loss(s, 20, 1000, 1, 5);
 	st = client_stats(s);
 	assert_true(took <= ONE_WAY + RTT + TOLERANCE);
 	assert_int_equal(st.frames_retransmitted, 1);
@@ -146,11 +148,31 @@ static void test_last_of_flight_returns_by_probe(void **state)
 	struct rudp_conn_stats st;
 
 	(void)state;
-	took = burst_with_loss(s, 20, 1000, 20);
+	took = burst_with_loss(s, 20, 1000, 1, 20);
 	st = client_stats(s);
 	assert_true(took <= ONE_WAY + RTT + RTT / 4 + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
 	assert_int_equal(st.resent_probe, 1);
 	assert_int_equal(st.frames_retransmitted, 1);
+	sim_delete(s);
+}
+
+/* Small messages, eight to a datagram, and the flight's last datagram
+ * lost: the probe resends the oldest frame in flight and the rest of its
+ * datagram with it, so all eight come back a probe wait and one way after
+ * the loss. A probe of the oldest frame alone left the other seven to be
+ * inferred from its ACK, an RTT later. */
+static void test_last_datagram_returns_whole_by_probe(void **state)
+{
+	struct sim *s = recovery_sim(48, 0);
+	uint64_t took;
+	struct rudp_conn_stats st;
+
+	(void)state;
+	took = burst_with_loss(s, 16, 64, 8, 2);
+	st = client_stats(s);
+	assert_true(took <= ONE_WAY + RTT + RTT / 4 + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
+	assert_int_equal(st.resent_probe, 8);
+	assert_int_equal(st.frames_retransmitted, 8);
 	sim_delete(s);
 }
 
@@ -165,7 +187,7 @@ static void test_redundant_frame_arrives_once(void **state)
 	for (uint32_t drop = 1; drop <= 2; drop++) {
 		struct sim *s = recovery_sim(48 + drop, 1u << 0);
 		struct rudp_conn_stats st, rx;
-		uint64_t took = burst_with_loss(s, 1, 100, drop);
+		uint64_t took = burst_with_loss(s, 1, 100, 1, drop);
 
 		sim_run_until(s, s->now + RTT); /* the ACK comes back */
 		st = client_stats(s);
@@ -204,7 +226,7 @@ static void test_redundant_copies_survive_pacing(void **state)
 		struct sim *s = recovery_sim(52 + drop, 1u << 0);
 		struct rudp_conn_stats st;
 
-		burst_with_loss(s, 64, 1000, drop);
+		burst_with_loss(s, 64, 1000, 1, drop);
 		st = client_stats(s);
 		assert_true(st.frames_copied >= 20 + 56);
 		resent += st.frames_retransmitted;
@@ -280,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_lone_loss_returns_within_rtt_and_margin),
 		cmocka_unit_test(test_loss_in_flight_returns_within_rtt),
 		cmocka_unit_test(test_last_of_flight_returns_by_probe),
+		cmocka_unit_test(test_last_datagram_returns_whole_by_probe),
 		cmocka_unit_test(test_redundant_frame_arrives_once),
 		cmocka_unit_test(test_redundant_copies_survive_pacing),
 		cmocka_unit_test(test_reordering_is_not_loss),
