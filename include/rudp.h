@@ -727,7 +727,8 @@ typedef struct rudp_peer_stats {
 	 * datagram missing. resent_inferred: a later datagram was acknowledged
 	 * and this one was not, long enough after to call it lost. resent_probe:
 	 * a tail-loss probe (the oldest frame unacknowledged about a round trip
-	 * after its send, and no ACK progress meanwhile). resent_timeout: the
+	 * after its send, and no ACK progress meanwhile, with the other frames
+	 * of its datagram still unacknowledged). resent_timeout: the
 	 * frame's retransmission timeout. Probes and timeouts whose first copy
 	 * had arrived show up as duplicates_dropped at the peer: many of them
 	 * mean acknowledgements are queued behind an overload (or

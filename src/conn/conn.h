@@ -79,8 +79,9 @@ struct rudp_conn_config {
 	 * path's bandwidth (cc_rate.c); other values are NONE. Default
 	 * RUDP_DEFAULT_CONGESTION_CONTROL (conn/defaults.h). */
 	uint8_t congestion_control;
-	/* Tail-loss probe slack, µs: the oldest frame in flight goes again
-	 * srtt + max(2 * rttvar, this) after its send, and at
+	/* Tail-loss probe slack, µs: the oldest frame in flight (and the rest
+	 * of its datagram) goes again srtt + max(2 * rttvar, this) after its
+	 * send, and at
 	 * least srtt / 4 + this after the last ACK that acknowledged
 	 * something (loss.c). Default RUDP_DEFAULT_PROBE_MARGIN_US. */
 	uint64_t probe_margin_us;
