@@ -770,16 +770,32 @@ static void chart(const struct plan *p, enum wl_kind kind, const char *dir, cons
 	snprintf(dat, sizeof dat, "%s/%s.dat", dir, name);
 	snprintf(gp, sizeof gp, "%s/%s.gp", dir, name);
 	snprintf(svg, sizeof svg, "%s/%s.svg", dir, name);
+	/* Only columns with a figure on some row: gnuplot warns, in the
+	 * middle of the report on the terminal, of a series with none (raw
+	 * UDP on loss rows, a column that failed everywhere). */
+	bool plotted[NCOLUMNS] = {false};
+	int ncol = 0;
+	for (int c = 0; c < NCOLUMNS; c++) {
+		if (!p->col_on[c] || column_unavailable(c))
+			continue;
+		for (size_t i = 0; i < p->nrows && !plotted[c]; i++) {
+			struct agg a;
+			if (p->rows[i].kind != kind)
+				continue;
+			a = aggregate(p, &p->rows[i], c, fn);
+			plotted[c] = a.n && !a.failed;
+		}
+		ncol += plotted[c];
+	}
+	if (ncol == 0)
+		return;
 	FILE *d = fopen(dat, "w");
 	if (!d)
 		return;
 	fprintf(d, "case");
-	int ncol = 0;
 	for (int c = 0; c < NCOLUMNS; c++)
-		if (p->col_on[c] && !column_unavailable(c)) {
+		if (plotted[c])
 			fprintf(d, "\t\"%s\"", columns[c].name);
-			ncol++;
-		}
 	fprintf(d, "\n");
 	for (size_t i = 0; i < p->nrows; i++) {
 		const struct row *row = &p->rows[i];
@@ -787,7 +803,7 @@ static void chart(const struct plan *p, enum wl_kind kind, const char *dir, cons
 			continue;
 		fprintf(d, "\"%s\"", row->label);
 		for (int c = 0; c < NCOLUMNS; c++) {
-			if (!p->col_on[c] || column_unavailable(c))
+			if (!plotted[c])
 				continue;
 			struct agg a = aggregate(p, row, c, fn);
 			if (a.n && !a.failed)
