@@ -771,8 +771,9 @@ static void chart(const struct plan *p, enum wl_kind kind, const char *dir, cons
 	snprintf(gp, sizeof gp, "%s/%s.gp", dir, name);
 	snprintf(svg, sizeof svg, "%s/%s.svg", dir, name);
 	/* Only columns with a figure on some row: gnuplot warns, in the
-	 * middle of the report on the terminal, of a series with none (raw
-	 * UDP on loss rows, a column that failed everywhere). */
+	 * middle of the report on the terminal, of a series with none (the
+	 * redundant column outside stream rows, a column that failed on
+	 * every row). */
 	bool plotted[NCOLUMNS] = {false};
 	int ncol = 0;
 	for (int c = 0; c < NCOLUMNS; c++) {
