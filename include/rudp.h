@@ -729,7 +729,8 @@ typedef struct rudp_peer_stats {
 	 * a tail-loss probe (the oldest frame unacknowledged about a round trip
 	 * after its send, and no ACK progress meanwhile, with the other frames
 	 * of its datagram still unacknowledged). resent_timeout: the
-	 * frame's retransmission timeout. Probes and timeouts whose first copy
+	 * frame's retransmission timeout (the oldest frame that ran out, and
+	 * those of its datagram that ran out with it). Probes and timeouts whose first copy
 	 * had arrived show up as duplicates_dropped at the peer: many of them
 	 * mean acknowledgements are queued behind an overload (or
 	 * rudp_config.rto_min_ms is shorter than the path's worst round

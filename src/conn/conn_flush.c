@@ -363,12 +363,13 @@ static int flush_data(struct rudp_conn *c, uint64_t now_us, const struct rudp_co
 		cc_on_left(&c->cc, probe_bytes);
 	/* Nothing to resend and no timer due: no walk (see resend_pending). */
 	bool walk = loss_walk_begin(&c->loss, now_us);
-	bool timeout_taken = false, nacked_left = false;
+	struct loss_walk timeouts = {0};
+	bool nacked_left = false;
 
 	for (uint32_t i = 0; walk && i < c->rel_sent; i++) {
 		struct sendq_frame *f = sendq_at(&c->rel, i);
 
-		if (loss_walk_frame(&c->loss, f, now_us, &timeout_taken)) {
+		if (loss_walk_frame(&c->loss, &timeouts, f, now_us)) {
 			cc_on_left(&c->cc, sendq_frame_wire_bytes(f));
 			cc_on_timeout(&c->cc, f->last_dgram_seq, c->next_dgram_seq);
 			/* Its datagram, and all sent before it, will not be answered now. */

@@ -479,32 +479,44 @@ static inline bool loss_walk_begin(struct loss_engine *l, uint64_t now_us)
 	return walk;
 }
 
+/* What one walk remembers of the timeouts it took. */
+struct loss_walk {
+	bool timeout_taken; /* a frame timed out in this walk */
+	uint32_t timeout_dgram_seq; /* that frame's latest datagram */
+};
+
 /*
- * One frame of the walk. One frame per timeout, the oldest (RFC 6298
- * 5.4-5.6); the others that ran out with it wait a backed-off RTO more.
- * Why: the RTO runs out on every frame of a flight at once when ACKs are
- * late rather than lost (a peer's queue behind an overload, where most
- * such resends are duplicates at the peer), and resending the whole flight adds to
- * the queue that delayed it. A real loss among the others costs a round
- * trip more at most: the resent frame's ACK lets inference mark the frames
- * sent before it lost at once, and NACKs still act.
+ * One frame of the walk. One datagram per timeout, the oldest frame's
+ * (RFC 6298 5.4-5.6 resends one segment): the frames that timed out with
+ * it in the same datagram go too: lost with it if it was lost, they fit
+ * one datagram again, and left behind they would wait a round trip more
+ * for the resend's ACK. Frames of other datagrams that ran out with it
+ * wait a backed-off RTO more. Why: the RTO runs out on every
+ * frame of a flight at once when ACKs are late rather than lost (a peer's
+ * queue behind an overload, where most such resends are duplicates at the
+ * peer), and resending the whole flight adds to the queue that delayed
+ * it. A real loss among the others costs a round trip more at most: the
+ * resent frames' ACK lets inference mark the frames sent before them
+ * lost at once, and NACKs still act.
  *
  * True when f timed out now: declared lost like a NACKed frame, it left
  * the flight (the conn tells the congestion controller) and its resend
- * waits for the window. *timeout_taken: one did already in this walk.
+ * waits for the window. w: the walk's state, zeroed before its first
+ * frame.
  */
-static inline bool loss_walk_frame(struct loss_engine *l, struct sendq_frame *f, uint64_t now_us,
-				   bool *timeout_taken)
+static inline bool loss_walk_frame(struct loss_engine *l, struct loss_walk *w, struct sendq_frame *f,
+				   uint64_t now_us)
 {
 	bool timed_out = f->state == FRAME_IN_FLIGHT && loss_rto_deadline(l, f) <= now_us;
 	bool taken = false;
 
-	if (timed_out && *timeout_taken) {
+	if (timed_out && w->timeout_taken && f->last_dgram_seq != w->timeout_dgram_seq) {
 		if (f->backoff < LOSS_MAX_BACKOFF)
 			f->backoff++;
 		f->deadline_us = now_us + rtt_backed_off_rto(&l->rtt, f->backoff);
 	} else if (timed_out) {
-		*timeout_taken = true;
+		w->timeout_taken = true;
+		w->timeout_dgram_seq = f->last_dgram_seq;
 		taken = true;
 		f->state = FRAME_NACKED;
 		f->resend_why = RESEND_TIMEOUT;

@@ -74,25 +74,25 @@ static void settle_rtt(struct sim *s, int n)
 }
 
 /* Sends burst messages of len bytes at once, per_dgram of them to a data
- * datagram (1 at 1,000 bytes), with the drop-th data datagram lost (from
- * 1); returns how long after that datagram's send the last message it
- * carried (with redundancy on a one-message burst: the message) reached
- * the application. From the lost datagram, not from the burst: the rate
+ * datagram (1 at 1,000 bytes), with `dropped` data datagrams lost from the
+ * drop-th (from 1); returns how long after the last lost datagram's send
+ * the last message those carried (with redundancy on a one-message burst:
+ * the message) reached the application. From the lost datagram, not from the burst: the rate
  * controller paces a burst out over its estimate, and that is not
  * recovery. */
 static uint64_t burst_with_loss(struct sim *s, uint32_t burst, uint32_t len, uint32_t per_dgram,
-				uint32_t drop)
+				uint32_t drop, uint32_t dropped)
 {
 	const struct sim_stream_rx *rx = &s->ep[1].rx[3][0];
-	uint32_t lost;
+	uint32_t carried = (drop - 1 + dropped) * per_dgram, lost;
 	uint64_t arrived = 0;
 
 	settle_rtt(s, 20);
-	lost = s->ep[0].tx_next[3][0] + (drop * per_dgram <= burst ? drop * per_dgram : burst) - 1;
+	lost = s->ep[0].tx_next[3][0] + (carried <= burst ? carried : burst) - 1;
 	for (uint32_t i = 0; i < burst; i++)
 		send_ordered(s, len, 0);
 	s->drop_data_skip[0] = drop - 1;
-	s->drop_data_next[0] = 1;
+	s->drop_data_next[0] = dropped;
 	for (uint64_t until = s->now + 5 * SEC; !sim_all_delivered(s) && s->now < until && !s->stuck;) {
 		sim_step(s);
 		if (!arrived && rx->delivered > lost)
@@ -113,7 +113,7 @@ static void test_lone_loss_returns_within_rtt_and_margin(void **state)
 	uint64_t took;
 
 	(void)state;
-	took = burst_with_loss(s, 1, 100, 1, 1);
+	took = burst_with_loss(s, 1, 100, 1, 1, 1);
 	assert_true(took <= ONE_WAY + RTT + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
 	assert_int_equal(client_stats(s).resent_probe, 1);
 	assert_int_equal(client_stats(s).frames_retransmitted, 1);
@@ -130,7 +130,7 @@ static void test_loss_in_flight_returns_within_rtt(void **state)
 	struct rudp_conn_stats st;
 
 	(void)state;
-	took = burst_with_loss(s, 20, 1000, 1, 5);
+	took = burst_with_loss(s, 20, 1000, 1, 5, 1);
 	st = client_stats(s);
 	assert_true(took <= ONE_WAY + RTT + TOLERANCE);
 	assert_int_equal(st.frames_retransmitted, 1);
@@ -148,7 +148,7 @@ static void test_last_of_flight_returns_by_probe(void **state)
 	struct rudp_conn_stats st;
 
 	(void)state;
-	took = burst_with_loss(s, 20, 1000, 1, 20);
+	took = burst_with_loss(s, 20, 1000, 1, 20, 1);
 	st = client_stats(s);
 	assert_true(took <= ONE_WAY + RTT + RTT / 4 + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
 	assert_int_equal(st.resent_probe, 1);
@@ -168,11 +168,34 @@ static void test_last_datagram_returns_whole_by_probe(void **state)
 	struct rudp_conn_stats st;
 
 	(void)state;
-	took = burst_with_loss(s, 16, 64, 8, 2);
+	took = burst_with_loss(s, 16, 64, 8, 2, 1);
 	st = client_stats(s);
 	assert_true(took <= ONE_WAY + RTT + RTT / 4 + RUDP_DEFAULT_PROBE_MARGIN_US + TOLERANCE);
 	assert_int_equal(st.resent_probe, 8);
 	assert_int_equal(st.frames_retransmitted, 8);
+	sim_delete(s);
+}
+
+/* The flight's last two datagrams lost, eight small messages in each: the
+ * probe resends the first one's frames and leaves the second's alone (it
+ * is one datagram's worth, not an RTO of the flight). The second's eight
+ * then time out together (the RTO, its 30 ms floor here, runs out before
+ * the probe's ACK could show them lost one RTT after the probe) and come
+ * back in one datagram. A timeout of one frame left the other seven to
+ * that ACK's inference, ten milliseconds later. */
+static void test_two_lost_datagrams_return_whole(void **state)
+{
+	struct sim *s = recovery_sim(49, 0);
+	uint64_t took;
+	struct rudp_conn_stats st;
+
+	(void)state;
+	took = burst_with_loss(s, 16, 64, 8, 1, 2);
+	st = client_stats(s);
+	assert_int_equal(st.resent_probe, 8);
+	assert_int_equal(st.resent_timeout, 8);
+	assert_int_equal(st.frames_retransmitted, 16);
+	assert_true(took <= ONE_WAY + RUDP_DEFAULT_RTO_MIN_MS * MS + TOLERANCE);
 	sim_delete(s);
 }
 
@@ -187,7 +210,7 @@ static void test_redundant_frame_arrives_once(void **state)
 	for (uint32_t drop = 1; drop <= 2; drop++) {
 		struct sim *s = recovery_sim(48 + drop, 1u << 0);
 		struct rudp_conn_stats st, rx;
-		uint64_t took = burst_with_loss(s, 1, 100, 1, drop);
+		uint64_t took = burst_with_loss(s, 1, 100, 1, drop, 1);
 
 		sim_run_until(s, s->now + RTT); /* the ACK comes back */
 		st = client_stats(s);
@@ -226,7 +249,7 @@ static void test_redundant_copies_survive_pacing(void **state)
 		struct sim *s = recovery_sim(52 + drop, 1u << 0);
 		struct rudp_conn_stats st;
 
-		burst_with_loss(s, 64, 1000, 1, drop);
+		burst_with_loss(s, 64, 1000, 1, drop, 1);
 		st = client_stats(s);
 		assert_true(st.frames_copied >= 20 + 56);
 		resent += st.frames_retransmitted;
@@ -303,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_loss_in_flight_returns_within_rtt),
 		cmocka_unit_test(test_last_of_flight_returns_by_probe),
 		cmocka_unit_test(test_last_datagram_returns_whole_by_probe),
+		cmocka_unit_test(test_two_lost_datagrams_return_whole),
 		cmocka_unit_test(test_redundant_frame_arrives_once),
 		cmocka_unit_test(test_redundant_copies_survive_pacing),
 		cmocka_unit_test(test_reordering_is_not_loss),
