@@ -81,7 +81,7 @@ struct rudp_conn_config {
 	uint8_t congestion_control;
 	/* Tail-loss probe slack, µs: the oldest frame in flight (and the rest
 	 * of its datagram) goes again srtt + max(2 * rttvar, this) after its
-	 * send, and at
+	 * send (4 * rttvar over three minimum RTTs), and at
 	 * least srtt / 4 + this after the last ACK that acknowledged
 	 * something (loss.c). Default RUDP_DEFAULT_PROBE_MARGIN_US. */
 	uint64_t probe_margin_us;

@@ -246,8 +246,8 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * does a stream slower than the round trip (a game's 60 Hz at 20 ms):
  * the next message reveals the gap only a tick later, and the RTO's floor
  * is longer still. So when the oldest frame in flight was sent an RTT plus
- * a margin ago (srtt + max(2 * rttvar, probe_margin_us), the RTO's shape
- * with one RTT less) and is not acknowledged, resend it, and with it the
+ * a margin ago (srtt + max(2 * rttvar, probe_margin_us); see
+ * probe_variance_wait) and is not acknowledged, resend it, and with it the
  * other frames of its datagram still in flight: they were lost with it if
  * it was lost, and they fit one datagram again. The probe's ACK lets
  * inference mark any others at once. A timer can do no better than RTT +
@@ -268,6 +268,27 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  * one a whole wait of the stream behind it.
  */
 #define LOSS_MAX_PROBES 2
+
+/* srtt above this many minimum RTTs: the round trip is mostly a host's
+ * queue, not the path's (as in cc_rate.c's HOST_QUEUE_RTT_FACTOR). */
+#define LOSS_HOST_QUEUE_RTT_FACTOR 3u
+
+/*
+ * How far past srtt the probe waits for the RTT's spread. Twice rttvar
+ * where the RTT stays near its minimum (a path, even behind a drop-tail
+ * queue it fills, which holds the RTT under 1 + buffer / RTT), so a lost
+ * game message comes back about RTT + margin late. Four times rttvar,
+ * the RTO's and QUIC's PTO term, where srtt is several minimum RTTs: a
+ * server busy with many connections answers in rounds of 5 to 20 times
+ * its idle RTT with a heavy tail, and twice rttvar there made most probes
+ * spurious and cost throughput.
+ */
+static uint64_t probe_variance_wait(const struct rtt_estimator *r)
+{
+	bool host_queue = r->min_us > 0 && r->srtt_us > LOSS_HOST_QUEUE_RTT_FACTOR * r->min_us;
+
+	return (host_queue ? 4 : 2) * r->rttvar_us;
+}
 
 /*
  * What a thinning peer may add to f's ACK: its ACK delay when f's datagram
@@ -329,7 +350,7 @@ uint64_t loss_probe_deadline(const struct loss_engine *l, const struct sendq *re
 	f = sendq_at(rel, i);
 	if (!l->rtt.has_sample)
 		return f->last_send_us + l->rtt.rto_us;
-	pto = 2 * l->rtt.rttvar_us;
+	pto = probe_variance_wait(&l->rtt);
 	if (pto < l->probe_margin_us)
 		pto = l->probe_margin_us;
 	wait = probe_ack_delay(l, f);

@@ -695,6 +695,53 @@ static void test_dgram_log_ack_moves_oldest(void **state)
 	loss_free(&l);
 }
 
+/* When the tail-loss probe of one frame sent at 1 s is due, for an RTT
+ * estimate of srtt, rttvar and minimum min (ms), no ACK progress since. */
+static uint64_t probe_due_ms(uint64_t srtt, uint64_t rttvar, uint64_t min)
+{
+	const struct loss_config cfg = {.window_frames = 64,
+					.max_ack_ranges = 64,
+					.rto_initial_us = 200000,
+					.rto_min_us = 30000,
+					.rto_max_us = 2000000,
+					.probe_margin_us = 250};
+	struct loss_engine l;
+	struct sendq q;
+	struct sendq_totals totals = {0};
+	struct sendq_frame tmpl, *f;
+	uint8_t body[100] = {0};
+	uint64_t due;
+
+	assert_int_equal(loss_init(&l, &cfg), 0);
+	sendq_init(&q, &totals);
+	memset(&tmpl, 0, sizeof(tmpl));
+	assert_int_equal(sendq_reserve(&q, 1, sizeof(body), sizeof(body), 0), 0);
+	f = sendq_push(&q, &tmpl, body, sizeof(body));
+	f->state = FRAME_IN_FLIGHT;
+	f->last_send_us = 1000000;
+	l.rel_unacked = 1;
+	l.rtt.has_sample = true;
+	l.rtt.srtt_us = srtt * 1000;
+	l.rtt.rttvar_us = rttvar * 1000;
+	l.rtt.min_us = min * 1000;
+	due = loss_probe_deadline(&l, &q, 1);
+	sendq_free(&q);
+	loss_free(&l);
+	return (due - 1000000) / 1000;
+}
+
+/* The probe waits srtt + 2 rttvar where the RTT stays within three
+ * minimum RTTs (a path, its own queue included), and srtt + 4 rttvar
+ * past that (a busy host's queue, heavy-tailed), never under the margin. */
+static void test_probe_wait_follows_the_queue(void **state)
+{
+	(void)state;
+	assert_int_equal(probe_due_ms(20, 1, 19), 22);
+	assert_int_equal(probe_due_ms(45, 5, 15), 55);
+	assert_int_equal(probe_due_ms(46, 5, 15), 66);
+	assert_int_equal(probe_due_ms(30, 0, 3), 30);
+}
+
 static void test_cc_slow_start_and_limits(void **state)
 {
 	struct congestion cc;
@@ -806,6 +853,7 @@ int main(void)
 		cmocka_unit_test(test_rtt_first_sample),
 		cmocka_unit_test(test_dgram_log_grows_then_evicts),
 		cmocka_unit_test(test_dgram_log_ack_moves_oldest),
+		cmocka_unit_test(test_probe_wait_follows_the_queue),
 		cmocka_unit_test(test_rtt_clamps_and_backoff),
 		cmocka_unit_test(test_ackq_coalesces),
 		cmocka_unit_test(test_ackq_wraps),
