@@ -276,8 +276,8 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
 /*
  * How far past srtt the probe waits for the RTT's spread. Twice rttvar
  * where the RTT stays near its minimum (a path, even behind a drop-tail
- * queue it fills, which holds the RTT under 1 + buffer / RTT), so a lost
- * game message comes back about RTT + margin late. Four times rttvar,
+ * buffer it fills: that holds the RTT under 1 + buffer / RTT times the
+ * minimum), so a lost game message comes back about RTT + margin late. Four times rttvar,
  * the RTO's and QUIC's PTO term, where srtt is several minimum RTTs: a
  * server busy with many connections answers in rounds of 5 to 20 times
  * its idle RTT with a heavy tail, and twice rttvar there made most probes
