@@ -104,6 +104,7 @@
 #include <string.h>
 
 #include "conn/cc_rate.h"
+#include "conn/rtt.h"
 
 #define PM 1000u /* gains are per mille */
 #define STARTUP_GAIN_PM 2885u /* 2/ln 2: doubles the delivery rate each round */
@@ -148,15 +149,6 @@
  * BBRv2's 0.7 cost the simulator's eight flows their fairness (an index
  * down to 0.85). */
 #define INFLIGHT_HI_BETA_PM 850u
-/* A round whose smallest RTT sample stood at least this many times the
- * minimum: no bottleneck queue of this flow's making holds the RTT that
- * high for a whole round (its window is two BDPs plus the batching
- * allowance, and a drop-tail buffer that overflows first drops, which
- * counts anyway). Such a queue is a host's (CPU-bound endpoints serving
- * many connections, whose rounds run at 5 to 20 times a minimum an idle
- * moment measured) or another flow's, and a datagram outrunning the RTO
- * in it says nothing of this flow's rate. */
-#define HOST_QUEUE_RTT_FACTOR 3u
 /* The batching allowance forgets in two halves of this many rounds, and
  * never exceeds this long at the estimated rate. */
 #define EXTRA_ACKED_ROUNDS 5u
@@ -532,8 +524,13 @@ static void on_round_end(struct cc_rate *cc, bool sample_app_limited, uint64_t n
 			cc->foreign_queue_rounds++;
 	}
 	/* Given up unanswered: congestion only behind a standing queue that
-	 * could be of this flow's making (see cc_rate_on_expired). */
-	if (!cc->queue_standing || cc->round_min_rtt_us / HOST_QUEUE_RTT_FACTOR >= cc->min_rtt_us)
+	 * could be of this flow's making (see cc_rate_on_expired). No queue of
+	 * its making holds a round's smallest RTT at RTT_HOST_QUEUE_FACTOR
+	 * times the minimum (its window is two BDPs plus the batching
+	 * allowance, and a drop-tail buffer that overflows first drops, which
+	 * counts anyway): such a queue is a host's or another flow's, and a
+	 * datagram outrunning the RTO in it says nothing of this flow's rate. */
+	if (!cc->queue_standing || cc->round_min_rtt_us / RTT_HOST_QUEUE_FACTOR >= cc->min_rtt_us)
 		rl -= re;
 	if (round_congested(cc, rd, rl)) {
 		uint64_t hi = (uint64_t)cc->round_lost_in_flight * INFLIGHT_HI_BETA_PM / PM;

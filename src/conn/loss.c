@@ -269,23 +269,17 @@ uint32_t loss_dgram_expire_aged(struct loss_engine *l, uint64_t now_us, uint32_t
  */
 #define LOSS_MAX_PROBES 2
 
-/* srtt above this many minimum RTTs: the round trip is mostly a host's
- * queue, not the path's (as in cc_rate.c's HOST_QUEUE_RTT_FACTOR). */
-#define LOSS_HOST_QUEUE_RTT_FACTOR 3u
-
 /*
  * How far past srtt the probe waits for the RTT's spread. Twice rttvar
  * where the RTT stays near its minimum (a path, even behind a drop-tail
- * buffer it fills: that holds the RTT under 1 + buffer / RTT times the
- * minimum), so a lost game message comes back about RTT + margin late. Four times rttvar,
- * the RTO's and QUIC's PTO term, where srtt is several minimum RTTs: a
- * server busy with many connections answers in rounds of 5 to 20 times
- * its idle RTT with a heavy tail, and twice rttvar there made most probes
- * spurious and cost throughput.
+ * buffer it fills), so a lost game message comes back about RTT + margin
+ * late. Four times rttvar, the RTO's and QUIC's PTO term, behind a host's
+ * queue (RTT_HOST_QUEUE_FACTOR): its round trips have a heavy tail, and
+ * twice rttvar there made most probes spurious and cost throughput.
  */
 static uint64_t probe_variance_wait(const struct rtt_estimator *r)
 {
-	bool host_queue = r->min_us > 0 && r->srtt_us > LOSS_HOST_QUEUE_RTT_FACTOR * r->min_us;
+	bool host_queue = r->min_us > 0 && r->srtt_us > RTT_HOST_QUEUE_FACTOR * r->min_us;
 
 	return (host_queue ? 4 : 2) * r->rttvar_us;
 }

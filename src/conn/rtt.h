@@ -35,6 +35,14 @@ struct rtt_estimator {
  * (RTO, tail probe) exactly where the peer takes it. */
 #define RTT_ACK_DELAY_SHARE 4u
 
+/* An RTT this many times the minimum is a host's queue, not a path's:
+ * CPU-bound endpoints serving many connections run rounds at 5 to 20
+ * times a minimum an idle moment measured, while a flow's own drop-tail
+ * queue holds it under 1 + buffer / RTT times (2.25-2.5 on rudp-bench's
+ * paths). The rate controller's expired rule (cc_rate.c) and the tail
+ * probe's wait (loss.c) judge by it. */
+#define RTT_HOST_QUEUE_FACTOR 3u
+
 static inline bool rtt_ack_delay_applies(const struct rtt_estimator *r, uint64_t ack_delay_us)
 {
 	return ack_delay_us > 0 && r->has_sample && r->srtt_us >= RTT_ACK_DELAY_SHARE * ack_delay_us;

@@ -695,9 +695,10 @@ static void test_dgram_log_ack_moves_oldest(void **state)
 	loss_free(&l);
 }
 
-/* When the tail-loss probe of one frame sent at 1 s is due, for an RTT
- * estimate of srtt, rttvar and minimum min (ms), no ACK progress since. */
-static uint64_t probe_due_ms(uint64_t srtt, uint64_t rttvar, uint64_t min)
+/* How long (µs) after its send at 1 s the tail-loss probe of one frame is
+ * due, for an RTT estimate of srtt, rttvar and minimum min (ms), no ACK
+ * progress since and a probe margin of 250 µs. */
+static uint64_t probe_wait_us(uint64_t srtt, uint64_t rttvar, uint64_t min)
 {
 	const struct loss_config cfg = {.window_frames = 64,
 					.max_ack_ranges = 64,
@@ -727,7 +728,7 @@ static uint64_t probe_due_ms(uint64_t srtt, uint64_t rttvar, uint64_t min)
 	due = loss_probe_deadline(&l, &q, 1);
 	sendq_free(&q);
 	loss_free(&l);
-	return (due - 1000000) / 1000;
+	return due - 1000000;
 }
 
 /* The probe waits srtt + 2 rttvar where the RTT stays within three
@@ -736,10 +737,10 @@ static uint64_t probe_due_ms(uint64_t srtt, uint64_t rttvar, uint64_t min)
 static void test_probe_wait_follows_the_queue(void **state)
 {
 	(void)state;
-	assert_int_equal(probe_due_ms(20, 1, 19), 22);
-	assert_int_equal(probe_due_ms(45, 5, 15), 55);
-	assert_int_equal(probe_due_ms(46, 5, 15), 66);
-	assert_int_equal(probe_due_ms(30, 0, 3), 30);
+	assert_int_equal(probe_wait_us(20, 1, 19), 22000);
+	assert_int_equal(probe_wait_us(45, 5, 15), 55000);
+	assert_int_equal(probe_wait_us(46, 5, 15), 66000);
+	assert_int_equal(probe_wait_us(30, 0, 3), 30250);
 }
 
 static void test_cc_slow_start_and_limits(void **state)
